@@ -1,0 +1,24 @@
+// Each `add_*` function registers one or more subcommands on the `sdcprobe` app. A subcommand's
+// callback does its work and stores the process exit code in `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace sdc::cli {
+
+// Options every command accepts (the app falls through to them from any subcommand).
+struct GlobalOptions {
+  std::string backend = "auto";  // auto | cpu | cuda
+  int cpu_devices = 1;
+};
+
+void add_devices_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_list_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+// goodput, plan and simulate.
+void add_goodput_commands(CLI::App& app, int& exit_code);
+
+}  // namespace sdc::cli

@@ -1,0 +1,49 @@
+// The `sdcprobe` command. Exit codes: 0 pass, 1 fault found, 2 could not test or bad input.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "host/error.hpp"
+#include "scheduler/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sdcprobe: finds GPUs and CPUs that compute wrong answers without reporting an error"};
+  app.set_version_flag("--version", std::string("sdcprobe ") + sdc::kVersion);
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  sdc::cli::GlobalOptions global;
+  app.add_option("--backend", global.backend, "Devices to test: auto (CUDA when present, else CPU), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--cpu-devices", global.cpu_devices, "Present the CPU as N virtual devices (core groups)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+
+  int exit_code = 0;
+  sdc::cli::add_devices_command(app, global, exit_code);
+  sdc::cli::add_list_command(app, exit_code);
+  sdc::cli::add_run_command(app, global, exit_code);
+  sdc::cli::add_qualify_command(app, global, exit_code);
+  sdc::cli::add_goodput_commands(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty() && !app.remaining().empty()) {
+      std::cerr << "sdcprobe: error: unknown command '" << app.remaining().front() << "' (see sdcprobe --help)\n";
+      return 2;
+    }
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const sdc::InputError& e) {
+    std::cerr << "sdcprobe: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "sdcprobe: could not test: " << e.what() << "\n";
+    return 2;
+  }
+  return exit_code;
+}

@@ -1,0 +1,39 @@
+// The CPU backend: a real SDC detector for host CPUs (vector code on every core against the host's
+// scalar goldens) and the reference every other backend is tested against.
+#pragma once
+
+#include <vector>
+
+#include "host/device.hpp"
+
+namespace sdc {
+
+class CpuDevice : public Device {
+ public:
+  CpuDevice(int index, std::vector<int> cores);
+
+  uint64_t free_memory_bytes() const override;
+  std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override;
+  void upload(DeviceBuffer& dst, const void* src, size_t bytes) override;
+  void download(void* dst, DeviceBuffer& src, size_t bytes) override;
+  void fill(DeviceBuffer& buf, size_t words, const Pattern& p) override;
+  MismatchReport verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
+                        Direction dir) override;
+  MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) override;
+  Digest128 digest(DeviceBuffer& buf, size_t words) override;
+
+  const std::vector<int>& cores() const { return identity().cores; }
+
+ protected:
+  void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
+                        const Corruption& c) override;
+};
+
+// SIMD lanes the CPU chain kernels use for elements of `width_bits` (8 x fp32 on AVX2).
+unsigned cpu_simd_lanes(unsigned width_bits);
+
+// Computes chain copies [lo, hi) of `job` into `out` (2 elements per copy, of the chain's width).
+// Exposed for the benchmarks, which time it against a peak-FMA loop.
+void cpu_compute_chains(const ChainJob& job, uint64_t lo, uint64_t hi, void* out);
+
+}  // namespace sdc

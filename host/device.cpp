@@ -1,0 +1,29 @@
+#include "host/device.hpp"
+
+namespace sdc {
+
+unsigned chain_width_bits(ChainKind kind) {
+  switch (kind) {
+    case ChainKind::kFma32: return 32;
+    case ChainKind::kFma64:
+    case ChainKind::kInt64:
+    case ChainKind::kDivSqrt32:
+    case ChainKind::kDivSqrt64: return 64;
+  }
+  return 64;
+}
+
+void Device::inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group) {
+  if (injector_ == nullptr || injector_->empty()) return;
+  InjectionPoint point;
+  point.probe = probe_id_;
+  point.device_index = identity_.index;
+  point.device_uuid = identity_.uuid;
+  point.elements = elements;
+  point.width_bits = width_bits;
+  point.group = group;
+  const Corruption c = injector_->plan(point);
+  if (!c.empty()) apply_corruption(buf, width_bits, elements, group, c);
+}
+
+}  // namespace sdc

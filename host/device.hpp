@@ -1,0 +1,109 @@
+// A Device gives probes typed operations (patterns, chains, digests) and applies fault injection
+// between each operation's computation and its verification. Backends implement it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/injection.hpp"
+#include "host/mismatch.hpp"
+#include "kernels/common/digest.hpp"
+#include "kernels/common/patterns.hpp"
+
+namespace sdc {
+
+class GemmEngine;  // host/gemm.hpp
+
+struct DeviceIdentity {
+  std::string backend;     // "cpu" or "cuda"
+  int index = 0;           // position in this run's device list: a selector, never a key
+  std::string name;        // GPU name or CPU model
+  std::string uuid;        // GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, or CPU-… derived from host and cores
+  std::string pci_bus_id;  // 00000000:3B:00.0 (8-digit domain); CPU: "cpu:" and the core list
+  int compute_units = 0;   // SMs, or cores
+  std::string compute_capability;  // "9.0"; CPU: the instruction set the vector paths use
+  uint64_t memory_bytes = 0;
+  std::string driver_version;
+  std::string runtime_version;
+  std::vector<int> cores;  // CPU only
+
+  // "cuda0", "cpu2": for tables and logs.
+  std::string label() const { return backend + std::to_string(index); }
+};
+
+// Owned device memory. Only the device that allocated a buffer may be given it back.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual void* data() = 0;
+  virtual size_t bytes() const = 0;
+};
+
+enum class Direction { kUp, kDown };
+
+enum class ChainKind { kFma32, kFma64, kInt64, kDivSqrt32, kDivSqrt64 };
+
+// Runs `copies` chain copies; copy c uses seed index c % seeds and writes kChainOutputsPerCopy
+// elements. `goldens` holds the host's expected output elements per seed, zero-extended to 64 bits.
+struct ChainJob {
+  ChainKind kind = ChainKind::kFma32;
+  uint64_t seed = 0;
+  uint32_t seeds = 1024;
+  uint64_t copies = 0;
+  uint32_t iterations = 0;
+};
+
+unsigned chain_width_bits(ChainKind kind);
+
+class Device {
+ public:
+  explicit Device(DeviceIdentity identity) : identity_(std::move(identity)) {}
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceIdentity& identity() const { return identity_; }
+
+  // The runner scopes injection to one probe at a time; nullptr disables it.
+  void set_injection(Injector* injector, std::string probe_id) {
+    injector_ = injector;
+    probe_id_ = std::move(probe_id);
+  }
+
+  virtual uint64_t free_memory_bytes() const = 0;
+  virtual std::unique_ptr<DeviceBuffer> allocate(size_t bytes) = 0;
+  virtual void upload(DeviceBuffer& dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, DeviceBuffer& src, size_t bytes) = 0;
+
+  // Memory patterns over the first `words` 64-bit words of `buf`.
+  virtual void fill(DeviceBuffer& buf, size_t words, const Pattern& p) = 0;
+  // Checks every word against `expect` (injection applies first), visiting words in `dir` order;
+  // when `then_write` is set each word is rewritten right after it is read (a March element).
+  virtual MismatchReport verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
+                                Direction dir) = 0;
+
+  // ALU chains, verified on the device against the host's goldens.
+  virtual MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) = 0;
+
+  // Order-independent digest of the first `words` 64-bit words.
+  virtual Digest128 digest(DeviceBuffer& buf, size_t words) = 0;
+
+  // GEMM operations for the gemm.* probes; nullptr when the backend offers none.
+  virtual GemmEngine* gemm() { return nullptr; }
+
+ protected:
+  // Applies the injector's plan for `elements` elements of `width_bits` to `buf`. Backends call it
+  // after computing and before verifying.
+  void inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group);
+  virtual void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
+                                const Corruption& c) = 0;
+
+ private:
+  DeviceIdentity identity_;
+  Injector* injector_ = nullptr;
+  std::string probe_id_;
+};
+
+}  // namespace sdc

@@ -1,0 +1,32 @@
+// Error types shared by every layer. Corruption is never an exception: it is data in a result.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace sdc {
+
+// Bad input from the operator (arguments, files, specs). The CLI reports it and exits 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A backend API failure (allocation, launch, library). `sticky` means the device context is
+// unusable (illegal address, ECC, launch failure) and the device must be retested in a fresh process.
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(int code, bool sticky, const std::string& expression, const char* file, int line,
+            const std::string& message)
+      : std::runtime_error(message + " (" + expression + " at " + file + ":" + std::to_string(line) + ")"),
+        code_(code),
+        sticky_(sticky) {}
+  int code() const { return code_; }
+  bool sticky() const { return sticky_; }
+
+ private:
+  int code_;
+  bool sticky_;
+};
+
+}  // namespace sdc

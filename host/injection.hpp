@@ -1,0 +1,108 @@
+// Fault injection. The injector sits in the backend, between a probe's computation and its
+// verification, so a probe can neither see nor cheat it. A textual spec drives it:
+//
+//   SPEC    := CLAUSE (';' CLAUSE)*
+//   CLAUSE  := KEY '=' VALUE (',' KEY '=' VALUE)*
+//   model   bitflip | multibit | random | stuck | lane          (required)
+//   probe   glob over probe ids, e.g. gemm.*                    (default *)
+//   device  device index in this run's list, a UUID, or *       (default *)
+//   rank    process rank under MPI, or *                        (default *)
+//   mode    transient | intermittent | permanent                (default permanent)
+//   p       probability per injection point, intermittent only  (0 < p <= 1)
+//   bit     bit position 0..63, or random (default random); taken modulo the element width
+//   bits    multibit: number of adjacent bits flipped from `bit` (2..64, default 2)
+//   count   elements corrupted per injection point              (default 1)
+//   index   element index, or random (default random); taken modulo the element count
+//   value   stuck: the value the bit is stuck at, 0 or 1        (default 1)
+//   lane    lane: the faulty lane (default 0); lanes: lanes per group (default 32)
+//   mask    lane: XOR mask as hex or decimal (default 1 << bit)
+//
+// A bad spec is an InputError naming the clause and field.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sdc {
+
+enum class FaultModel { kBitflip, kMultibit, kRandom, kStuck, kLane };
+enum class FaultMode { kTransient, kIntermittent, kPermanent };
+
+struct InjectionSpec {
+  FaultModel model = FaultModel::kBitflip;
+  FaultMode mode = FaultMode::kPermanent;
+  std::string probe = "*";
+  std::string device = "*";
+  int rank = -1;  // -1: any
+  double probability = 1.0;
+  int bit = -1;  // -1: random
+  int bits = 2;
+  uint64_t count = 1;
+  int64_t index = -1;  // -1: random
+  bool stuck_value = true;
+  uint32_t lane = 0;
+  uint32_t lanes = 32;
+  uint64_t mask = 0;  // 0: 1 << bit
+  std::string text;   // the clause as written, for reports
+};
+
+std::vector<InjectionSpec> parse_injection_specs(std::string_view text);
+
+// Glob with * and ? (probe ids are dotted names; no character classes needed).
+bool glob_match(std::string_view pattern, std::string_view text);
+
+// Where a backend offers its output for corruption.
+struct InjectionPoint {
+  std::string_view probe;
+  int device_index = 0;
+  std::string_view device_uuid;
+  uint64_t elements = 0;   // element count of the output
+  unsigned width_bits = 64;
+  uint64_t group = 1;      // consecutive elements produced by one lane
+};
+
+// What the backend applies. XOR entries cover bitflip, multibit and random; stuck forces one bit.
+struct Corruption {
+  struct Xor {
+    uint64_t index;
+    uint64_t mask;
+  };
+  std::vector<Xor> xors;
+  bool stuck = false;
+  uint64_t stuck_index = 0;
+  unsigned stuck_bit = 0;
+  bool stuck_value = true;
+  bool lane_mask = false;
+  uint32_t lane = 0;
+  uint32_t lanes = 32;
+  uint64_t mask = 0;
+
+  bool empty() const { return xors.empty() && !stuck && !lane_mask; }
+};
+
+class Injector {
+ public:
+  Injector(std::vector<InjectionSpec> specs, uint64_t seed, int rank = 0);
+
+  // Decides, for this point, what to corrupt. Thread-safe; advances the seeded RNG.
+  Corruption plan(const InjectionPoint& point);
+  bool empty() const { return specs_.empty(); }
+  const std::vector<InjectionSpec>& specs() const { return specs_; }
+
+ private:
+  bool fires(size_t spec_index, const InjectionPoint& point);
+
+  std::vector<InjectionSpec> specs_;
+  std::vector<bool> transient_fired_;
+  int rank_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::mutex mutex_;
+};
+
+}  // namespace sdc

@@ -1,0 +1,117 @@
+// Memory test patterns: the expected word at any index is computed on the fly, never read from a
+// reference buffer, so a fault cannot corrupt the expectation as well as the data.
+#pragma once
+
+#include "kernels/common/random.hpp"
+#include "kernels/common/sdc_hd.hpp"
+
+namespace sdc {
+
+enum class PatternKind : uint32_t {
+  kOwnAddress = 0,    // word = its own byte offset ^ param (address aliasing, decoder faults)
+  kWalkingOnes = 1,   // one set bit that moves with the index and with param (the pass)
+  kWalkingZeros = 2,  // one clear bit that moves with the index and with param
+  kSolid = 3,         // every word = param
+  kCheckerboard = 4,  // alternating param / ~param
+  kWalking8 = 5,      // one set bit per byte, the same in every byte, chosen by param
+  kModulo20 = 6,      // a random background at index % 20 == param % 20, its inverse elsewhere
+  kRandom = 7,        // counter-based random word per index
+  kRandomBlocks = 8,  // blocks of 2^param words, each with its own kind and background
+};
+inline constexpr uint32_t kPatternKinds = 9;
+
+struct Pattern {
+  PatternKind kind = PatternKind::kSolid;
+  uint64_t param = 0;  // background word, walking offset, modulo-20 offset or log2 block size
+  uint64_t seed = 0;   // random stream
+  bool inverted = false;
+};
+
+// The word for one kind; callers that loop over many words dispatch on the kind once.
+template <PatternKind K>
+SDC_HD uint64_t pattern_word_of(const Pattern& p, uint64_t index);
+
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kOwnAddress>(const Pattern& p, uint64_t index) {
+  return (index * 8u) ^ p.param;
+}
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kWalkingOnes>(const Pattern& p, uint64_t index) {
+  return 1ULL << ((index + p.param) & 63u);
+}
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kWalkingZeros>(const Pattern& p, uint64_t index) {
+  return ~(1ULL << ((index + p.param) & 63u));
+}
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kSolid>(const Pattern& p, uint64_t) {
+  return p.param;
+}
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kCheckerboard>(const Pattern& p, uint64_t index) {
+  return (index & 1u) ? ~p.param : p.param;
+}
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kWalking8>(const Pattern& p, uint64_t) {
+  return 0x0101010101010101ULL << (p.param & 7u);
+}
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kModulo20>(const Pattern& p, uint64_t index) {
+  const uint64_t background = mix64(p.seed);
+  // Written as "% 20 == 0" so compilers use a multiply, not a division, per word.
+  return (index + 20u - p.param % 20u) % 20u == 0 ? background : ~background;
+}
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kRandom>(const Pattern& p, uint64_t index) {
+  return counter_random(p.seed, index);
+}
+
+// kRandomBlocks: the plain pattern that block `block` uses (never itself kRandomBlocks).
+SDC_HD Pattern random_block_pattern(const Pattern& p, uint64_t block) {
+  const uint64_t h = counter_random(p.seed ^ 0xb10c5ULL, block);
+  Pattern sub;
+  switch (h % 6u) {
+    case 0: sub.kind = PatternKind::kOwnAddress; break;
+    case 1: sub.kind = PatternKind::kWalkingOnes; break;
+    case 2: sub.kind = PatternKind::kWalkingZeros; break;
+    case 3: sub.kind = PatternKind::kSolid; break;
+    case 4: sub.kind = PatternKind::kCheckerboard; break;
+    default: sub.kind = PatternKind::kRandom; break;
+  }
+  sub.param = mix64(h);
+  sub.seed = h;
+  sub.inverted = p.inverted;
+  return sub;
+}
+
+SDC_HD uint64_t pattern_word(const Pattern& p, uint64_t index);
+
+template <>
+SDC_HD uint64_t pattern_word_of<PatternKind::kRandomBlocks>(const Pattern& p, uint64_t index) {
+  Pattern sub = random_block_pattern(p, index >> (p.param & 63u));
+  sub.inverted = false;
+  return pattern_word(sub, index);
+}
+
+SDC_HD uint64_t pattern_word(const Pattern& p, uint64_t index) {
+  uint64_t w = 0;
+  switch (p.kind) {
+    case PatternKind::kOwnAddress: w = pattern_word_of<PatternKind::kOwnAddress>(p, index); break;
+    case PatternKind::kWalkingOnes: w = pattern_word_of<PatternKind::kWalkingOnes>(p, index); break;
+    case PatternKind::kWalkingZeros: w = pattern_word_of<PatternKind::kWalkingZeros>(p, index); break;
+    case PatternKind::kSolid: w = pattern_word_of<PatternKind::kSolid>(p, index); break;
+    case PatternKind::kCheckerboard: w = pattern_word_of<PatternKind::kCheckerboard>(p, index); break;
+    case PatternKind::kWalking8: w = pattern_word_of<PatternKind::kWalking8>(p, index); break;
+    case PatternKind::kModulo20: w = pattern_word_of<PatternKind::kModulo20>(p, index); break;
+    case PatternKind::kRandom: w = pattern_word_of<PatternKind::kRandom>(p, index); break;
+    case PatternKind::kRandomBlocks: w = pattern_word_of<PatternKind::kRandomBlocks>(p, index); break;
+  }
+  return p.inverted ? ~w : w;
+}
+
+SDC_HD Pattern inverse(Pattern p) {
+  p.inverted = !p.inverted;
+  return p;
+}
+
+}  // namespace sdc

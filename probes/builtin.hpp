@@ -1,0 +1,21 @@
+// Factories for the built-in probes, one per file; register_builtin_probes lists them in order.
+#pragma once
+
+#include <memory>
+
+#include "probes/probe.hpp"
+
+namespace sdc {
+
+std::unique_ptr<Probe> make_mem_own_address_probe();
+std::unique_ptr<Probe> make_mem_walking_bits_probe();
+std::unique_ptr<Probe> make_mem_moving_inversions_probe();
+std::unique_ptr<Probe> make_mem_march_c_probe();
+std::unique_ptr<Probe> make_mem_modulo20_probe();
+std::unique_ptr<Probe> make_mem_random_blocks_probe();
+std::unique_ptr<Probe> make_alu_fma32_probe();
+std::unique_ptr<Probe> make_alu_fma64_probe();
+std::unique_ptr<Probe> make_alu_int64_probe();
+std::unique_ptr<Probe> make_alu_divsqrt_probe();
+
+}  // namespace sdc

@@ -1,0 +1,107 @@
+#include "probes/chain_probe.hpp"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "kernels/common/chains.hpp"
+
+namespace sdc {
+namespace {
+
+// Scalar on purpose: the device's vector units must agree with the host's scalar units.
+__attribute__((optimize("no-tree-vectorize"))) std::vector<uint64_t> compute_goldens(const ChainJob& job) {
+  std::vector<uint64_t> goldens(static_cast<size_t>(job.seeds) * kChainOutputsPerCopy);
+  for (uint32_t k = 0; k < job.seeds; ++k) {
+    uint64_t* g = goldens.data() + static_cast<size_t>(k) * kChainOutputsPerCopy;
+    switch (job.kind) {
+      case ChainKind::kFma32: {
+        float out[2];
+        rotation_chain_run(rotation_chain_seed<float>(job.seed, k), job.iterations, out);
+        g[0] = bits_of(out[0]);
+        g[1] = bits_of(out[1]);
+        break;
+      }
+      case ChainKind::kFma64: {
+        double out[2];
+        rotation_chain_run(rotation_chain_seed<double>(job.seed, k), job.iterations, out);
+        g[0] = bits_of(out[0]);
+        g[1] = bits_of(out[1]);
+        break;
+      }
+      case ChainKind::kInt64: int64_chain_run(int64_chain_seed(job.seed, k), job.iterations, g); break;
+      case ChainKind::kDivSqrt32: divsqrt_chain_run(divsqrt_chain_seed<float>(job.seed, k), job.iterations, g); break;
+      case ChainKind::kDivSqrt64: divsqrt_chain_run(divsqrt_chain_seed<double>(job.seed, k), job.iterations, g); break;
+    }
+  }
+  return goldens;
+}
+
+const char* chain_name(ChainKind kind) {
+  switch (kind) {
+    case ChainKind::kFma32: return "fma32";
+    case ChainKind::kFma64: return "fma64";
+    case ChainKind::kInt64: return "int64";
+    case ChainKind::kDivSqrt32: return "divsqrt32";
+    case ChainKind::kDivSqrt64: return "divsqrt64";
+  }
+  return "";
+}
+
+// Floating-point operations per chain step (an FMA counts two).
+double flops_per_step(ChainKind kind) {
+  switch (kind) {
+    case ChainKind::kFma32:
+    case ChainKind::kFma64: return 4;
+    case ChainKind::kDivSqrt32:
+    case ChainKind::kDivSqrt64: return 4;
+    case ChainKind::kInt64: return 0;
+  }
+  return 0;
+}
+
+ChainJob size_job(const ProbeContext& ctx, ChainKind kind) {
+  const Device& d = ctx.device;
+  const uint64_t units = static_cast<uint64_t>(std::max(1, d.identity().compute_units));
+  const unsigned scale = ctx.level == Level::kQuick ? 0 : ctx.level == Level::kStandard ? 2 : 4;
+  // Per-kind step cost relative to an FMA pair: integer and div/sqrt steps are slower.
+  const uint32_t slow = kind == ChainKind::kInt64 ? 4 : (kind == ChainKind::kFma32 || kind == ChainKind::kFma64) ? 1 : 16;
+  ChainJob job;
+  job.kind = kind;
+  job.seed = ctx.seed;
+  job.seeds = 1024;
+  if (d.identity().backend == "cpu") {
+    job.copies = 16384 * units;
+    job.iterations = (8192u << scale) / slow;
+  } else {
+    job.copies = 4096 * units;  // two copies per resident thread on every SM
+    job.iterations = (16384u << scale) / slow;
+  }
+  if (ctx.iterations) job.iterations = *ctx.iterations;
+  return job;
+}
+
+}  // namespace
+
+std::vector<uint64_t> chain_goldens(const ChainJob& job) {
+  // Every device of a run shares the seed, so each golden set is computed once per process.
+  static std::mutex mutex;
+  static std::map<std::tuple<int, uint64_t, uint32_t, uint32_t>, std::vector<uint64_t>> cache;
+  const auto key = std::make_tuple(static_cast<int>(job.kind), job.seed, job.seeds, job.iterations);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, compute_goldens(job)).first;
+  return it->second;
+}
+
+void run_chain_probe(ProbeContext& ctx, ProbeResult& result, ChainKind kind) {
+  const ChainJob job = size_job(ctx, kind);
+  const uint64_t offset = result.report.checked;  // a second chain kind's elements follow the first's
+  MismatchReport report = ctx.device.run_chains(job, chain_goldens(job));
+  for (auto& r : report.records) r.index += offset;
+  result.report.merge(report);
+  result.flops += static_cast<double>(job.copies) * job.iterations * flops_per_step(kind);
+  result.params[chain_name(kind)] = {{"copies", job.copies}, {"iterations", job.iterations}, {"seeds", job.seeds}};
+}
+
+}  // namespace sdc

@@ -1,0 +1,42 @@
+// mem.moving_inversions: for each background p: fill p; ascending read p / write ~p; descending
+// read ~p / write p; read p. Backgrounds: solid, checkerboard, walking-8 and random.
+// Targets: coupling faults between cells, transition faults (0->1, 1->0), pattern sensitivity.
+// Cannot see: faults needing a write order other than strictly ascending / descending per core or
+// thread (parallel traversal only orders each core's or thread's own range).
+#include "probes/builtin.hpp"
+#include "probes/memory_test.hpp"
+
+namespace sdc {
+namespace {
+
+class MovingInversionsProbe : public Probe {
+ public:
+  std::string id() const override { return "mem.moving_inversions"; }
+  std::string targets() const override { return "coupling and transition faults under solid, checkerboard, walking-8 and random data"; }
+  std::string blind_spots() const override { return "order-dependent faults across thread ranges (each range is ordered, not the whole buffer)"; }
+  bool included_at(Level, const Device&) const override { return true; }
+
+  void run(ProbeContext& ctx, ProbeResult& result) const override {
+    MemoryTest mem(ctx, result);
+    std::vector<Pattern> backgrounds;
+    backgrounds.push_back({PatternKind::kSolid, 0, 0, false});
+    backgrounds.push_back({PatternKind::kCheckerboard, 0x5555555555555555ULL, 0, false});
+    const uint32_t walking = mem.passes(1, 8, 8);
+    for (uint32_t b = 0; b < walking; ++b) backgrounds.push_back({PatternKind::kWalking8, (b + ctx.seed) & 7u, 0, false});
+    backgrounds.push_back({PatternKind::kRandom, 0, ctx.seed, false});
+    for (const Pattern& p : backgrounds) {
+      const Pattern not_p = inverse(p);
+      mem.fill(p);
+      mem.check(p, &not_p, Direction::kUp);
+      mem.check(not_p, &p, Direction::kDown);
+      mem.check(p);
+    }
+    result.params["backgrounds"] = backgrounds.size();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_mem_moving_inversions_probe() { return std::make_unique<MovingInversionsProbe>(); }
+
+}  // namespace sdc

@@ -1,0 +1,39 @@
+// mem.own_address: every word holds its own byte offset, then the inverse.
+// Targets: address decoder and aliasing faults (two addresses reaching one cell), stuck bits.
+// Cannot see: faults that need a particular neighbour pattern (coupling), or that appear only
+// under a different access order; data-dependent faults in bits that offsets leave constant.
+#include "probes/builtin.hpp"
+#include "probes/memory_test.hpp"
+
+namespace sdc {
+namespace {
+
+class OwnAddressProbe : public Probe {
+ public:
+  std::string id() const override { return "mem.own_address"; }
+  std::string targets() const override { return "address decoder faults and aliasing, stuck bits"; }
+  std::string blind_spots() const override { return "coupling faults between neighbours; order-dependent faults"; }
+  bool included_at(Level, const Device&) const override { return true; }
+
+  void run(ProbeContext& ctx, ProbeResult& result) const override {
+    MemoryTest mem(ctx, result);
+    Pattern p;
+    p.kind = PatternKind::kOwnAddress;
+    p.param = ctx.seed & ~7ULL;  // keeps the low three bits, which every offset leaves zero, exercised by the inverse
+    const uint32_t passes = mem.passes(1, 2, 4);
+    for (uint32_t pass = 0; pass < passes; ++pass) {
+      mem.fill(p);
+      mem.check(p);
+      mem.fill(inverse(p));
+      mem.check(inverse(p));
+      p.param = mix64(p.param + pass + 1) & ~7ULL;
+    }
+    result.params["passes"] = passes;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_mem_own_address_probe() { return std::make_unique<OwnAddressProbe>(); }
+
+}  // namespace sdc

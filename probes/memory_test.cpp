@@ -1,0 +1,44 @@
+#include "probes/memory_test.hpp"
+
+#include <algorithm>
+
+#include "host/error.hpp"
+
+namespace sdc {
+
+uint64_t default_memory_bytes(const Device& device, Level level) {
+  const uint64_t free_bytes = device.free_memory_bytes();
+  const double fraction = level == Level::kQuick ? 0.10 : level == Level::kStandard ? 0.50 : 0.85;
+  uint64_t bytes = static_cast<uint64_t>(static_cast<double>(free_bytes) * fraction);
+  if (device.identity().backend == "cpu") {
+    // Host memory is shared with everything else on the node, and host bandwidth is far lower.
+    const uint64_t cap = level == Level::kQuick ? (32ULL << 20) : level == Level::kStandard ? (512ULL << 20) : (8ULL << 30);
+    bytes = std::min(bytes, cap);
+  }
+  return std::max<uint64_t>(bytes, 1ULL << 20);
+}
+
+MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result) : ctx_(ctx), result_(result) {
+  const uint64_t bytes = ctx.size_bytes ? *ctx.size_bytes : default_memory_bytes(ctx.device, ctx.level);
+  words_ = bytes / 8;
+  if (words_ == 0) throw InputError("--size must be at least 8 bytes");
+  buffer_ = ctx.device.allocate(words_ * 8);
+  result.params["bytes"] = words_ * 8;
+}
+
+void MemoryTest::fill(const Pattern& p) {
+  ctx_.device.fill(*buffer_, words_, p);
+  result_.bytes += words_ * 8;
+}
+
+void MemoryTest::check(const Pattern& expect, const Pattern* then_write, Direction dir) {
+  result_.report.merge(ctx_.device.verify(*buffer_, words_, expect, then_write, dir));
+  result_.bytes += words_ * 8 * (then_write ? 2 : 1);
+}
+
+uint32_t MemoryTest::passes(uint32_t quick, uint32_t standard, uint32_t long_level) const {
+  if (ctx_.iterations) return *ctx_.iterations;
+  return ctx_.level == Level::kQuick ? quick : ctx_.level == Level::kStandard ? standard : long_level;
+}
+
+}  // namespace sdc

@@ -1,0 +1,32 @@
+// What the memory probes share: the buffer (its default size is a fraction of the device's free
+// memory, capped per level on the CPU so `quick` fits its budget) and the byte accounting.
+#pragma once
+
+#include <memory>
+
+#include "probes/probe.hpp"
+
+namespace sdc {
+
+class MemoryTest {
+ public:
+  MemoryTest(ProbeContext& ctx, ProbeResult& result);
+
+  size_t words() const { return words_; }
+  void fill(const Pattern& p);
+  // Reads every word against `expect`; with `then_write`, rewrites each word after reading it.
+  void check(const Pattern& expect, const Pattern* then_write = nullptr, Direction dir = Direction::kUp);
+  // Passes: the operator's --iterations, else the level's default.
+  uint32_t passes(uint32_t quick, uint32_t standard, uint32_t long_level) const;
+
+ private:
+  ProbeContext& ctx_;
+  ProbeResult& result_;
+  std::unique_ptr<DeviceBuffer> buffer_;
+  size_t words_ = 0;
+};
+
+// Default buffer bytes for a memory probe on this device at this level.
+uint64_t default_memory_bytes(const Device& device, Level level);
+
+}  // namespace sdc

@@ -1,0 +1,57 @@
+// A probe targets one class of fault, has an independent expected answer, and is registered under
+// a stable dotted id that never changes once released.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/device.hpp"
+#include "probes/result.hpp"
+
+namespace sdc {
+
+enum class Level { kQuick, kStandard, kLong };
+
+Level parse_level(const std::string& name);  // throws InputError
+const char* level_name(Level level);
+
+struct ProbeContext {
+  Device& device;
+  uint64_t seed = 0;  // the same for every device, so outputs are comparable across devices
+  Level level = Level::kQuick;
+  std::optional<uint64_t> size_bytes;    // operator override of the buffer size
+  std::optional<uint32_t> iterations;    // operator override of passes / chain length
+};
+
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  virtual std::string id() const = 0;
+  // What fault the probe targets, and what it cannot see (shown by `sdcprobe list`).
+  virtual std::string targets() const = 0;
+  virtual std::string blind_spots() const = 0;
+  // Whether qualify runs it at this level on this device (budget and capability).
+  virtual bool included_at(Level level, const Device& device) const = 0;
+  // Runs and verifies. Fills report, bytes, flops, params; the runner fills timing and outcome.
+  virtual void run(ProbeContext& ctx, ProbeResult& result) const = 0;
+};
+
+class ProbeRegistry {
+ public:
+  void add(std::unique_ptr<Probe> probe);  // throws on a duplicate id
+  const std::vector<std::unique_ptr<Probe>>& probes() const { return probes_; }
+  const Probe* find(const std::string& id) const;
+  // Probes whose id matches any glob; throws InputError when a glob matches nothing.
+  std::vector<const Probe*> select(const std::vector<std::string>& globs) const;
+
+ private:
+  std::vector<std::unique_ptr<Probe>> probes_;
+};
+
+// The one explicit list of built-in probes (no static initialisers a static library could drop).
+void register_builtin_probes(ProbeRegistry& registry);
+
+}  // namespace sdc

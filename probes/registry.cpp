@@ -1,0 +1,18 @@
+#include "probes/builtin.hpp"
+
+namespace sdc {
+
+void register_builtin_probes(ProbeRegistry& registry) {
+  registry.add(make_mem_own_address_probe());
+  registry.add(make_mem_walking_bits_probe());
+  registry.add(make_mem_moving_inversions_probe());
+  registry.add(make_mem_march_c_probe());
+  registry.add(make_mem_modulo20_probe());
+  registry.add(make_mem_random_blocks_probe());
+  registry.add(make_alu_fma32_probe());
+  registry.add(make_alu_fma64_probe());
+  registry.add(make_alu_int64_probe());
+  registry.add(make_alu_divsqrt_probe());
+}
+
+}  // namespace sdc

@@ -1,0 +1,124 @@
+// Verdicts, tables and the JSON report of a run.
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "scheduler/runner.hpp"
+#include "scheduler/version.hpp"
+
+namespace sdc {
+namespace {
+
+std::string device_name(const DeviceIdentity& d) { return d.label() + " [" + d.uuid + ", " + d.pci_bus_id + "]"; }
+
+std::string hex_seed(uint64_t seed) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(seed));
+  return text;
+}
+
+}  // namespace
+
+int exit_code_of(const RunReport& report) {
+  bool skipped = report.results.empty();
+  for (const auto& r : report.results) {
+    if (r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError) return 1;
+    skipped = skipped || r.outcome == Outcome::kSkipped;
+  }
+  return skipped ? 2 : 0;
+}
+
+std::string verdict_line(const RunReport& report) {
+  const int code = exit_code_of(report);
+  const std::string tail = " (seed " + hex_seed(report.seed) + ", level " + level_name(report.level) + ", " +
+                           std::to_string(report.devices.size()) + " devices, " +
+                           std::to_string(report.results.size()) + " results)";
+  if (code == 0) return "PASS: every probe passed on every device" + tail;
+  if (code == 2) {
+    if (report.devices.empty()) return "COULD NOT TEST: no device" + tail;
+    size_t skipped = 0;
+    for (const auto& r : report.results) skipped += r.outcome == Outcome::kSkipped;
+    return "COULD NOT TEST: " + std::to_string(skipped) + " probe runs skipped" + tail;
+  }
+  // Name each faulty device once, with the probes that caught it.
+  std::map<int, std::string> faults;
+  for (const auto& r : report.results) {
+    if (r.outcome != Outcome::kFail && r.outcome != Outcome::kDeviceError) continue;
+    std::string& probes = faults[r.device_index];
+    probes += (probes.empty() ? "" : ",") + r.probe + (r.outcome == Outcome::kDeviceError ? "(device_error)" : "");
+  }
+  std::string line = "FAIL:";
+  for (const auto& [index, probes] : faults) {
+    for (const auto& d : report.devices) {
+      if (d.index == index) line += " " + device_name(d) + " " + probes + ";";
+    }
+  }
+  line.pop_back();
+  return line + tail;
+}
+
+std::string results_table(const RunReport& report) {
+  std::ostringstream out;
+  char row[512];
+  std::snprintf(row, sizeof(row), "%-8s %-24s %-12s %14s %12s %9s %10s\n", "DEVICE", "PROBE", "OUTCOME", "CHECKED",
+                "MISMATCHES", "TIME_S", "GB/S");
+  out << row;
+  for (const auto& r : report.results) {
+    std::string label = "?";
+    for (const auto& d : report.devices) {
+      if (d.index == r.device_index) label = d.label();
+    }
+    const double gbps = r.duration_s > 0 ? static_cast<double>(r.bytes) / r.duration_s / 1e9 : 0.0;
+    std::snprintf(row, sizeof(row), "%-8s %-24s %-12s %14llu %12llu %9.3f %10.2f\n", label.c_str(), r.probe.c_str(),
+                  outcome_name(r.outcome), static_cast<unsigned long long>(r.report.checked),
+                  static_cast<unsigned long long>(r.report.mismatches), r.duration_s, gbps);
+    out << row;
+    if (!r.reason.empty()) out << "         reason: " << r.reason << "\n";
+    for (const auto& m : r.report.records) {
+      std::snprintf(row, sizeof(row), "         index %llu expected 0x%016llx observed 0x%016llx syndrome 0x%016llx",
+                    static_cast<unsigned long long>(m.index), static_cast<unsigned long long>(m.expected),
+                    static_cast<unsigned long long>(m.observed), static_cast<unsigned long long>(m.syndrome()));
+      out << row;
+      if (m.unit >= 0) out << (report.devices.empty() || report.devices[0].backend == "cpu" ? " core " : " sm ") << m.unit;
+      if (m.lane >= 0) out << " lane " << m.lane;
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+nlohmann::json report_json(const RunReport& report) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : report.devices) {
+    devices.push_back({{"index", d.index},
+                       {"backend", d.backend},
+                       {"uuid", d.uuid},
+                       {"pci_bus_id", d.pci_bus_id},
+                       {"name", d.name},
+                       {"compute_units", d.compute_units},
+                       {"compute_capability", d.compute_capability},
+                       {"memory_bytes", d.memory_bytes},
+                       {"driver_version", d.driver_version},
+                       {"runtime_version", d.runtime_version}});
+  }
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& r : report.results) results.push_back(to_json(r));
+  const int code = exit_code_of(report);
+  return {{"tool", "sdcprobe"},
+          {"version", kVersion},
+          {"mode", report.mode},
+          {"host", report.host},
+          {"seed", report.seed},
+          {"seed_hex", hex_seed(report.seed)},
+          {"level", level_name(report.level)},
+          {"started_at", report.started_at},
+          {"duration_s", report.duration_s},
+          {"verdict", code == 0 ? "pass" : code == 1 ? "fail" : "could_not_test"},
+          {"exit_code", code},
+          {"verdict_line", verdict_line(report)},
+          {"injections", report.injections},
+          {"devices", std::move(devices)},
+          {"results", std::move(results)}};
+}
+
+}  // namespace sdc

@@ -1,0 +1,130 @@
+#include "scheduler/runner.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <new>
+
+#include "host/error.hpp"
+#include "kernels/common/random.hpp"
+#include "scheduler/version.hpp"
+
+namespace sdc {
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm {};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string host_name() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+}  // namespace
+
+uint64_t probe_seed(uint64_t run_seed, const std::string& probe_id) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the id
+  for (char c : probe_id) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return mix64(run_seed ^ h);
+}
+
+ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& options) {
+  ProbeResult result;
+  result.probe = probe.id();
+  result.device_index = device.identity().index;
+  result.device_uuid = device.identity().uuid;
+  result.seed = probe_seed(options.seed, probe.id());
+  ProbeContext ctx{device, result.seed, options.level, options.size_bytes, options.iterations};
+  device.set_injection(options.injector, probe.id());
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    probe.run(ctx, result);
+    result.settle();
+  } catch (const InputError&) {
+    device.set_injection(nullptr, "");
+    throw;
+  } catch (const CudaError& e) {
+    result.outcome = e.sticky() ? Outcome::kDeviceError : Outcome::kSkipped;
+    result.reason = e.what();
+  } catch (const std::bad_alloc&) {
+    result.outcome = Outcome::kSkipped;
+    result.reason = "out of memory";
+  } catch (const std::exception& e) {
+    result.outcome = Outcome::kSkipped;
+    result.reason = e.what();
+  }
+  device.set_injection(nullptr, "");
+  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<std::unique_ptr<Device>>& devices,
+                     const RunOptions& options, const std::string& mode) {
+  RunReport report;
+  report.mode = mode;
+  report.host = host_name();
+  report.seed = options.seed;
+  report.level = options.level;
+  report.started_at = utc_now();
+  if (options.injector != nullptr) {
+    for (const auto& s : options.injector->specs()) report.injections.push_back(s.text);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const size_t total = probes.size() * devices.size();
+  size_t done = 0;
+  for (const auto& device : devices) {
+    report.devices.push_back(device->identity());
+    bool device_broken = false;
+    for (const Probe* probe : probes) {
+      if (options.on_start) options.on_start(done, total, *device, probe->id());
+      ++done;
+      if (device_broken) {
+        ProbeResult skipped;
+        skipped.probe = probe->id();
+        skipped.device_index = device->identity().index;
+        skipped.device_uuid = device->identity().uuid;
+        skipped.outcome = Outcome::kSkipped;
+        skipped.reason = "device in an error state after an earlier probe";
+        report.results.push_back(std::move(skipped));
+        continue;
+      }
+      report.results.push_back(run_probe(*probe, *device, options));
+      device_broken = report.results.back().outcome == Outcome::kDeviceError;
+    }
+  }
+  report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+std::vector<std::unique_ptr<Device>> select_devices(std::vector<std::unique_ptr<Device>> devices,
+                                                    const std::string& selector) {
+  if (selector.empty() || selector == "all") return devices;
+  std::vector<bool> keep(devices.size(), false);
+  size_t start = 0;
+  while (start <= selector.size()) {
+    const size_t end = std::min(selector.find(',', start), selector.size());
+    const std::string item = selector.substr(start, end - start);
+    bool found = false;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const DeviceIdentity& id = devices[i]->identity();
+      if (item == std::to_string(id.index) || item == id.uuid || item == id.pci_bus_id) keep[i] = found = true;
+    }
+    if (!found) throw InputError("--device '" + item + "' matches no device (see `sdcprobe devices`)");
+    start = end + 1;
+  }
+  std::vector<std::unique_ptr<Device>> chosen;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (keep[i]) chosen.push_back(std::move(devices[i]));
+  }
+  return chosen;
+}
+
+}  // namespace sdc

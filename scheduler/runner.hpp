@@ -1,0 +1,62 @@
+// The runner: runs probes on devices within one process, turns API failures into `skipped` and
+// sticky device errors into `device_error`, and builds the report every mode prints.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/device.hpp"
+#include "host/injection.hpp"
+#include "probes/probe.hpp"
+
+namespace sdc {
+
+struct RunOptions {
+  uint64_t seed = 0;
+  Level level = Level::kQuick;
+  std::optional<uint64_t> size_bytes;
+  std::optional<uint32_t> iterations;
+  Injector* injector = nullptr;
+  // Called before each probe starts: (done, total, device, probe id).
+  std::function<void(size_t, size_t, const Device&, const std::string&)> on_start;
+};
+
+struct RunReport {
+  std::string mode;  // "qualify" or "run"
+  std::string host;
+  uint64_t seed = 0;
+  Level level = Level::kQuick;
+  std::string started_at;  // RFC 3339, UTC
+  double duration_s = 0;
+  std::vector<DeviceIdentity> devices;
+  std::vector<ProbeResult> results;
+  std::vector<std::string> injections;  // the active --inject clauses, so a report is never mistaken for a real fault
+};
+
+// The seed a probe uses: a pure function of the run seed and the probe id, the same on every device.
+uint64_t probe_seed(uint64_t run_seed, const std::string& probe_id);
+
+// Runs one probe on one device. Never throws for device or API failures; rethrows InputError.
+ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& options);
+
+// Runs `probes` on every device, in order. After a device_error the device's remaining probes are
+// skipped: its context is unusable and it must be retested in a fresh process.
+RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<std::unique_ptr<Device>>& devices,
+                     const RunOptions& options, const std::string& mode);
+
+// 0 pass; 1 a fault found (fail or device_error); 2 could not test (no device, or a probe skipped).
+int exit_code_of(const RunReport& report);
+// One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id.
+std::string verdict_line(const RunReport& report);
+// One row per device and probe.
+std::string results_table(const RunReport& report);
+nlohmann::json report_json(const RunReport& report);
+
+// Device selection for `run --device`: comma-separated indices, UUIDs or PCI bus ids, or "all".
+std::vector<std::unique_ptr<Device>> select_devices(std::vector<std::unique_ptr<Device>> devices,
+                                                    const std::string& selector);
+
+}  // namespace sdc

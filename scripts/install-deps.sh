@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sdcprobe builds and tests with. Idempotent: asks apt only for what
+# is missing, so a second run changes nothing. The CUDA toolkit is not installed here: when nvcc is
+# present (e.g. /usr/local/cuda) the build adds the CUDA backend, otherwise it builds the CPU backend.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build git pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libsimdjson-dev
+  libsqlite3-dev sqlite3
+  libopenblas-dev
+  libopenmpi-dev openmpi-bin
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,175 @@
+#include <gtest/gtest.h>
+
+#include "host/backend.hpp"
+#include "host/cpu_device.hpp"
+#include "kernels/common/chains.hpp"
+#include "probes/chain_probe.hpp"
+
+namespace sdc {
+namespace {
+
+constexpr size_t kWords = 1 << 16;
+
+class CpuDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    devices_ = make_cpu_devices(1);
+    buf_ = dev().allocate(kWords * 8);
+  }
+  Device& dev() { return *devices_[0]; }
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::unique_ptr<DeviceBuffer> buf_;
+};
+
+TEST_F(CpuDeviceTest, EveryPatternVerifiesCleanInBothDirections) {
+  for (uint32_t k = 0; k < kPatternKinds; ++k) {
+    const Pattern p{static_cast<PatternKind>(k), 9, 77, false};
+    dev().fill(*buf_, kWords, p);
+    const auto* words = static_cast<const uint64_t*>(buf_->data());
+    for (size_t i : {size_t{0}, size_t{1}, size_t{4095}, kWords - 1}) EXPECT_EQ(words[i], pattern_word(p, i)) << k;
+    const Pattern q = inverse(p);
+    for (Direction dir : {Direction::kUp, Direction::kDown}) {
+      const MismatchReport r = dev().verify(*buf_, kWords, p, &q, dir);
+      EXPECT_EQ(r.checked, kWords);
+      EXPECT_EQ(r.mismatches, 0u) << "kind " << k;
+      EXPECT_EQ(dev().verify(*buf_, kWords, q, &p, dir).mismatches, 0u);
+    }
+  }
+}
+
+TEST_F(CpuDeviceTest, MismatchRecordsOffsetExpectedObservedAndCore) {
+  const Pattern p{PatternKind::kRandom, 0, 5, false};
+  dev().fill(*buf_, kWords, p);
+  auto* words = static_cast<uint64_t*>(buf_->data());
+  words[1234] ^= 1ULL << 40;
+  words[60000] ^= 3;
+  const MismatchReport r = dev().verify(*buf_, kWords, p, nullptr, Direction::kUp);
+  EXPECT_EQ(r.mismatches, 2u);
+  ASSERT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.records[0].index, 1234u);
+  EXPECT_EQ(r.records[0].expected, pattern_word(p, 1234));
+  EXPECT_EQ(r.records[0].syndrome(), 1ULL << 40);
+  EXPECT_EQ(r.records[0].bit_positions(), std::vector<int>{40});
+  EXPECT_EQ(r.records[1].index, 60000u);
+  EXPECT_EQ(r.records[1].bit_positions(), (std::vector<int>{0, 1}));
+  EXPECT_GE(r.records[0].unit, 0);
+}
+
+TEST_F(CpuDeviceTest, KeepsTheSixteenLowestIndices) {
+  const Pattern p{PatternKind::kSolid, 0, 0, false};
+  dev().fill(*buf_, kWords, p);
+  auto* words = static_cast<uint64_t*>(buf_->data());
+  for (size_t i = kWords; i-- > 0;) {
+    if (i % 100 == 0) words[i] = 1;
+  }
+  const MismatchReport r = dev().verify(*buf_, kWords, p, nullptr, Direction::kDown);
+  EXPECT_EQ(r.mismatches, (kWords + 99) / 100);
+  ASSERT_EQ(r.records.size(), MismatchReport::kMaxRecords);
+  for (size_t k = 0; k < r.records.size(); ++k) EXPECT_EQ(r.records[k].index, 100 * k);
+}
+
+TEST_F(CpuDeviceTest, InjectionHitsTheChosenElementAndBit) {
+  Injector inj(parse_injection_specs("model=bitflip,bit=13,index=4242"), 1);
+  dev().set_injection(&inj, "mem.test");
+  const Pattern p{PatternKind::kCheckerboard, 0x5555555555555555ULL, 0, false};
+  dev().fill(*buf_, kWords, p);
+  const MismatchReport r = dev().verify(*buf_, kWords, p, nullptr, Direction::kUp);
+  ASSERT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.records[0].index, 4242u);
+  EXPECT_EQ(r.records[0].syndrome(), 1ULL << 13);
+  dev().set_injection(nullptr, "");
+  dev().fill(*buf_, kWords, p);
+  EXPECT_EQ(dev().verify(*buf_, kWords, p, nullptr, Direction::kUp).mismatches, 0u);
+}
+
+TEST_F(CpuDeviceTest, StuckBitShowsOnlyWhenWrittenTheOtherWay) {
+  Injector inj(parse_injection_specs("model=stuck,bit=2,value=1,index=10"), 1);
+  dev().set_injection(&inj, "mem.test");
+  const Pattern ones{PatternKind::kSolid, ~0ULL, 0, false};
+  dev().fill(*buf_, kWords, ones);
+  EXPECT_EQ(dev().verify(*buf_, kWords, ones, nullptr, Direction::kUp).mismatches, 0u);
+  dev().fill(*buf_, kWords, inverse(ones));
+  const MismatchReport r = dev().verify(*buf_, kWords, inverse(ones), nullptr, Direction::kUp);
+  ASSERT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.records[0].index, 10u);
+  EXPECT_EQ(r.records[0].observed, 4u);
+}
+
+TEST_F(CpuDeviceTest, VectorChainsMatchScalarGoldens) {
+  for (ChainKind kind : {ChainKind::kFma32, ChainKind::kFma64, ChainKind::kInt64, ChainKind::kDivSqrt32,
+                         ChainKind::kDivSqrt64}) {
+    ChainJob job;
+    job.kind = kind;
+    job.seed = 11;
+    job.seeds = 128;
+    job.copies = 1000;  // not a multiple of the vector block: exercises the tail
+    job.iterations = 300;
+    const MismatchReport r = dev().run_chains(job, chain_goldens(job));
+    EXPECT_EQ(r.checked, 2000u);
+    EXPECT_EQ(r.mismatches, 0u) << static_cast<int>(kind);
+  }
+}
+
+TEST_F(CpuDeviceTest, ChainFaultNamesElementBitAndLane) {
+  ChainJob job;
+  job.kind = ChainKind::kFma32;
+  job.seed = 3;
+  job.seeds = 64;
+  job.copies = 4096;
+  job.iterations = 100;
+  Injector inj(parse_injection_specs("model=bitflip,bit=22,index=777"), 1);
+  dev().set_injection(&inj, "alu.fma32");
+  const MismatchReport r = dev().run_chains(job, chain_goldens(job));
+  ASSERT_EQ(r.mismatches, 1u);
+  EXPECT_EQ(r.records[0].index, 777u);
+  EXPECT_EQ(r.records[0].width_bits, 32u);
+  EXPECT_EQ(r.records[0].syndrome(), 1u << 22);
+  EXPECT_EQ(r.records[0].lane, static_cast<int>((777 / 2) % cpu_simd_lanes(32)));
+}
+
+TEST_F(CpuDeviceTest, LaneMaskCorruptsExactlyOneLane) {
+  ChainJob job;
+  job.kind = ChainKind::kInt64;
+  job.seed = 3;
+  job.seeds = 64;
+  job.copies = 640;
+  job.iterations = 10;
+  Injector inj(parse_injection_specs("model=lane,lane=3,lanes=32,mask=0x100"), 1);
+  dev().set_injection(&inj, "alu.int64");
+  const MismatchReport r = dev().run_chains(job, chain_goldens(job));
+  EXPECT_EQ(r.mismatches, 640u / 32 * 2);  // copies 3, 35, 67, ...: both outputs of each
+  for (const auto& rec : r.records) {
+    EXPECT_EQ(rec.index / 2 % 32, 3u);
+    EXPECT_EQ(rec.syndrome(), 0x100u);
+  }
+}
+
+TEST_F(CpuDeviceTest, DigestMatchesScalarDigest) {
+  const Pattern p{PatternKind::kRandom, 0, 8, false};
+  dev().fill(*buf_, kWords, p);
+  Digest128 expected;
+  for (uint64_t i = 0; i < kWords; ++i) digest_add(expected, pattern_word(p, i), i);
+  EXPECT_TRUE(dev().digest(*buf_, kWords) == expected);
+}
+
+TEST(CpuDevices, VirtualDevicesHaveDistinctStableIdentities) {
+  const auto a = make_cpu_devices(4);
+  const auto b = make_cpu_devices(4);
+  ASSERT_EQ(a.size(), 4u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]->identity().index, static_cast<int>(i));
+    EXPECT_EQ(a[i]->identity().uuid, b[i]->identity().uuid);
+    EXPECT_EQ(a[i]->identity().uuid.rfind("CPU-", 0), 0u);
+    EXPECT_EQ(a[i]->identity().uuid.size(), 40u);
+    EXPECT_FALSE(a[i]->identity().cores.empty());
+    EXPECT_EQ(a[i]->identity().label(), "cpu" + std::to_string(i));
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t j = i + 1; j < a.size(); ++j) EXPECT_NE(a[i]->identity().uuid, a[j]->identity().uuid);
+  }
+}
+
+TEST(CpuDevices, RejectsZeroDevices) { EXPECT_THROW(make_cpu_devices(0), std::exception); }
+
+}  // namespace
+}  // namespace sdc

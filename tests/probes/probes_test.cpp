@@ -1,0 +1,118 @@
+// Every probe passes clean on the CPU backend and fails under an injected fault, naming the
+// element, bit and device.
+#include <gtest/gtest.h>
+
+#include "host/backend.hpp"
+#include "scheduler/catalogue.hpp"
+#include "scheduler/runner.hpp"
+
+namespace sdc {
+namespace {
+
+class EveryProbe : public ::testing::TestWithParam<std::string> {
+ protected:
+  RunOptions small(uint64_t seed) const {
+    RunOptions o;
+    o.seed = seed;
+    o.size_bytes = 1 << 20;
+    o.iterations = GetParam().rfind("mem.", 0) == 0 ? 1u : 64u;
+    return o;
+  }
+  const Probe& probe() const { return *builtin_registry().find(GetParam()); }
+};
+
+TEST_P(EveryProbe, PassesCleanOnEveryVirtualDevice) {
+  auto devices = make_cpu_devices(3);
+  for (uint64_t seed : {1ULL, 0xdeadbeefULL}) {
+    for (auto& d : devices) {
+      const ProbeResult r = run_probe(probe(), *d, small(seed));
+      EXPECT_EQ(r.outcome, Outcome::kPass) << r.reason;
+      EXPECT_GT(r.report.checked, 0u);
+      EXPECT_EQ(r.report.mismatches, 0u);
+      EXPECT_EQ(r.seed, probe_seed(seed, GetParam()));
+    }
+  }
+}
+
+TEST_P(EveryProbe, FailsUnderAnInjectedFlipNamingElementBitAndDevice) {
+  auto devices = make_cpu_devices(3);
+  Injector inj(parse_injection_specs("device=1,probe=" + GetParam() + ",model=bitflip,bit=5,index=100,mode=permanent"), 7);
+  RunOptions o = small(42);
+  o.injector = &inj;
+  for (auto& d : devices) {
+    const ProbeResult r = run_probe(probe(), *d, o);
+    if (d->identity().index != 1) {
+      EXPECT_EQ(r.outcome, Outcome::kPass) << "device " << d->identity().index;
+      continue;
+    }
+    ASSERT_EQ(r.outcome, Outcome::kFail);
+    EXPECT_EQ(r.device_index, 1);
+    EXPECT_EQ(r.device_uuid, d->identity().uuid);
+    ASSERT_FALSE(r.report.records.empty());
+    EXPECT_EQ(r.report.records[0].index, 100u);
+    EXPECT_EQ(r.report.records[0].bit_positions(), std::vector<int>{5});
+  }
+}
+
+TEST_P(EveryProbe, TransientFaultIsCaughtOnce) {
+  auto devices = make_cpu_devices(1);
+  Injector inj(parse_injection_specs("model=random,mode=transient"), 3);
+  RunOptions o = small(9);
+  o.injector = &inj;
+  const ProbeResult first = run_probe(probe(), *devices[0], o);
+  EXPECT_EQ(first.outcome, Outcome::kFail);
+  EXPECT_EQ(first.report.mismatches, 1u);
+  EXPECT_EQ(run_probe(probe(), *devices[0], o).outcome, Outcome::kPass);
+}
+
+std::vector<std::string> probe_ids() {
+  std::vector<std::string> ids;
+  for (const auto& p : builtin_registry().probes()) ids.push_back(p->id());
+  return ids;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, EveryProbe, ::testing::ValuesIn(probe_ids()), [](const auto& info) {
+  std::string name = info.param;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+});
+
+TEST(Registry, IdsAreUniqueDottedAndDocumented) {
+  for (const auto& p : builtin_registry().probes()) {
+    EXPECT_NE(p->id().find('.'), std::string::npos);
+    EXPECT_FALSE(p->targets().empty());
+    EXPECT_FALSE(p->blind_spots().empty());
+  }
+  EXPECT_GE(builtin_registry().probes().size(), 10u);
+  EXPECT_THROW(builtin_registry().select({"nothing.*"}), std::exception);
+  EXPECT_EQ(builtin_registry().select({"mem.*", "mem.march_c"}).size(), 6u);
+}
+
+TEST(Runner, ApiFailureIsSkippedNotFailed) {
+  auto devices = make_cpu_devices(1);
+  RunOptions o;
+  o.seed = 1;
+  o.size_bytes = uint64_t{1} << 62;  // no host can allocate this
+  const ProbeResult r = run_probe(*builtin_registry().find("mem.march_c"), *devices[0], o);
+  EXPECT_EQ(r.outcome, Outcome::kSkipped);
+  EXPECT_FALSE(r.reason.empty());
+}
+
+TEST(Runner, SameSeedReplaysTheSameFault) {
+  auto devices = make_cpu_devices(1);
+  auto run = [&](uint64_t seed) {
+    Injector inj(parse_injection_specs("model=bitflip"), seed);  // random element and bit
+    RunOptions o;
+    o.seed = seed;
+    o.iterations = 32;
+    o.injector = &inj;
+    return run_probe(*builtin_registry().find("alu.fma64"), *devices[0], o);
+  };
+  const ProbeResult a = run(5), b = run(5);
+  ASSERT_EQ(a.report.records.size(), 1u);
+  EXPECT_EQ(a.report.records[0].index, b.report.records[0].index);
+  EXPECT_EQ(a.report.records[0].observed, b.report.records[0].observed);
+}
+
+}  // namespace
+}  // namespace sdc
