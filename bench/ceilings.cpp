@@ -79,7 +79,7 @@ double memcpy_bytes_per_second(size_t bytes) {
 }
 
 double peak_fma32_flops() {
-  const long iterations = 20000000;
+  const long iterations = 4000000;
   volatile float sink = 0;
   const int threads = omp_get_max_threads();
   const double seconds = best_seconds(3, [&] {

@@ -10,16 +10,13 @@
 #include <new>
 #include <stdexcept>
 #include <sstream>
-#include <type_traits>
 
+#include "host/cpu_gemm.hpp"
 #include "host/cpu_parallel.hpp"
+#include "host/cpu_patterns.hpp"
 #include "host/error.hpp"
 #include "kernels/common/chains.hpp"
 #include "kernels/common/corruption.hpp"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace sdc {
 namespace {
@@ -46,56 +43,6 @@ uint64_t* words_of(DeviceBuffer& buf) { return static_cast<uint64_t*>(buf.data()
 
 void check_words(const DeviceBuffer& buf, size_t words) {
   if (words * 8 > buf.bytes()) throw std::out_of_range("pattern op beyond the end of its buffer");
-}
-
-// Calls f with the pattern kind as a compile-time constant, so the inner loops carry no switch.
-template <typename F>
-void with_pattern_kind(PatternKind kind, F&& f) {
-  switch (kind) {
-    case PatternKind::kOwnAddress: f(std::integral_constant<PatternKind, PatternKind::kOwnAddress>{}); break;
-    case PatternKind::kWalkingOnes: f(std::integral_constant<PatternKind, PatternKind::kWalkingOnes>{}); break;
-    case PatternKind::kWalkingZeros: f(std::integral_constant<PatternKind, PatternKind::kWalkingZeros>{}); break;
-    case PatternKind::kSolid: f(std::integral_constant<PatternKind, PatternKind::kSolid>{}); break;
-    case PatternKind::kCheckerboard: f(std::integral_constant<PatternKind, PatternKind::kCheckerboard>{}); break;
-    case PatternKind::kWalking8: f(std::integral_constant<PatternKind, PatternKind::kWalking8>{}); break;
-    case PatternKind::kModulo20: f(std::integral_constant<PatternKind, PatternKind::kModulo20>{}); break;
-    case PatternKind::kRandom: f(std::integral_constant<PatternKind, PatternKind::kRandom>{}); break;
-    case PatternKind::kRandomBlocks: f(std::integral_constant<PatternKind, PatternKind::kRandomBlocks>{}); break;
-  }
-}
-
-// Calls f(kind, pattern, lo, hi) over [lo, hi) in runs of one plain pattern kind, `kind` being a
-// compile-time constant: one run for a plain pattern, one per block for kRandomBlocks.
-template <typename F>
-void for_each_run(const Pattern& p, size_t lo, size_t hi, Direction dir, F&& f) {
-  if (p.kind != PatternKind::kRandomBlocks) {
-    with_pattern_kind(p.kind, [&](auto kind) { f(kind, p, lo, hi); });
-    return;
-  }
-  const unsigned shift = p.param & 63u;
-  const size_t first = lo >> shift, last = (hi - 1) >> shift;
-  for (size_t k = 0; k <= last - first; ++k) {
-    const size_t block = dir == Direction::kUp ? first + k : last - k;
-    const Pattern sub = random_block_pattern(p, block);
-    const size_t run_lo = std::max(lo, block << shift), run_hi = std::min(hi, (block + 1) << shift);
-    with_pattern_kind(sub.kind, [&](auto kind) { f(kind, sub, run_lo, run_hi); });
-  }
-}
-
-// Non-temporal stores: a fill is never read back soon, so it should not evict the cache or pay
-// for reading the lines it overwrites.
-inline void stream_store(uint64_t* p, uint64_t v) {
-#if defined(__x86_64__)
-  _mm_stream_si64(reinterpret_cast<long long*>(p), static_cast<long long>(v));
-#else
-  *p = v;
-#endif
-}
-
-inline void stream_fence() {
-#if defined(__x86_64__)
-  _mm_sfence();
-#endif
 }
 
 std::string read_cpu_model() {
@@ -191,58 +138,19 @@ void CpuDevice::download(void* dst, DeviceBuffer& src, size_t bytes) {
 
 void CpuDevice::fill(DeviceBuffer& buf, size_t words, const Pattern& p) {
   check_words(buf, words);
-  uint64_t* const data = words_of(buf);
-  for_each_core(cores(), words, kLineWords, [&](size_t, size_t lo, size_t hi, int) {
-    for_each_run(p, lo, hi, Direction::kUp, [&](auto kind, const Pattern& run, size_t run_lo, size_t run_hi) {
-      // Locals, not references: the stores could alias the pattern and force reloads per word.
-      const Pattern pat = run;
-      const uint64_t invert = pat.inverted ? ~0ULL : 0;
-      uint64_t* const out = data;
-      for (size_t i = run_lo; i < run_hi; ++i) stream_store(out + i, pattern_word_of<decltype(kind)::value>(pat, i) ^ invert);
-    });
-    stream_fence();
-  });
+  uint64_t* data = words_of(buf);
+  for_each_core(cores(), words, kLineWords, [&](size_t, size_t lo, size_t hi, int) { cpu_fill_words(data, lo, hi, p); });
 }
 
 MismatchReport CpuDevice::verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
                                  Direction dir) {
   check_words(buf, words);
   inject(buf, words, 64, 1);
-  uint64_t* const data = words_of(buf);
+  uint64_t* data = words_of(buf);
   std::vector<MismatchReport> parts(cores().size());
   for_each_core(cores(), words, kLineWords, [&](size_t chunk, size_t lo, size_t hi, int core) {
-    MismatchReport& r = parts[chunk];
-    r.checked = hi - lo;
-    auto note = [&](size_t i, uint64_t e, uint64_t v) {
-      ++r.mismatches;
-      MismatchRecord rec;
-      rec.index = i;
-      rec.expected = e;
-      rec.observed = v;
-      rec.unit = core;
-      r.keep(rec);
-    };
-    for_each_run(expect, lo, hi, dir, [&](auto kind, const Pattern& run, size_t run_lo, size_t run_hi) {
-      const Pattern pat = run;
-      const uint64_t invert = pat.inverted ? ~0ULL : 0;
-      uint64_t* const w = data;
-      if (then_write == nullptr) {
-        for (size_t i = run_lo; i < run_hi; ++i) {
-          const uint64_t e = pattern_word_of<decltype(kind)::value>(pat, i) ^ invert;
-          if (__builtin_expect(w[i] != e, 0)) note(i, e, w[i]);
-        }
-        return;
-      }
-      // A March element: read, check, and write each word before moving to the next.
-      const Pattern next = *then_write;
-      for (size_t k = 0; k < run_hi - run_lo; ++k) {
-        const size_t i = dir == Direction::kUp ? run_lo + k : run_hi - 1 - k;
-        const uint64_t e = pattern_word_of<decltype(kind)::value>(pat, i) ^ invert;
-        const uint64_t v = w[i];
-        if (__builtin_expect(v != e, 0)) note(i, e, v);
-        w[i] = pattern_word(next, i);
-      }
-    });
+    parts[chunk].checked = hi - lo;
+    cpu_verify_words(data, lo, hi, expect, then_write, dir, core, parts[chunk]);
   });
   MismatchReport total;
   for (const auto& r : parts) total.merge(r);
@@ -301,6 +209,14 @@ Digest128 CpuDevice::digest(DeviceBuffer& buf, size_t words) {
   Digest128 total;
   for (const auto& d : parts) digest_merge(total, d);
   return total;
+}
+
+GemmEngine* CpuDevice::gemm() {
+  if (!gemm_) {
+    gemm_ = std::make_unique<CpuGemmEngine>(*this, cores(), [this](DeviceBuffer& c, uint64_t elements, unsigned width,
+                                                                     uint64_t group) { inject(c, elements, width, group); });
+  }
+  return gemm_.get();
 }
 
 void CpuDevice::apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,

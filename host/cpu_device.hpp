@@ -2,9 +2,11 @@
 // scalar goldens) and the reference every other backend is tested against.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "host/device.hpp"
+#include "host/gemm.hpp"
 
 namespace sdc {
 
@@ -21,12 +23,17 @@ class CpuDevice : public Device {
                         Direction dir) override;
   MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) override;
   Digest128 digest(DeviceBuffer& buf, size_t words) override;
+  // OpenBLAS and a blocked FP32 GEMM on this device's cores (host/cpu_gemm.hpp), made on first use.
+  GemmEngine* gemm() override;
 
   const std::vector<int>& cores() const { return identity().cores; }
 
  protected:
   void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
                         const Corruption& c) override;
+
+ private:
+  std::unique_ptr<GemmEngine> gemm_;
 };
 
 // SIMD lanes the CPU chain kernels use for elements of `width_bits` (8 x fp32 on AVX2).

@@ -13,6 +13,14 @@ unsigned chain_width_bits(ChainKind kind) {
   return 64;
 }
 
+DeviceBuffer& Device::scratch(size_t bytes) {
+  if (!scratch_ || scratch_->bytes() < bytes) {
+    scratch_.reset();  // free first: the old and new buffers may not fit together
+    scratch_ = allocate(bytes);
+  }
+  return *scratch_;
+}
+
 void Device::inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group) {
   if (injector_ == nullptr || injector_->empty()) return;
   InjectionPoint point;

@@ -74,6 +74,9 @@ class Device {
 
   virtual uint64_t free_memory_bytes() const = 0;
   virtual std::unique_ptr<DeviceBuffer> allocate(size_t bytes) = 0;
+  // A buffer of at least `bytes` that the device keeps for the next caller, so consecutive memory
+  // probes pay for one allocation (and its page faults), not one each.
+  DeviceBuffer& scratch(size_t bytes);
   virtual void upload(DeviceBuffer& dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DeviceBuffer& src, size_t bytes) = 0;
 
@@ -102,6 +105,7 @@ class Device {
 
  private:
   DeviceIdentity identity_;
+  std::unique_ptr<DeviceBuffer> scratch_;
   Injector* injector_ = nullptr;
   std::string probe_id_;
 };

@@ -22,7 +22,7 @@ MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result) : ctx_(ctx), resu
   const uint64_t bytes = ctx.size_bytes ? *ctx.size_bytes : default_memory_bytes(ctx.device, ctx.level);
   words_ = bytes / 8;
   if (words_ == 0) throw InputError("--size must be at least 8 bytes");
-  buffer_ = ctx.device.allocate(words_ * 8);
+  buffer_ = &ctx.device.scratch(words_ * 8);
   result.params["bytes"] = words_ * 8;
 }
 

@@ -2,8 +2,6 @@
 // memory, capped per level on the CPU so `quick` fits its budget) and the byte accounting.
 #pragma once
 
-#include <memory>
-
 #include "probes/probe.hpp"
 
 namespace sdc {
@@ -22,7 +20,7 @@ class MemoryTest {
  private:
   ProbeContext& ctx_;
   ProbeResult& result_;
-  std::unique_ptr<DeviceBuffer> buffer_;
+  DeviceBuffer* buffer_;
   size_t words_ = 0;
 };
 

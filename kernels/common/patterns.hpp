@@ -15,7 +15,7 @@ enum class PatternKind : uint32_t {
   kCheckerboard = 4,  // alternating param / ~param
   kWalking8 = 5,      // one set bit per byte, the same in every byte, chosen by param
   kModulo20 = 6,      // a random background at index % 20 == param % 20, its inverse elsewhere
-  kRandom = 7,        // counter-based random word per index
+  kRandom = 7,        // a random word per index (two 32-bit hashes under a seeded key)
   kRandomBlocks = 8,  // blocks of 2^param words, each with its own kind and background
 };
 inline constexpr uint32_t kPatternKinds = 9;
@@ -61,9 +61,11 @@ SDC_HD uint64_t pattern_word_of<PatternKind::kModulo20>(const Pattern& p, uint64
   // Written as "% 20 == 0" so compilers use a multiply, not a division, per word.
   return (index + 20u - p.param % 20u) % 20u == 0 ? background : ~background;
 }
+// The key changes every 2^32 words, so the pattern never repeats within a buffer.
+SDC_HD uint64_t random_pattern_key(uint64_t seed, uint64_t index) { return mix64(seed + (index >> 32)); }
 template <>
 SDC_HD uint64_t pattern_word_of<PatternKind::kRandom>(const Pattern& p, uint64_t index) {
-  return counter_random(p.seed, index);
+  return keyed_random_word(random_pattern_key(p.seed, index), static_cast<uint32_t>(index));
 }
 
 // kRandomBlocks: the plain pattern that block `block` uses (never itself kRandomBlocks).

@@ -16,6 +16,24 @@ SDC_HD uint64_t mix64(uint64_t x) {
   return x;
 }
 
+// A 32-bit bijection with good avalanche ("lowbias32"); 32-bit multiplies are cheap on every
+// vector unit and native on GPUs, where 64-bit multiplies are emulated.
+SDC_HD uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// A random 64-bit word for index `low` under a 64-bit key: two 32-bit hashes, each a bijection
+// of `low`, so words never repeat within the 2^32 indices a key covers.
+SDC_HD uint64_t keyed_random_word(uint64_t key, uint32_t low) {
+  return static_cast<uint64_t>(hash32(low ^ static_cast<uint32_t>(key))) |
+         (static_cast<uint64_t>(hash32(low ^ static_cast<uint32_t>(key >> 32))) << 32);
+}
+
 SDC_HD uint64_t counter_random(uint64_t seed, uint64_t index) {
   return mix64(mix64(seed) + index * 0x9e3779b97f4a7c15ULL);
 }

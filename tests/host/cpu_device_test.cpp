@@ -26,12 +26,13 @@ TEST_F(CpuDeviceTest, EveryPatternVerifiesCleanInBothDirections) {
     const Pattern p{static_cast<PatternKind>(k), 9, 77, false};
     dev().fill(*buf_, kWords, p);
     const auto* words = static_cast<const uint64_t*>(buf_->data());
-    for (size_t i : {size_t{0}, size_t{1}, size_t{4095}, kWords - 1}) EXPECT_EQ(words[i], pattern_word(p, i)) << k;
+    for (size_t i = 0; i < kWords; ++i) ASSERT_EQ(words[i], pattern_word(p, i)) << "kind " << k << " word " << i;
     const Pattern q = inverse(p);
     for (Direction dir : {Direction::kUp, Direction::kDown}) {
       const MismatchReport r = dev().verify(*buf_, kWords, p, &q, dir);
       EXPECT_EQ(r.checked, kWords);
       EXPECT_EQ(r.mismatches, 0u) << "kind " << k;
+      for (size_t i = 0; i < kWords; ++i) ASSERT_EQ(words[i], pattern_word(q, i)) << "kind " << k << " word " << i;
       EXPECT_EQ(dev().verify(*buf_, kWords, q, &p, dir).mismatches, 0u);
     }
   }

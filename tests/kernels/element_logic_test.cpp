@@ -29,9 +29,17 @@ TEST(Patterns, PinnedWords) {
   EXPECT_EQ(word(PatternKind::kModulo20, 0), 0x58a615d82b8d89ddULL);
   EXPECT_EQ(word(PatternKind::kModulo20, 5), ~0x58a615d82b8d89ddULL);
   EXPECT_EQ(word(PatternKind::kModulo20, 1005), ~0x58a615d82b8d89ddULL);
-  EXPECT_EQ(word(PatternKind::kRandom, 0), 0x97ea87f7e45c00a5ULL);
-  EXPECT_EQ(word(PatternKind::kRandom, 1001), 0xd810b893b111893aULL);
-  EXPECT_EQ(word(PatternKind::kRandomBlocks, 1001), 0x776453c48ef0ea0bULL);
+  EXPECT_EQ(word(PatternKind::kRandom, 0), 0x52d1d152223bd1ddULL);
+  EXPECT_EQ(word(PatternKind::kRandom, 1001), 0xd907bc6c813d4f99ULL);
+  EXPECT_EQ(word(PatternKind::kRandomBlocks, 1001), 0xb81606122d725d6cULL);
+}
+
+TEST(Patterns, RandomWordsChangeKeyEvery2To32Words) {
+  const Pattern p{PatternKind::kRandom, 0, 42, false};
+  EXPECT_EQ(hash32(1), 0x688990c0u);
+  EXPECT_EQ(hash32(0xdeadbeefu), 0xe628c683u);
+  EXPECT_NE(pattern_word(p, 5), pattern_word(p, 5 + (1ULL << 32)));
+  EXPECT_EQ(pattern_word(p, 5), keyed_random_word(mix64(42), 5));
 }
 
 TEST(Patterns, InverseIsBitwiseNot) {

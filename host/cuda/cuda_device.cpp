@@ -1,0 +1,298 @@
+// The CUDA backend: one CudaDevice per GPU the runtime reports. Every operation makes its GPU
+// current (DeviceGuard), enqueues on the device's own stream and synchronises before returning,
+// so a result is complete, and an asynchronous error surfaces in the call that caused it. One
+// thread at a time may use a given device.
+#include <cuda_runtime_api.h>
+#include <library_types.h>
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
+#include "host/backend.hpp"
+#include "host/cuda/cuda_error.hpp"
+#include "host/cuda/cuda_identity.hpp"
+#include "host/cuda/cuda_raii.hpp"
+#include "host/device.hpp"
+#include "host/error.hpp"
+#include "kernels/common/chains.hpp"
+#include "kernels/launch.hpp"
+
+namespace sdc {
+namespace {
+
+// 8 blocks of 256 threads fill an SM's 2048 thread slots on sm_80 and sm_90.
+constexpr unsigned kThreadsPerBlock = 256;
+constexpr unsigned kBlocksPerSm = 8;
+
+class CudaBuffer final : public DeviceBuffer {
+ public:
+  CudaBuffer(int ordinal, size_t bytes) : memory_(ordinal, bytes) {}
+  void* data() override { return memory_.get(); }
+  size_t bytes() const override { return memory_.bytes(); }
+  int ordinal() const { return memory_.device(); }
+
+ private:
+  DeviceMemory memory_;
+};
+
+ChainKernel chain_kernel(ChainKind kind) {
+  switch (kind) {
+    case ChainKind::kFma32: return ChainKernel::kFma32;
+    case ChainKind::kFma64: return ChainKernel::kFma64;
+    case ChainKind::kInt64: return ChainKernel::kInt64;
+    case ChainKind::kDivSqrt32: return ChainKernel::kDivSqrt32;
+    case ChainKind::kDivSqrt64: return ChainKernel::kDivSqrt64;
+  }
+  throw std::invalid_argument("unknown ChainKind");
+}
+
+std::string cublas_version() {
+  int major = 0, minor = 0, patch = 0;
+  SDC_CUBLAS_TRY(cublasGetProperty(MAJOR_VERSION, &major));
+  SDC_CUBLAS_TRY(cublasGetProperty(MINOR_VERSION, &minor));
+  SDC_CUBLAS_TRY(cublasGetProperty(PATCH_LEVEL, &patch));
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(DeviceIdentity identity, int ordinal)
+      : Device(std::move(identity)),
+        ordinal_(ordinal),
+        shape_{static_cast<unsigned>(std::max(1, this->identity().compute_units)) * kBlocksPerSm, kThreadsPerBlock},
+        stream_(ordinal),
+        log_(ordinal, sizeof(DeviceMismatchLog)),
+        digest_(ordinal, sizeof(Digest128)) {}
+
+  uint64_t free_memory_bytes() const override {
+    DeviceGuard guard(ordinal_);
+    size_t free = 0, total = 0;
+    SDC_CUDA_TRY(cudaMemGetInfo(&free, &total));
+    return free;
+  }
+
+  std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override {
+    return std::make_unique<CudaBuffer>(ordinal_, bytes);
+  }
+
+  void upload(DeviceBuffer& dst, const void* src, size_t bytes) override {
+    CudaBuffer& b = own(dst, bytes);
+    DeviceGuard guard(ordinal_);
+    SDC_CUDA_TRY(cudaMemcpyAsync(b.data(), src, bytes, cudaMemcpyHostToDevice, stream()));
+    synchronize();
+  }
+
+  void download(void* dst, DeviceBuffer& src, size_t bytes) override {
+    CudaBuffer& b = own(src, bytes);
+    DeviceGuard guard(ordinal_);
+    SDC_CUDA_TRY(cudaMemcpyAsync(dst, b.data(), bytes, cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+  }
+
+  void fill(DeviceBuffer& buf, size_t words, const Pattern& p) override {
+    CudaBuffer& b = own(buf, words * sizeof(uint64_t));
+    DeviceGuard guard(ordinal_);
+    SDC_CUDA_TRY(launch_fill(static_cast<uint64_t*>(b.data()), words, p, shape_, stream()));
+    synchronize();
+  }
+
+  MismatchReport verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
+                        Direction dir) override {
+    CudaBuffer& b = own(buf, words * sizeof(uint64_t));
+    DeviceGuard guard(ordinal_);
+    inject(buf, words, 64, 1);
+    SDC_CUDA_TRY(launch_verify(static_cast<uint64_t*>(b.data()), words, expect, then_write, dir == Direction::kDown,
+                               log_.as<DeviceMismatchLog>(), shape_, stream()));
+    return collect(words, 64);
+  }
+
+  MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) override {
+    // The same preconditions as the CPU backend, so a job valid on one is valid on the other.
+    if (job.seeds == 0 || job.seeds % 64 != 0) throw InputError("chain seeds must be a positive multiple of 64");
+    if (goldens.size() != static_cast<size_t>(job.seeds) * kChainOutputsPerCopy) {
+      throw std::invalid_argument("run_chains: need kChainOutputsPerCopy goldens per seed");
+    }
+    if (job.copies == 0) return MismatchReport{};
+    const unsigned width = chain_width_bits(job.kind);
+    const uint64_t elements = job.copies * kChainOutputsPerCopy;
+    DeviceGuard guard(ordinal_);
+    // Scratch kept between calls: a probe runs many jobs, and cudaFree would synchronise the device.
+    CudaBuffer& out = grow(chain_out_, elements * (width / 8));
+    uint32_t* producers = grow(chain_producers_, job.copies * sizeof(uint32_t)).as<uint32_t>();
+    DeviceMemory& device_goldens = grow(chain_goldens_, goldens.size() * sizeof(uint64_t));
+    SDC_CUDA_TRY(cudaMemcpyAsync(device_goldens.get(), goldens.data(), goldens.size() * sizeof(uint64_t),
+                                 cudaMemcpyHostToDevice, stream()));
+    SDC_CUDA_TRY(launch_chains(chain_kernel(job.kind), job.seed, job.seeds, job.copies, job.iterations, out.data(),
+                               producers, shape_, stream()));
+    synchronize();  // a fault in the chain kernel surfaces here, not in the injector
+
+    inject(out, elements, width, kChainOutputsPerCopy);
+    SDC_CUDA_TRY(launch_check_chains(out.data(), width, job.copies, device_goldens.as<uint64_t>(), job.seeds, producers,
+                                     log_.as<DeviceMismatchLog>(), shape_, stream()));
+    return collect(elements, width);
+  }
+
+  Digest128 digest(DeviceBuffer& buf, size_t words) override {
+    CudaBuffer& b = own(buf, words * sizeof(uint64_t));
+    DeviceGuard guard(ordinal_);
+    SDC_CUDA_TRY(launch_digest(static_cast<const uint64_t*>(b.data()), words, digest_.as<Digest128>(), shape_,
+                               stream()));
+    Digest128 d;
+    SDC_CUDA_TRY(cudaMemcpyAsync(&d, digest_.get(), sizeof(d), cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+    return d;
+  }
+
+ protected:
+  void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
+                        const Corruption& c) override {
+    CudaBuffer& b = own(buf, elements * (width_bits / 8));
+    DeviceGuard guard(ordinal_);
+    std::vector<XorEntry> xors;
+    xors.reserve(c.xors.size());
+    for (const Corruption::Xor& x : c.xors) xors.push_back(XorEntry{x.index, x.mask});
+    DeviceMemory device_xors(ordinal_, xors.size() * sizeof(XorEntry));
+    if (!xors.empty()) {
+      SDC_CUDA_TRY(cudaMemcpyAsync(device_xors.get(), xors.data(), device_xors.bytes(), cudaMemcpyHostToDevice,
+                                   stream()));
+    }
+    CorruptionPlan plan;
+    plan.device_xors = device_xors.as<XorEntry>();
+    plan.xor_count = xors.size();
+    plan.lane_mask = c.lane_mask;
+    plan.group = group;
+    plan.lane = c.lane;
+    plan.lanes = c.lanes;
+    plan.mask = c.mask;
+    plan.stuck = c.stuck;
+    plan.stuck_index = c.stuck_index;
+    plan.stuck_bit = c.stuck_bit;
+    plan.stuck_value = c.stuck_value;
+    SDC_CUDA_TRY(launch_corruption(b.data(), width_bits, elements, plan, shape_, stream()));
+    // device_xors is freed on return: the kernels that read it must have finished.
+    synchronize();
+  }
+
+ private:
+  cudaStream_t stream() const { return stream_.get(); }
+  void synchronize() const { SDC_CUDA_TRY(cudaStreamSynchronize(stream())); }
+
+  // The buffer as this device's own, checked to hold `bytes`.
+  CudaBuffer& own(DeviceBuffer& buf, size_t bytes) const {
+    auto* b = dynamic_cast<CudaBuffer*>(&buf);
+    if (b == nullptr || b->ordinal() != ordinal_) {
+      throw std::invalid_argument("buffer was not allocated by " + identity().label());
+    }
+    if (bytes > b->bytes()) {
+      throw std::out_of_range("operation on " + std::to_string(bytes) + " bytes of a " + std::to_string(b->bytes()) +
+                              "-byte buffer");
+    }
+    return *b;
+  }
+
+  // Grows a scratch allocation to at least `bytes` (contents are not kept).
+  DeviceMemory& grow(DeviceMemory& mem, size_t bytes) {
+    if (mem.bytes() < bytes) {
+      mem = DeviceMemory();  // free first, so the old and new blocks need not fit together
+      mem = DeviceMemory(ordinal_, bytes);
+    }
+    return mem;
+  }
+  CudaBuffer& grow(std::unique_ptr<CudaBuffer>& buf, size_t bytes) {
+    if (!buf || buf->bytes() < bytes) {
+      buf.reset();
+      buf = std::make_unique<CudaBuffer>(ordinal_, bytes);
+    }
+    return *buf;
+  }
+
+  // Reads the mismatch log the last verification kernel wrote (after the stream has drained).
+  MismatchReport collect(uint64_t checked, unsigned width_bits) {
+    DeviceMismatchLog log;
+    SDC_CUDA_TRY(cudaMemcpyAsync(&log, log_.get(), sizeof(log), cudaMemcpyDeviceToHost, stream()));
+    synchronize();
+    MismatchReport report;
+    report.checked = checked;
+    report.mismatches = log.mismatches;
+    const uint64_t recorded = std::min<uint64_t>(log.mismatches, kDeviceMismatchSlots);
+    for (uint64_t k = 0; k < recorded; ++k) {
+      const DeviceMismatch& m = log.records[k];
+      MismatchRecord r;
+      r.index = m.index;
+      r.expected = m.expected;
+      r.observed = m.observed;
+      r.width_bits = width_bits;
+      r.unit = static_cast<int>(m.unit);
+      r.lane = static_cast<int>(m.lane);
+      report.keep(r);
+    }
+    return report;
+  }
+
+  int ordinal_;
+  LaunchShape shape_;
+  Stream stream_;
+  DeviceMemory log_;     // DeviceMismatchLog
+  DeviceMemory digest_;  // Digest128
+  std::unique_ptr<CudaBuffer> chain_out_;
+  DeviceMemory chain_producers_;
+  DeviceMemory chain_goldens_;
+};
+
+DeviceIdentity identify(int ordinal, int index, const std::string& driver, const std::string& runtime) {
+  cudaDeviceProp prop{};
+  SDC_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+  std::array<unsigned char, 16> uuid{};
+  std::copy(std::begin(prop.uuid.bytes), std::end(prop.uuid.bytes), uuid.begin());
+  DeviceIdentity id;
+  id.backend = "cuda";
+  id.index = index;
+  id.name = prop.name;
+  id.uuid = format_gpu_uuid(uuid);
+  id.pci_bus_id = format_pci_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+  id.compute_units = prop.multiProcessorCount;
+  id.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  id.memory_bytes = prop.totalGlobalMem;
+  id.driver_version = driver;
+  id.runtime_version = runtime;
+  return id;
+}
+
+}  // namespace
+
+bool cuda_backend_compiled() { return true; }
+
+std::string cuda_unavailable_reason() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    // Reported to the caller, and cleared so that it does not resurface in a later, unrelated check.
+    (void)cudaGetLastError();
+    return std::string("CUDA runtime: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+  }
+  return count == 0 ? "no CUDA device" : "";
+}
+
+std::vector<std::unique_ptr<Device>> make_cuda_devices() {
+  std::vector<std::unique_ptr<Device>> devices;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    // No driver or no device: the CPU backend takes over; cuda_unavailable_reason() says why.
+    (void)cudaGetLastError();
+    return devices;
+  }
+  int driver = 0, runtime = 0;
+  SDC_CUDA_TRY(cudaDriverGetVersion(&driver));
+  SDC_CUDA_TRY(cudaRuntimeGetVersion(&runtime));
+  // DeviceIdentity has no library field yet: cuBLAS's version rides with the runtime's.
+  const std::string runtime_text = format_cuda_version(runtime) + " (cuBLAS " + cublas_version() + ")";
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    devices.push_back(std::make_unique<CudaDevice>(
+        identify(ordinal, ordinal, format_cuda_version(driver), runtime_text), ordinal));
+  }
+  return devices;
+}
+
+}  // namespace sdc

@@ -1,0 +1,106 @@
+// GEMM operations for the gemm.* probes. A backend's GemmEngine generates the seeded inputs,
+// multiplies, hands the output to the device's injector, and verifies it against an independent
+// expected answer, so a probe can neither see nor cheat the injected fault.
+//
+// Layout (every backend): A is m x k row-major, B is stored transposed (Bt: n x k row-major, i.e. B
+// column-major), C is m x n row-major with ldc = n. A mismatch record's index is i * n + j: row
+// i = index / n, column j = index % n. Lane model: output element (i, j) belongs to lane j % 32
+// (the column a warp lane stores in the epilogue of the CUDA kernels); the engines offer C to the
+// injector with group = 1, which gives the same lane for every n that is a multiple of 32 (the
+// probes only use such n).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/device.hpp"
+#include "host/mismatch.hpp"
+#include "kernels/common/digest.hpp"
+#include "kernels/common/gemm_elements.hpp"
+
+namespace sdc {
+
+enum class GemmInputs : uint8_t {
+  kExact,   // bounded integers: exact in any summation order, checked bit for bit (int64 Freivalds)
+  kDense,   // BF16 odd full significands, k <= 256, exact
+  kScaled,  // exact integers scaled by powers of two per row of A and per column of B
+  kRandom,  // full-significand random values, checked by FP64 Freivalds/ABFT against the bound tau
+};
+
+enum class GemmPath : uint8_t {
+  kLibrary,  // cuBLAS(Lt) on CUDA; OpenBLAS (after exact widening) on the CPU
+  kSimt,     // the hand-written FP32 GEMM: shared-memory tiles and FMA units, no tensor cores
+};
+
+const char* gemm_type_name(GemmType t);
+const char* gemm_inputs_name(GemmInputs in);
+
+struct GemmSpec {
+  GemmType type = GemmType::kFp32;
+  GemmInputs inputs = GemmInputs::kRandom;
+  GemmPath path = GemmPath::kLibrary;
+  uint32_t m = 0, n = 0, k = 0;
+  uint64_t seed = 0;
+  uint32_t repeats = 1;  // gemm.repeat: the same inputs this many times, digests compared
+};
+
+struct GemmRun {
+  MismatchReport report;  // records name (row, column) as index = row * n + column
+  double max_ratio = 0;   // largest |r| / tau over every check (random inputs); 0 for exact
+  uint64_t flagged_checks = 0;  // row / column tile checks that failed
+  double generate_s = 0;  // host input generation (and upload)
+  double gemm_s = 0;      // all repeats together
+  double verify_s = 0;    // all verification (download included)
+  std::vector<Digest128> digests;  // one per repeat
+  std::string algorithm;  // what computed it (for the equivalence class)
+  std::string library_version;
+};
+
+// Called by an engine between computing C and verifying it: the owning device's inject().
+using GemmInjectFn = std::function<void(DeviceBuffer& c, uint64_t elements, unsigned width_bits, uint64_t group)>;
+
+// Seeded inputs, generated on the host by the SDC_HD generators (the same values on every backend).
+struct GemmHostInputs {
+  GemmSpec spec;
+  std::vector<uint8_t> a, bt;   // stored in the input type
+  std::vector<float> a_wide, bt_wide;  // exact float copies (empty for fp64)
+  std::vector<int32_t> row_exp, col_exp;  // scaled: C_ij = 2^(row_exp_i + col_exp_j) * Cint_ij
+  std::vector<int32_t> a_int, bt_int;     // exact families: the unscaled integer inputs
+  uint64_t exact_bound = 0;                // exact families: bound on |Cint_ij|
+};
+
+GemmHostInputs generate_gemm_inputs(const GemmSpec& spec, int threads);
+
+struct GemmVerdict {
+  MismatchReport report;
+  double max_ratio = 0;
+  uint64_t flagged_checks = 0;
+};
+
+// Verifies output C (gemm_output_bytes(type) per element, row-major m x n) against the inputs
+// without an O(n^3) reference: Freivalds per column tile of the output (int64 modulo 2^64 with zero
+// tolerance and two odd random vectors for exact inputs; FP64 with the deterministic bound tau of
+// `acc` for random inputs), then the same check on the transpose per row tile to locate the wrong
+// elements, each confirmed by an O(k) recomputation.
+GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccumulation& acc, int threads);
+
+// Order-independent digest of C's words.
+Digest128 gemm_digest(const void* c, uint64_t bytes, int threads);
+
+// Column-tile width of the checks for an n-column output (at most 8 tiles, at least 256 columns).
+uint32_t gemm_check_tile(uint32_t n);
+
+class GemmEngine {
+ public:
+  virtual ~GemmEngine() = default;
+  virtual bool supports(GemmType type, GemmPath path) const = 0;
+  // The accumulation model of `type` on `path`, which fixes tau for random inputs.
+  virtual GemmAccumulation accumulation(GemmType type, GemmPath path) const = 0;
+  // Generates, multiplies (spec.repeats times), injects and verifies. Throws for API failures.
+  virtual GemmRun run(const GemmSpec& spec) = 0;
+};
+
+}  // namespace sdc

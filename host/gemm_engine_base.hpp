@@ -1,0 +1,41 @@
+// The loop every backend's GemmEngine shares: generate the seeded inputs on the host, load them,
+// multiply (repeats times), offer C to the device's injector, fetch C to the host and verify it
+// there with verify_gemm, digest it, and compare the repeats' digests. Backends supply the
+// multiplication and the transfers.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "host/gemm.hpp"
+
+namespace sdc {
+
+class HostVerifiedGemmEngine : public GemmEngine {
+ public:
+  GemmRun run(const GemmSpec& spec) override;
+
+ protected:
+  HostVerifiedGemmEngine(Device& device, GemmInjectFn inject) : device_(device), inject_(std::move(inject)) {}
+
+  // Host threads for generation and verification.
+  virtual int threads() const = 0;
+  // Threads for this run: one for small GEMMs, where waking a team (and OpenBLAS's own pool on
+  // shared cores) costs more than the work.
+  int active_threads() const { return active_threads_; }
+  // Makes the inputs available to multiply().
+  virtual void load(const GemmHostInputs& in) = 0;
+  // C = A B into `c` (allocated by the device), complete on return.
+  virtual void multiply(const GemmHostInputs& in, DeviceBuffer& c) = 0;
+  // A host view of C's first `bytes` bytes, valid until the next call.
+  virtual const void* fetch(DeviceBuffer& c, size_t bytes) = 0;
+  // What computed it, for the equivalence class (e.g. the pinned cuBLASLt algorithm).
+  virtual std::string algorithm(const GemmSpec& spec) const = 0;
+  virtual std::string library_version() const = 0;
+
+  Device& device_;
+  GemmInjectFn inject_;
+  int active_threads_ = 1;
+};
+
+}  // namespace sdc

@@ -1,0 +1,38 @@
+// Digest kernel: each thread sums its words' digest terms, warps reduce with shuffles, and lane 0
+// adds the warp's sum to the result atomically. Addition modulo 2^64 commutes, so the digest does
+// not depend on the grid, the schedule or the order of the atomics.
+#include "kernels/common/digest.hpp"
+#include "kernels/device_util.cuh"
+#include "kernels/launch.hpp"
+
+namespace sdc {
+namespace {
+
+__global__ void digest_kernel(const uint64_t* data, uint64_t words, Digest128* result) {
+  Digest128 d;
+  const uint64_t stride = grid_stride();
+  for (uint64_t i = grid_thread(); i < words; i += stride) digest_add(d, data[i], i);
+  // Every lane reaches the shuffles: blocks are whole warps and no thread leaves the loop early.
+  unsigned long long lo = d.lo;
+  unsigned long long hi = d.hi;
+  for (int offset = 16; offset > 0; offset /= 2) {
+    lo += __shfl_down_sync(0xffffffffu, lo, offset);
+    hi += __shfl_down_sync(0xffffffffu, hi, offset);
+  }
+  if (lane_id() == 0) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(&result->lo), lo);
+    atomicAdd(reinterpret_cast<unsigned long long*>(&result->hi), hi);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_digest(const uint64_t* data, uint64_t words, Digest128* device_digest, LaunchShape shape,
+                          cudaStream_t stream) {
+  const cudaError_t reset = cudaMemsetAsync(device_digest, 0, sizeof(Digest128), stream);
+  if (reset != cudaSuccess || words == 0) return reset;
+  digest_kernel<<<blocks_for(words, shape), shape.threads, 0, stream>>>(data, words, device_digest);
+  return cudaGetLastError();
+}
+
+}  // namespace sdc
