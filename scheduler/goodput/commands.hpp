@@ -1,0 +1,37 @@
+// The work behind `sdcprobe goodput`, `plan` and `simulate`, callable without the CLI (the tests
+// call these). Each returns the process exit code; bad input throws InputError.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "scheduler/goodput/ledger.hpp"
+#include "scheduler/goodput/planner.hpp"
+#include "scheduler/goodput/simulator.hpp"
+
+namespace sdc::goodput {
+
+struct GoodputOptions {
+  std::string events_path;  // "-" reads standard input
+  bool json = false;
+  std::string svg_path;  // empty: no SVG
+  bool lenient = false;
+  LedgerOptions ledger;
+};
+int goodput_command(const GoodputOptions& options, std::ostream& out);
+
+int plan_command(const PlanParams& params, bool json, std::ostream& out);
+
+struct SimulateOptions {
+  std::string out_path;
+  std::string truth_path;  // empty: print the ground truth only
+  bool json = false;
+  // Rates and costs, in the planner's units; turned into SimParams by simulate_params().
+  PlanParams plan;
+  double step_s = 10;
+  double rfc3339_fraction = 0;
+};
+SimParams simulate_params(const SimulateOptions& options);
+int simulate_command(const SimulateOptions& options, std::ostream& out);
+
+}  // namespace sdc::goodput

@@ -1,0 +1,225 @@
+#include "scheduler/goodput/event.hpp"
+
+#include <simdjson.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "host/error.hpp"
+
+namespace sdc::goodput {
+namespace {
+
+constexpr std::array<std::string_view, 24> kNames = {
+    "job_eligible", "alloc_granted", "alloc_released", "job_end",      "process_start",   "init_begin",
+    "init_end",     "restore_begin", "restore_end",    "step_begin",   "step_end",        "ckpt_begin",
+    "ckpt_end",     "ckpt_commit",   "eval_begin",     "eval_end",     "data_wait_begin", "data_wait_end",
+    "probe_begin",  "probe_end",     "fault_detected", "sdc_detected", "teardown_end",    "node_quarantined",
+};
+
+bool needs_step(EventKind kind) {
+  switch (kind) {
+    case EventKind::kRestoreEnd:
+    case EventKind::kStepBegin:
+    case EventKind::kStepEnd:
+    case EventKind::kCkptBegin:
+    case EventKind::kCkptEnd:
+    case EventKind::kCkptCommit: return true;
+    default: return false;
+  }
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's civil-date algorithm).
+int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+int64_t field_int(simdjson::ondemand::value value, const char* name) {
+  int64_t out = 0;
+  if (value.get_int64().get(out) != simdjson::SUCCESS) {
+    throw InputError(std::string("\"") + name + "\" must be an integer");
+  }
+  return out;
+}
+
+Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t size, size_t capacity) {
+  simdjson::ondemand::document doc;
+  if (parser.iterate(simdjson::padded_string_view(data, size, capacity)).get(doc) != simdjson::SUCCESS) {
+    throw InputError("not valid JSON");
+  }
+  simdjson::ondemand::object object;
+  const auto error = doc.get_object().get(object);
+  if (error != simdjson::SUCCESS) {
+    // Another JSON value (an array, a number) is "not an object"; anything else is not JSON at all.
+    simdjson::ondemand::json_type type;
+    const bool other_value = error == simdjson::INCORRECT_TYPE && doc.type().get(type) == simdjson::SUCCESS;
+    throw InputError(other_value ? "not a JSON object" : "not valid JSON");
+  }
+  Event event;
+  bool have_t = false;
+  bool have_kind = false;
+  for (auto field : object) {
+    simdjson::ondemand::raw_json_string key;
+    if (field.key().get(key) != simdjson::SUCCESS) throw InputError("not valid JSON");
+    simdjson::ondemand::value value = field.value();
+    if (key == "t") {
+      simdjson::ondemand::json_type type;
+      if (value.type().get(type) != simdjson::SUCCESS) throw InputError("not valid JSON");
+      if (type == simdjson::ondemand::json_type::string) {
+        std::string_view text;
+        if (value.get_string().get(text) != simdjson::SUCCESS) throw InputError("bad \"t\" string");
+        event.t = parse_rfc3339_ns(text);
+      } else {
+        event.t = field_int(value, "t");
+      }
+      have_t = true;
+    } else if (key == "event") {
+      std::string_view name;
+      if (value.get_string().get(name) != simdjson::SUCCESS) throw InputError("\"event\" must be a string");
+      auto kind = event_kind(name);
+      if (!kind) throw InputError("unknown event \"" + std::string(name) + "\"");
+      event.kind = *kind;
+      have_kind = true;
+    } else if (key == "step") {
+      event.step = field_int(value, "step");
+    } else if (key == "last_good_step") {
+      event.last_good_step = field_int(value, "last_good_step");
+    }
+  }
+  // Trailing garbage after the object ("{...} x") is malformed too.
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) == simdjson::SUCCESS) throw InputError("not valid JSON (text after the object)");
+  if (!have_t) throw InputError("missing \"t\"");
+  if (!have_kind) throw InputError("missing \"event\"");
+  if (needs_step(event.kind) && !event.step) {
+    throw InputError(std::string(event_name(event.kind)) + " needs \"step\"");
+  }
+  return event;
+}
+
+}  // namespace
+
+std::string_view event_name(EventKind kind) { return kNames[static_cast<size_t>(kind)]; }
+
+std::optional<EventKind> event_kind(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return static_cast<EventKind>(i);
+  }
+  return std::nullopt;
+}
+
+int64_t parse_rfc3339_ns(std::string_view s) {
+  auto fail = [&]() { throw InputError("bad RFC 3339 time \"" + std::string(s) + "\""); };
+  auto digits = [&](size_t pos, size_t n) {
+    if (pos + n > s.size()) fail();
+    int64_t v = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+      if (s[i] < '0' || s[i] > '9') fail();
+      v = v * 10 + (s[i] - '0');
+    }
+    return v;
+  };
+  auto expect = [&](size_t pos, const char* any_of) {
+    if (pos >= s.size() || std::strchr(any_of, s[pos]) == nullptr) fail();
+  };
+  const int64_t year = digits(0, 4);
+  expect(4, "-");
+  const int64_t month = digits(5, 2);
+  expect(7, "-");
+  const int64_t day = digits(8, 2);
+  expect(10, "Tt ");
+  const int64_t hour = digits(11, 2);
+  expect(13, ":");
+  const int64_t minute = digits(14, 2);
+  expect(16, ":");
+  const int64_t second = digits(17, 2);
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) fail();
+  size_t pos = 19;
+  int64_t frac_ns = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    int64_t scale = 100000000;
+    const size_t start = pos;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      frac_ns += (s[pos] - '0') * scale;  // digits beyond nanoseconds are truncated
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) fail();
+  }
+  int64_t offset_s = 0;
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    const int64_t sign = s[pos] == '-' ? -1 : 1;
+    const int64_t oh = digits(pos + 1, 2);
+    expect(pos + 3, ":");
+    const int64_t om = digits(pos + 4, 2);
+    offset_s = sign * (oh * 3600 + om * 60);
+    pos += 6;
+  } else {
+    fail();
+  }
+  if (pos != s.size()) fail();
+  const int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_s;
+  return secs * 1000000000 + frac_ns;
+}
+
+EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
+  constexpr size_t kChunk = 1 << 20;
+  Stats stats;
+  simdjson::ondemand::parser parser;
+  // Holds the unfinished tail of the previous chunk plus the next chunk, and simdjson's padding.
+  std::vector<char> buffer(2 * kChunk + simdjson::SIMDJSON_PADDING);
+  size_t filled = 0;
+  uint64_t line_no = 0;
+  auto handle = [&](const char* data, size_t size) {
+    ++line_no;
+    while (size > 0 && (data[size - 1] == '\r' || data[size - 1] == ' ' || data[size - 1] == '\t')) --size;
+    if (size == 0) return;
+    try {
+      const size_t capacity = static_cast<size_t>(buffer.data() + buffer.size() - data);
+      const Event event = parse_line(parser, data, size, capacity);
+      sink(event);
+      ++stats.events;
+    } catch (const InputError& e) {
+      const std::string message = "line " + std::to_string(line_no) + ": " + e.what();
+      if (!lenient_) throw InputError(message);
+      if (stats.skipped++ == 0) stats.first_skip = message;
+    }
+  };
+  bool eof = false;
+  while (!eof) {
+    if (filled > kChunk) {
+      // One line longer than a chunk cannot be an event; report it rather than grow without bound.
+      throw InputError("line " + std::to_string(line_no + 1) + ": line longer than 1 MiB");
+    }
+    in.read(buffer.data() + filled, static_cast<std::streamsize>(kChunk));
+    const size_t got = static_cast<size_t>(in.gcount());
+    eof = got == 0;
+    filled += got;
+    size_t start = 0;
+    for (;;) {
+      const void* nl = std::memchr(buffer.data() + start, '\n', filled - start);
+      if (nl == nullptr) break;
+      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - buffer.data());
+      handle(buffer.data() + start, end - start);
+      start = end + 1;
+    }
+    if (eof && start < filled) {
+      handle(buffer.data() + start, filled - start);
+      start = filled;
+    }
+    std::memmove(buffer.data(), buffer.data() + start, filled - start);
+    filled -= start;
+  }
+  return stats;
+}
+
+}  // namespace sdc::goodput

@@ -1,0 +1,78 @@
+// Training-run events (JSON Lines, one event per line) and their streaming reader. The schema is in
+// docs/goodput.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <istream>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sdc::goodput {
+
+enum class EventKind : uint8_t {
+  kJobEligible,
+  kAllocGranted,
+  kAllocReleased,
+  kJobEnd,
+  kProcessStart,
+  kInitBegin,
+  kInitEnd,
+  kRestoreBegin,
+  kRestoreEnd,
+  kStepBegin,
+  kStepEnd,
+  kCkptBegin,
+  kCkptEnd,
+  kCkptCommit,
+  kEvalBegin,
+  kEvalEnd,
+  kDataWaitBegin,
+  kDataWaitEnd,
+  kProbeBegin,
+  kProbeEnd,
+  kFaultDetected,
+  kSdcDetected,
+  kTeardownEnd,
+  kNodeQuarantined,
+};
+
+// The wire name of an event kind ("step_begin").
+std::string_view event_name(EventKind kind);
+// The kind named `name`, or nothing when the name is unknown.
+std::optional<EventKind> event_kind(std::string_view name);
+
+// Only the fields the ledger uses; other fields of a line are ignored.
+struct Event {
+  int64_t t = 0;  // Unix nanoseconds
+  EventKind kind = EventKind::kJobEligible;
+  std::optional<int64_t> step;
+  std::optional<int64_t> last_good_step;  // sdc_detected only
+};
+
+// "2026-11-29T15:51:31.123456789Z" or with a "+02:00" offset; throws InputError when malformed.
+int64_t parse_rfc3339_ns(std::string_view text);
+
+// Parses JSON Lines with simdjson, one line at a time, so memory does not grow with the input.
+class EventReader {
+ public:
+  struct Stats {
+    uint64_t events = 0;     // events handed to the sink
+    uint64_t skipped = 0;    // bad lines skipped in lenient mode
+    std::string first_skip;  // why the first skipped line was skipped
+  };
+  // The sink may throw InputError (for example the ledger on a step_end without step_begin): the
+  // reader prefixes the line number, and in lenient mode skips and counts the line instead.
+  using Sink = std::function<void(const Event&)>;
+
+  explicit EventReader(bool lenient) : lenient_(lenient) {}
+
+  // Reads all of `in`. Throws InputError naming the line number on bad input unless lenient.
+  Stats read(std::istream& in, const Sink& sink);
+
+ private:
+  bool lenient_;
+};
+
+}  // namespace sdc::goodput

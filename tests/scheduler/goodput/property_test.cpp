@@ -1,0 +1,87 @@
+// The ledger against the simulator's ground truth, on random simulated logs: exact, in integer ns.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "scheduler/goodput/analyze.hpp"
+#include "scheduler/goodput/simulator.hpp"
+
+namespace sdc::goodput {
+namespace {
+
+// Random parameters that reach every rule: hangs, in-step faults, requeues, implicit and explicit
+// restores, async checkpoints, SDC rollbacks past tainted checkpoints, RFC 3339 times.
+SimParams random_params(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  auto prob = [&]() { return static_cast<double>(rng() % 1001) / 1000.0; };
+  SimParams p;
+  p.seed = seed;
+  p.step_ns = pick(1'000'000, 20 * kNsPerSecond);
+  p.step_jitter_ns = pick(0, p.step_ns / 2);
+  p.gap_max_ns = pick(0, p.step_ns / 10);
+  p.duration_ns = p.step_ns * pick(20, 400);
+  p.first_queue_ns = pick(0, 1000 * kNsPerSecond);
+  p.ckpt_every = pick(0, 25);
+  p.ckpt_write_ns = pick(1, 3 * p.step_ns);
+  p.async_ckpt_prob = prob();
+  p.probe_every = pick(0, 30);
+  p.probe_ns = pick(1, p.step_ns / 5 + 1);
+  p.eval_every = pick(0, 60);
+  p.eval_ns = pick(1, 4 * p.step_ns);
+  p.data_wait_prob = prob() / 4;
+  p.data_wait_ns = pick(1, p.step_ns);
+  // Rates per day high enough for several incidents within the short simulated runs.
+  const double run_days = static_cast<double>(p.duration_ns) / static_cast<double>(kNsPerDay);
+  p.faults_per_day = static_cast<double>(pick(0, 8)) / run_days;
+  p.sdc_per_day = static_cast<double>(pick(0, 4)) / run_days;
+  p.in_step_fault_prob = prob();
+  p.hang_prob = prob();
+  p.hang_ns = pick(1, 20 * p.step_ns);
+  p.teardown_ns = pick(1, 10 * p.step_ns);
+  p.warmup_ns = pick(1, 10 * p.step_ns);
+  p.requeue_prob = prob();
+  p.requeue_ns = pick(1, 30 * p.step_ns);
+  p.explicit_restore_prob = prob();
+  p.rfc3339_prob = prob() < 0.2 ? 0.5 : 0.0;
+  return p;
+}
+
+TEST(GoodputProperty, LedgerEqualsSimulatorTruthOnTenThousandRandomLogs) {
+  constexpr uint64_t kRuns = 10'000;
+  uint64_t with_sdc = 0, with_faults = 0, events = 0;
+  std::string log;
+  for (uint64_t seed = 1; seed <= kRuns; ++seed) {
+    const SimParams p = random_params(seed);
+    log.clear();
+    const SimResult sim = simulate(p, [&](std::string_view line) {
+      log.append(line);
+      log += '\n';
+    });
+    ASSERT_TRUE(sim.truth.balanced()) << "seed " << seed;
+    std::istringstream in(log);
+    const Analysis got = analyze(in);
+    ASSERT_TRUE(got.breakdown.balanced()) << "seed " << seed;
+    ASSERT_EQ(got.breakdown.wall_ns, sim.truth.wall_ns) << "seed " << seed;
+    ASSERT_EQ(got.breakdown.productive_ns, sim.truth.productive_ns) << "seed " << seed;
+    for (Category c : kCategories) {
+      ASSERT_EQ(got.breakdown[c].ns, sim.truth[c].ns) << "seed " << seed << " " << category_key(c);
+      ASSERT_EQ(got.breakdown[c].sdc_ns, sim.truth[c].sdc_ns) << "seed " << seed << " " << category_key(c);
+    }
+    ASSERT_EQ(got.stats.events, sim.events);
+    with_sdc += sim.sdc_detections > 0;
+    with_faults += sim.faults > 0;
+    events += sim.events;
+  }
+  // The random parameters must actually exercise the incident rules.
+  EXPECT_GT(with_sdc, kRuns / 5);
+  EXPECT_GT(with_faults, kRuns / 2);
+  RecordProperty("events", std::to_string(events));
+}
+
+}  // namespace
+}  // namespace sdc::goodput
