@@ -145,6 +145,28 @@ class CudaDevice final : public Device {
     return d;
   }
 
+  // An event recorded on the caller's stream (a null stream is the legacy default stream).
+  void* mark_stream(void* caller_stream) override {
+    DeviceGuard guard(ordinal_);
+    cudaEvent_t event = nullptr;
+    SDC_CUDA_TRY(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    const cudaError_t recorded = cudaEventRecord(event, static_cast<cudaStream_t>(caller_stream));
+    if (recorded != cudaSuccess) {
+      SDC_CUDA_LOG(cudaEventDestroy(event));
+      SDC_CUDA_TRY(recorded);
+    }
+    return event;
+  }
+
+  void wait_for_marker(void* marker) override {
+    if (marker == nullptr) return;
+    DeviceGuard guard(ordinal_);
+    auto event = static_cast<cudaEvent_t>(marker);
+    const cudaError_t waited = cudaEventSynchronize(event);
+    SDC_CUDA_LOG(cudaEventDestroy(event));
+    SDC_CUDA_TRY(waited);
+  }
+
  protected:
   void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
                         const Corruption& c) override {

@@ -42,6 +42,10 @@ double planned_ettr(double failures_per_s, double sdc_per_s, double restart_s, d
   return std::clamp(meta_ettr(failures_per_s, restart_s, interval_s, write_s) - sdc - probes, 0.0, 1.0);
 }
 
+double optimal_probe_interval(double sdc_per_s, double probe_cost_s) {
+  return sdc_per_s > 0 ? std::sqrt(probe_cost_s / sdc_per_s) : 0.0;
+}
+
 PlanResult plan(const PlanParams& p) {
   if (p.nodes < 1 || p.gpus_per_node < 1) throw InputError("plan: nodes and GPUs per node must be at least 1");
   if (p.failure_rate < 0 || p.sdc_rate < 0) throw InputError("plan: rates must not be negative");
@@ -65,7 +69,7 @@ PlanResult plan(const PlanParams& p) {
   // Minimising the lost fraction of planned_ettr: d/dT [delta/T + (lf + ls) T/2] = 0 and
   // d/dP [c/P + ls P] = 0.
   r.optimal_ckpt_interval_s = lf + ls > 0 ? std::sqrt(2.0 * p.ckpt_write_s / (lf + ls)) : INFINITY;
-  r.optimal_probe_interval_s = ls > 0 ? std::sqrt(p.probe_cost_s / ls) : 0.0;
+  r.optimal_probe_interval_s = optimal_probe_interval(ls, p.probe_cost_s);
   r.optimal_ettr = planned_ettr(lf, ls, p.restart_s, r.optimal_ckpt_interval_s, p.ckpt_write_s, p.probe_cost_s,
                                 ls > 0 ? r.optimal_probe_interval_s : INFINITY);
 

@@ -62,6 +62,10 @@ double poisson_ettr(double job_failures_per_s, double restart_s, double interval
 double planned_ettr(double failures_per_s, double sdc_per_s, double restart_s, double interval_s, double write_s,
                     double probe_cost_s, double probe_interval_s);
 
+// The probe interval that maximises planned_ettr: d/dP [c/P + sdc_per_s P] = 0 gives sqrt(c / rate).
+// 0 when the SDC rate is 0 (probing then only costs). The inline probe's "auto" cadence uses it.
+double optimal_probe_interval(double sdc_per_s, double probe_cost_s);
+
 PlanResult plan(const PlanParams& params);
 
 }  // namespace sdc::goodput

@@ -1,0 +1,14 @@
+"""sdcprobe inline probes for training loops: a ctypes binding to libsdcprobe.so.
+
+    from sdcprobe import InlineProbe
+    probe = InlineProbe(device=0, every="auto", budget=0.01, event_log="events.jsonl")
+    for step, batch in enumerate(loader):
+        train_step(batch)
+        probe.step(step)            # never blocks; probes run off the training thread
+    assert probe.verdict["verdict"] != "fail"
+"""
+
+from sdcprobe.inline import InlineProbe, SDCDetected, SDCProbeError
+from sdcprobe.callback import SDCCallback
+
+__all__ = ["InlineProbe", "SDCCallback", "SDCDetected", "SDCProbeError"]

@@ -1,0 +1,168 @@
+"""Drives InlineProbe on the CPU backend through the C ABI."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from sdcprobe import InlineProbe, SDCCallback, SDCDetected, SDCProbeError  # noqa: E402
+
+
+def read_events(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def wait_idle(probe, timeout=30.0):
+    """Waits until no probe is in flight, so the next due step is never skipped as busy."""
+    deadline = time.monotonic() + timeout
+    while probe.verdict["in_flight"]:
+        if time.monotonic() > deadline:
+            raise AssertionError("a probe stayed in flight for %s s" % timeout)
+        time.sleep(0.005)
+
+
+def run_steps(probe, steps, every=5, log=True):
+    for step in range(steps):
+        if step % every == 0:
+            wait_idle(probe)
+        if log:
+            probe.log_event("step_begin", step=step)
+        time.sleep(0.001)
+        if log:
+            probe.log_event("step_end", step=step)
+        probe.step(step)
+
+
+class InlineProbeTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.log = os.path.join(self.dir.name, "events.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_clean_run_passes_and_logs_probe_events(self):
+        with InlineProbe(backend="cpu", every=5, event_log=self.log, seed=7) as probe:
+            run_steps(probe, 30)
+            probe.close()
+            events = read_events(self.log)
+        begins = [e for e in events if e["event"] == "probe_begin"]
+        ends = [e for e in events if e["event"] == "probe_end"]
+        self.assertGreaterEqual(len(begins), 3)
+        self.assertEqual(len(begins), len(ends))
+        self.assertTrue(all(e["verdict"] == "pass" for e in ends))
+        self.assertFalse(any(e["event"] == "sdc_detected" for e in events))
+        times = [e["t"] for e in events]
+        self.assertEqual(times, sorted(times))  # one writer, stamped under a lock
+
+    def test_verdict_reports_last_good_step(self):
+        probe = InlineProbe(backend="cpu", every=5, seed=3)
+        run_steps(probe, 21, log=False)
+        wait_idle(probe)
+        probe.step(21)  # collects the probe queued at step 20
+        v = probe.verdict
+        self.assertEqual(v["verdict"], "pass")
+        self.assertEqual(v["last_good_step"], 20)
+        self.assertEqual(v["every"], 5)
+        probe.close()
+
+    def test_permanent_fault_writes_sdc_detected_with_last_good_step(self):
+        # The fault appears after the first four injection points: the probes at steps 0 and 5
+        # (two probes each) are clean, every probe from step 10 on fails.
+        probe = InlineProbe(backend="cpu", every=5, event_log=self.log, seed=5, probes="alu.fma32,alu.int64",
+                            inject="probe=alu.*,model=bitflip,mode=permanent,after=4")
+        run_steps(probe, 16)
+        wait_idle(probe)
+        probe.step(16)
+        verdict = probe.verdict
+        probe.close()
+        self.assertEqual(verdict["verdict"], "fail")
+        detected = [e for e in read_events(self.log) if e["event"] == "sdc_detected"]
+        self.assertGreaterEqual(len(detected), 1)
+        self.assertEqual(detected[0]["last_good_step"], 5)
+        self.assertEqual(detected[0]["step"], 10)
+        self.assertTrue(detected[0]["device"].startswith("CPU-"))
+
+    def test_bad_config_is_a_clear_error(self):
+        with self.assertRaisesRegex(SDCProbeError, "backend 'tpu'"):
+            InlineProbe(backend="tpu")
+        with self.assertRaisesRegex(SDCProbeError, "no probe matches 'nope'"):
+            InlineProbe(backend="cpu", probes="nope")
+        with self.assertRaisesRegex(SDCProbeError, "field 'model'"):
+            InlineProbe(backend="cpu", inject="model=zap")
+        with self.assertRaisesRegex(SDCProbeError, "device 3 does not exist"):
+            InlineProbe(backend="cpu", device=3)
+        with self.assertRaises(ValueError):
+            InlineProbe(backend="cpu", every=0)
+
+    def test_callback_raises_once_on_sdc(self):
+        class Trainer:
+            global_step = 0
+            should_stop = False
+
+        cb = SDCCallback(on_sdc="stop", backend="cpu", every=1, probes="alu.int64",
+                         inject="model=bitflip,mode=permanent")
+        trainer = Trainer()
+        for step in range(5):
+            trainer.global_step = step
+            cb.on_train_batch_end(trainer)
+            wait_idle(cb.probe)
+        self.assertTrue(trainer.should_stop)
+        cb.on_train_end()
+        raising = SDCCallback(backend="cpu", every=1, probes="alu.int64", inject="model=bitflip,mode=permanent")
+        with self.assertRaises(SDCDetected):
+            for step in range(10):
+                trainer.global_step = step
+                raising.on_train_batch_end(trainer)
+                wait_idle(raising.probe)
+        raising.on_train_end()
+
+
+class GoodputAttributionTest(unittest.TestCase):
+    """The ledger attributes the rework after an inline sdc_detected to SDC."""
+
+    def test_goodput_attributes_rework_to_sdc(self):
+        sdcprobe = os.environ.get("SDCPROBE_BINARY")
+        if not sdcprobe:
+            self.skipTest("SDCPROBE_BINARY not set (ctest sets it)")
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "events.jsonl")
+            probe = InlineProbe(backend="cpu", every=5, event_log=log, seed=5, probes="alu.fma32,alu.int64",
+                                inject="probe=alu.*,model=bitflip,mode=permanent,after=4")
+            probe.log_event("job_eligible")
+            probe.log_event("alloc_granted")
+            probe.log_event("process_start", attempt=1)
+            for step in range(16):
+                probe.log_event("step_begin", step=step)
+                time.sleep(0.002)
+                probe.log_event("step_end", step=step)
+                if step % 5 == 4:
+                    probe.log_event("ckpt_begin", step=step)
+                    probe.log_event("ckpt_end", step=step)
+                    probe.log_event("ckpt_commit", step=step)
+                probe.step(step)
+                wait_idle(probe)  # the probe runs between steps, as a blocking in-loop probe would
+            wait_idle(probe)
+            probe.step(16)
+            probe.close()
+            probe_log = read_events(log)
+            self.assertTrue(any(e["event"] == "sdc_detected" for e in probe_log))
+            with open(log, "a") as f:
+                last = probe_log[-1]["t"]
+                f.write(json.dumps({"t": last + 1000, "event": "teardown_end"}) + "\n")
+                f.write(json.dumps({"t": last + 2000, "event": "job_end"}) + "\n")
+            out = subprocess.run([sdcprobe, "goodput", log, "--json"], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            report = json.loads(out.stdout)
+            self.assertGreater(report["categories"]["rework"]["sdc_ns"], 0)
+            self.assertGreater(report["sdc_lost_ns"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

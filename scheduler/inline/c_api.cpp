@@ -1,0 +1,140 @@
+// The C ABI over InlineProbe. Every entry point catches everything: no C++ exception crosses it.
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "host/error.hpp"
+#include "scheduler/inline/inline_probe.hpp"
+#include "scheduler/version.hpp"
+#include "sdcprobe/sdcprobe.h"
+
+struct sdc_inline {
+  explicit sdc_inline(sdc::InlineConfig config) : probe(std::move(config)) {}
+  sdc::InlineProbe probe;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+sdc_status fail(sdc_status status, const std::string& message) {
+  last_error = message;
+  return status;
+}
+
+// Runs f, turning every exception into a status and a message.
+template <typename F>
+sdc_status guarded(F&& f) {
+  try {
+    last_error.clear();
+    return f();
+  } catch (const sdc::NoDeviceError& e) {
+    return fail(SDC_ERR_NO_DEVICE, e.what());
+  } catch (const sdc::InputError& e) {
+    return fail(SDC_ERR_INVALID_ARGUMENT, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(SDC_ERR_INTERNAL, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(SDC_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return fail(SDC_ERR_INTERNAL, "unknown exception");
+  }
+}
+
+std::vector<std::string> split_globs(const char* text) {
+  std::vector<std::string> globs;
+  std::string item;
+  for (const char* c = text;; ++c) {
+    if (*c == ',' || *c == '\0') {
+      if (!item.empty()) globs.push_back(item);
+      item.clear();
+      if (*c == '\0') return globs;
+    } else if (*c != ' ') {
+      item += *c;
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void sdc_inline_config_init(sdc_inline_config* config) {
+  if (config == nullptr) return;
+  std::memset(config, 0, sizeof(*config));
+  config->abi_version = SDC_INLINE_ABI_VERSION;
+  config->budget_fraction = 0.01;
+}
+
+sdc_status sdc_inline_create(const sdc_inline_config* config, sdc_inline** out) {
+  return guarded([&] {
+    if (config == nullptr || out == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "config and out must not be NULL");
+    *out = nullptr;
+    if (config->abi_version != SDC_INLINE_ABI_VERSION) {
+      return fail(SDC_ERR_INVALID_ARGUMENT, "abi_version " + std::to_string(config->abi_version) +
+                                                " is not supported (this library: " +
+                                                std::to_string(SDC_INLINE_ABI_VERSION) + ")");
+    }
+    sdc::InlineConfig c;
+    if (config->backend != nullptr) c.backend = config->backend;
+    if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
+      return fail(SDC_ERR_INVALID_ARGUMENT, "backend '" + c.backend + "': expected auto, cpu or cuda");
+    }
+    c.device = config->device;
+    if (config->probes != nullptr) c.probes = split_globs(config->probes);
+    c.budget_fraction = config->budget_fraction;
+    if (config->every < 0) return fail(SDC_ERR_INVALID_ARGUMENT, "every must be >= 0 (0: auto)");
+    c.every = config->every;
+    if (config->event_log != nullptr) c.event_log = config->event_log;
+    c.seed = config->seed;
+    if (config->sdc_rate_per_device_day != 0) c.sdc_rate_per_device_day = config->sdc_rate_per_device_day;
+    if (config->inject != nullptr) c.inject = config->inject;
+    *out = new sdc_inline{std::move(c)};
+    return SDC_OK;
+  });
+}
+
+sdc_status sdc_inline_step(sdc_inline* probe, int64_t step, void* stream) {
+  if (probe == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "probe must not be NULL");
+  return guarded([&] {
+    probe->probe.step(step, stream);
+    return SDC_OK;
+  });
+}
+
+sdc_status sdc_inline_poll(sdc_inline* probe, char* buf, size_t len, size_t* needed) {
+  if (probe == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "probe must not be NULL");
+  return guarded([&] {
+    const std::string text = probe->probe.verdict().dump();
+    if (needed != nullptr) *needed = text.size() + 1;
+    if (buf == nullptr || len < text.size() + 1) {
+      return fail(SDC_ERR_BUFFER_TOO_SMALL, "buffer of " + std::to_string(len) + " bytes; " +
+                                                std::to_string(text.size() + 1) + " needed");
+    }
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+    return SDC_OK;
+  });
+}
+
+sdc_status sdc_inline_log_event(sdc_inline* probe, const char* event_json) {
+  if (probe == nullptr || event_json == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "arguments must not be NULL");
+  return guarded([&] {
+    const nlohmann::json event = nlohmann::json::parse(event_json, nullptr, /*allow_exceptions=*/false);
+    if (event.is_discarded()) return fail(SDC_ERR_INVALID_ARGUMENT, "event is not valid JSON");
+    probe->probe.log_event(event);
+    return SDC_OK;
+  });
+}
+
+void sdc_inline_destroy(sdc_inline* probe) {
+  guarded([&] {
+    delete probe;
+    return SDC_OK;
+  });
+}
+
+const char* sdc_last_error(void) { return last_error.c_str(); }
+
+const char* sdc_version(void) { return sdc::kVersion; }
+
+}  // extern "C"

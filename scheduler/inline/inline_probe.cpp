@@ -1,0 +1,230 @@
+#include "scheduler/inline/inline_probe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "host/backend.hpp"
+#include "host/error.hpp"
+#include "scheduler/catalogue.hpp"
+#include "scheduler/goodput/planner.hpp"
+
+namespace sdc {
+namespace {
+
+constexpr double kSecondsPerDay = 86400.0;
+
+// Inline probes are small: they run between steps, within a fraction of a step. Memory probes
+// take the quick level's passes over a small buffer; chains are shortened.
+constexpr uint64_t kInlineBufferBytes = 4u << 20;
+constexpr uint32_t kInlineChainIterations = 256;
+
+RunOptions inline_options(const Probe& probe, RunOptions options) {
+  if (probe.id().rfind("alu.", 0) == 0) options.iterations = kInlineChainIterations;
+  return options;
+}
+
+}  // namespace
+
+int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction) {
+  if (!(step_s > 0) || !(probe_cost_s > 0)) throw std::invalid_argument("choose_probe_every: times must be positive");
+  const double sdc_per_s = sdc_per_device_day / kSecondsPerDay;
+  const double optimal_s = goodput::optimal_probe_interval(sdc_per_s, probe_cost_s);
+  const double budget_steps = probe_cost_s / (budget_fraction * step_s);
+  const double steps = std::max(std::ceil(optimal_s / step_s), std::ceil(budget_steps));
+  return static_cast<int64_t>(std::clamp(steps, 1.0, 1e15));
+}
+
+InlineProbe::InlineProbe(InlineConfig config)
+    : config_(std::move(config)),
+      log_(config_.event_log),
+      every_(config_.every),
+      auto_every_(config_.every <= 0) {
+  if (!(config_.budget_fraction > 0 && config_.budget_fraction <= 1)) {
+    throw InputError("budget_fraction must be in (0, 1]");
+  }
+  if (!(config_.sdc_rate_per_device_day > 0)) throw InputError("sdc_rate_per_device_day must be positive");
+  if (config_.probes.empty()) throw InputError("probes: empty");
+  probes_ = builtin_registry().select(config_.probes);
+  if (!config_.inject.empty()) injector_ = std::make_unique<Injector>(parse_injection_specs(config_.inject), config_.seed);
+
+  devices_ = open_devices({config_.backend, 1});
+  if (config_.device < 0 || static_cast<size_t>(config_.device) >= devices_.size()) {
+    throw NoDeviceError("device " + std::to_string(config_.device) + " does not exist (" +
+                     std::to_string(devices_.size()) + " " + devices_.front()->identity().backend + " devices)");
+  }
+  device_ = devices_[static_cast<size_t>(config_.device)].get();
+
+  options_.seed = config_.seed != 0 ? config_.seed : (static_cast<uint64_t>(std::random_device{}()) << 32 | 1);
+  options_.level = Level::kQuick;
+  options_.size_bytes = kInlineBufferBytes;
+  // One run now allocates every buffer the probes reuse and measures their cost. It is a real
+  // probe (without injection): a fault found here is reported like any other.
+  Done first = run_probes(-1, /*log_events=*/false);
+  for (const auto& r : first.results) {
+    if (r["outcome"] == "skipped") {
+      throw std::runtime_error("probe " + r["probe"].get<std::string>() + " cannot run on " +
+                               device_->identity().label() + ": " + r.value("reason", ""));
+    }
+  }
+  collect(std::move(first));
+  options_.injector = injector_.get();
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+InlineProbe::~InlineProbe() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void InlineProbe::choose_cadence() {
+  double cost = 0;
+  for (double c : probe_costs_) cost += c;
+  cost /= static_cast<double>(probe_costs_.size());
+  every_ = choose_probe_every(step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction);
+  char note[256];
+  std::snprintf(note, sizeof(note),
+                "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day, budget %.3g)",
+                static_cast<long long>(every_), step_s_, cost, config_.sdc_rate_per_device_day,
+                config_.budget_fraction);
+  std::lock_guard<std::mutex> lock(mutex_);
+  cadence_note_ = note;
+  std::fprintf(stderr, "sdcprobe inline: %s\n", note);
+}
+
+void InlineProbe::step(int64_t step, void* stream) {
+  const auto now = std::chrono::steady_clock::now();
+  if (last_step_time_) {
+    const double dt = std::chrono::duration<double>(now - *last_step_time_).count();
+    step_s_ = step_s_ == 0 ? dt : 0.9 * step_s_ + 0.1 * dt;
+    ++steps_timed_;
+  }
+  last_step_time_ = now;
+  last_step_ = step;
+  if (done_ready_.load(std::memory_order_acquire)) {
+    std::optional<Done> done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done.swap(done_);
+      done_ready_.store(false, std::memory_order_relaxed);
+    }
+    if (done) collect(std::move(*done));
+  }
+  if (every_ == 0) {
+    if (steps_timed_ < kCalibrationSteps) return;
+    choose_cadence();
+    next_due_ = step;
+  }
+  if (step < next_due_) return;
+  next_due_ = step + every_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (busy_) {
+    ++probes_skipped_busy_;  // never queue behind a probe still running: the budget would slip
+    return;
+  }
+  stream_event_ = device_->mark_stream(stream);  // may throw: then nothing is queued
+  busy_ = true;
+  queued_step_ = step;
+  wake_.notify_one();
+}
+
+void InlineProbe::worker_loop() {
+  while (true) {
+    int64_t step;
+    void* marker;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stop_ || queued_step_.has_value(); });
+      if (!queued_step_) return;  // stopping, nothing queued
+      step = *queued_step_;
+      queued_step_.reset();
+      marker = stream_event_;
+      stream_event_ = nullptr;
+    }
+    Done done;
+    try {
+      device_->wait_for_marker(marker);
+      done = run_probes(step, /*log_events=*/true);
+    } catch (const std::exception& e) {
+      // Nothing may escape the worker thread; the verdict says what went wrong.
+      done = Done{step, false, true, 0, nlohmann::json::array({{{"outcome", "skipped"}, {"reason", e.what()}}})};
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = std::move(done);
+    busy_ = false;
+    done_ready_.store(true, std::memory_order_release);
+  }
+}
+
+InlineProbe::Done InlineProbe::run_probes(int64_t step, bool log_events) {
+  Done done;
+  done.step = step;
+  const auto start = std::chrono::steady_clock::now();
+  for (const Probe* p : probes_) {
+    if (log_events) log_.append({{"event", "probe_begin"}, {"probe", p->id()}, {"step", step}});
+    const ProbeResult r = run_probe(*p, *device_, inline_options(*p, options_));
+    if (log_events) {
+      log_.append({{"event", "probe_end"}, {"probe", p->id()}, {"verdict", outcome_name(r.outcome)}, {"step", step}});
+    }
+    done.fault = done.fault || r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError;
+    done.skipped = done.skipped || r.outcome == Outcome::kSkipped;
+    done.results.push_back(to_json(r));
+  }
+  done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return done;
+}
+
+void InlineProbe::collect(Done done) {
+  ++probes_run_;
+  probe_costs_.push_back(done.seconds);
+  last_results_ = std::move(done.results);
+  if (done.fault) {
+    ++failures_;
+    verdict_ = "fail";
+    nlohmann::json event = {{"event", "sdc_detected"}, {"device", device_->identity().uuid}, {"step", done.step}};
+    if (last_good_step_ >= 0) event["last_good_step"] = last_good_step_;
+    log_.append(event, /*durable=*/true);
+  } else if (done.skipped) {
+    if (verdict_ != "fail") verdict_ = "error";
+  } else {
+    last_good_step_ = std::max(last_good_step_, done.step);
+    if (verdict_ != "fail") verdict_ = "pass";
+  }
+  if (auto_every_ && every_ > 0 && static_cast<int>(probe_costs_.size()) == kCalibrationProbes + 1) {
+    choose_cadence();  // again, with the cost of probes run while training
+  }
+}
+
+nlohmann::json InlineProbe::verdict() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  nlohmann::json j = {{"abi_version", 1},
+                      {"device", device_->identity().uuid},
+                      {"verdict", verdict_},
+                      {"probes_run", probes_run_},
+                      {"probes_skipped_busy", probes_skipped_busy_},
+                      {"failures", failures_},
+                      {"last_step", last_step_},
+                      {"last_good_step", last_good_step_},
+                      {"in_flight", busy_},
+                      {"every", every_},
+                      {"auto", auto_every_},
+                      {"step_seconds", step_s_},
+                      {"cadence", cadence_note_},
+                      {"results", last_results_}};
+  return j;
+}
+
+void InlineProbe::log_event(const nlohmann::json& event) {
+  if (!event.is_object() || !event.contains("event") || !event["event"].is_string()) {
+    throw InputError("event must be a JSON object with a string field \"event\"");
+  }
+  if (event.contains("t")) throw InputError("event must not carry \"t\": the log stamps it");
+  log_.append(event);
+}
+
+}  // namespace sdc

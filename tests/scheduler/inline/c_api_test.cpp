@@ -1,0 +1,175 @@
+// The inline probe's C ABI, through the shared library exactly as a training job loads it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sdcprobe/sdcprobe.h"
+
+namespace {
+
+nlohmann::json poll(sdc_inline* p) {
+  char buf[16384];
+  EXPECT_EQ(sdc_inline_poll(p, buf, sizeof(buf), nullptr), SDC_OK) << sdc_last_error();
+  return nlohmann::json::parse(buf);
+}
+
+// Waits until no probe is in flight, so the next due step is never skipped as busy.
+void wait_idle(sdc_inline* p) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (poll(p)["in_flight"].get<bool>()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+std::vector<nlohmann::json> read_events(const std::string& path) {
+  std::vector<nlohmann::json> events;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) events.push_back(nlohmann::json::parse(line));
+  return events;
+}
+
+sdc_inline_config cpu_config() {
+  sdc_inline_config c;
+  sdc_inline_config_init(&c);
+  c.backend = "cpu";
+  c.probes = "alu.fma32,alu.int64";
+  c.seed = 11;
+  return c;
+}
+
+TEST(InlineAbi, ConfigInitSetsVersionAndDefaults) {
+  sdc_inline_config c;
+  std::memset(&c, 0xff, sizeof(c));
+  sdc_inline_config_init(&c);
+  EXPECT_EQ(c.abi_version, static_cast<uint32_t>(SDC_INLINE_ABI_VERSION));
+  EXPECT_EQ(c.backend, nullptr);
+  EXPECT_EQ(c.every, 0);
+  EXPECT_DOUBLE_EQ(c.budget_fraction, 0.01);
+  EXPECT_STREQ(sdc_version(), "0.1.0");
+}
+
+TEST(InlineAbi, BadArgumentsReturnCodesAndMessagesNeverExceptions) {
+  sdc_inline* p = reinterpret_cast<sdc_inline*>(0x1);
+  EXPECT_EQ(sdc_inline_create(nullptr, &p), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sdc_last_error()), "");
+
+  struct Case {
+    void (*mutate)(sdc_inline_config&);
+    sdc_status status;
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](sdc_inline_config& c) { c.abi_version = 99; }, SDC_ERR_INVALID_ARGUMENT, "abi_version 99"},
+      {[](sdc_inline_config& c) { c.backend = "tpu"; }, SDC_ERR_INVALID_ARGUMENT, "backend 'tpu'"},
+      {[](sdc_inline_config& c) { c.probes = "no.such"; }, SDC_ERR_INVALID_ARGUMENT, "no probe matches 'no.such'"},
+      {[](sdc_inline_config& c) { c.inject = "model=zap"; }, SDC_ERR_INVALID_ARGUMENT, "field 'model'"},
+      {[](sdc_inline_config& c) { c.budget_fraction = 0; }, SDC_ERR_INVALID_ARGUMENT, "budget_fraction"},
+      {[](sdc_inline_config& c) { c.every = -3; }, SDC_ERR_INVALID_ARGUMENT, "every"},
+      {[](sdc_inline_config& c) { c.device = 5; }, SDC_ERR_NO_DEVICE, "device 5 does not exist"},
+      {[](sdc_inline_config& c) { c.event_log = "/nonexistent-dir/e.jsonl"; }, SDC_ERR_INVALID_ARGUMENT,
+       "/nonexistent-dir/e.jsonl"},
+  };
+  for (const auto& k : cases) {
+    sdc_inline_config c = cpu_config();
+    k.mutate(c);
+    p = reinterpret_cast<sdc_inline*>(0x1);
+    EXPECT_EQ(sdc_inline_create(&c, &p), k.status) << k.message;
+    EXPECT_EQ(p, nullptr);
+    EXPECT_NE(std::string(sdc_last_error()).find(k.message), std::string::npos) << sdc_last_error();
+  }
+  EXPECT_EQ(sdc_inline_step(nullptr, 0, nullptr), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sdc_inline_poll(nullptr, nullptr, 0, nullptr), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sdc_inline_log_event(nullptr, "{}"), SDC_ERR_INVALID_ARGUMENT);
+  sdc_inline_destroy(nullptr);
+}
+
+TEST(InlineAbi, CleanRunPassesAndRecordsTheLastGoodStep) {
+  sdc_inline_config c = cpu_config();
+  c.every = 3;
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  for (int64_t step = 0; step <= 9; ++step) {
+    if (step % 3 == 0) wait_idle(p);
+    ASSERT_EQ(sdc_inline_step(p, step, nullptr), SDC_OK);
+  }
+  wait_idle(p);
+  ASSERT_EQ(sdc_inline_step(p, 10, nullptr), SDC_OK);
+  const auto v = poll(p);
+  EXPECT_EQ(v["verdict"], "pass");
+  EXPECT_EQ(v["last_good_step"], 9);
+  EXPECT_EQ(v["probes_run"], 5);  // at create, then steps 0, 3, 6, 9
+  EXPECT_EQ(v["failures"], 0);
+  sdc_inline_destroy(p);
+}
+
+TEST(InlineAbi, PollReportsTheSizeItNeeds) {
+  sdc_inline_config c = cpu_config();
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  char small[8];
+  size_t needed = 0;
+  EXPECT_EQ(sdc_inline_poll(p, small, sizeof(small), &needed), SDC_ERR_BUFFER_TOO_SMALL);
+  EXPECT_GT(needed, sizeof(small));
+  std::vector<char> big(needed);
+  EXPECT_EQ(sdc_inline_poll(p, big.data(), big.size(), &needed), SDC_OK);
+  EXPECT_EQ(std::string(big.data()).size() + 1, needed);
+  sdc_inline_destroy(p);
+}
+
+TEST(InlineAbi, FaultWritesSdcDetectedWithTheLastGoodStep) {
+  const std::string log = ::testing::TempDir() + "inline_fault_" + std::to_string(::getpid()) + ".jsonl";
+  std::remove(log.c_str());
+  sdc_inline_config c = cpu_config();
+  c.every = 4;
+  c.event_log = log.c_str();
+  c.inject = "probe=alu.*,model=bitflip,bit=3,mode=permanent,after=4";  // steps 0 and 4 clean
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  for (int64_t step = 0; step <= 8; ++step) {
+    if (step % 4 == 0) wait_idle(p);
+    ASSERT_EQ(sdc_inline_log_event(p, ("{\"event\":\"step_end\",\"step\":" + std::to_string(step) + "}").c_str()),
+              SDC_OK);
+    ASSERT_EQ(sdc_inline_step(p, step, nullptr), SDC_OK);
+  }
+  wait_idle(p);
+  ASSERT_EQ(sdc_inline_step(p, 9, nullptr), SDC_OK);
+  EXPECT_EQ(poll(p)["verdict"], "fail");
+  EXPECT_EQ(sdc_inline_log_event(p, "not json"), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sdc_inline_log_event(p, "{\"t\":1,\"event\":\"x\"}"), SDC_ERR_INVALID_ARGUMENT);
+  sdc_inline_destroy(p);
+
+  int detected = 0;
+  int64_t last_t = 0;
+  for (const auto& e : read_events(log)) {
+    EXPECT_GE(e["t"].get<int64_t>(), last_t);
+    last_t = e["t"];
+    if (e["event"] != "sdc_detected") continue;
+    ++detected;
+    EXPECT_EQ(e["last_good_step"], 4);
+    EXPECT_EQ(e["step"], 8);
+  }
+  EXPECT_EQ(detected, 1);
+  std::remove(log.c_str());
+}
+
+TEST(InlineAbi, CudaWithoutADeviceIsNoDevice) {
+  sdc_inline_config c = cpu_config();
+  c.backend = "cuda";
+  sdc_inline* p = nullptr;
+  const sdc_status s = sdc_inline_create(&c, &p);
+  if (s == SDC_OK) {
+    sdc_inline_destroy(p);
+    GTEST_SKIP() << "a CUDA device is present";
+  }
+  EXPECT_EQ(s, SDC_ERR_NO_DEVICE) << sdc_last_error();
+}
+
+}  // namespace

@@ -1,0 +1,32 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "scheduler/inline/inline_probe.hpp"
+
+namespace sdc {
+namespace {
+
+TEST(Cadence, PlannerOptimumWhenTheBudgetAllowsIt) {
+  // 1 s steps, 0.1 s probes, one SDC per 100 device-days: the optimum sqrt(c / lambda) is about
+  // 9,295 s, far above the 10 steps the 1% budget requires.
+  const double lambda = 0.01 / 86400.0;
+  const int64_t every = choose_probe_every(1.0, 0.1, 0.01, 0.01);
+  EXPECT_EQ(every, static_cast<int64_t>(std::ceil(std::sqrt(0.1 / lambda))));
+}
+
+TEST(Cadence, NeverExceedsTheBudget) {
+  // A fleet with frequent SDC wants frequent probes, but 50 ms probes on 100 ms steps within a 1%
+  // budget need at least 50 steps between probes.
+  const int64_t every = choose_probe_every(0.1, 0.05, 1000.0, 0.01);
+  EXPECT_EQ(every, 50);
+  EXPECT_LE(0.05 / (every * 0.1), 0.01);
+}
+
+TEST(Cadence, DefaultRateComesFromPublishedFleetData) {
+  EXPECT_NEAR(kDefaultSdcRatePerDeviceDay, 6.0 / (54.0 * 16384.0), 1e-15);
+  EXPECT_THROW(choose_probe_every(0, 0.1, 1, 0.01), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sdc
