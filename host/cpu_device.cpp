@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <new>
 #include <stdexcept>
 #include <sstream>
@@ -219,19 +220,30 @@ GemmEngine* CpuDevice::gemm() {
   return gemm_.get();
 }
 
-void CpuDevice::apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
-                                 const Corruption& c) {
+uint64_t CpuDevice::apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
+                                     const Corruption& c) {
   void* data = buf.data();
-  for (const auto& x : c.xors) store_element(data, x.index, width_bits, load_element(data, x.index, width_bits) ^ x.mask);
-  if (c.stuck) {
-    store_element(data, c.stuck_index, width_bits,
-                  stuck_bit(load_element(data, c.stuck_index, width_bits), c.stuck_bit, c.stuck_value));
-  }
+  // Keep the original of every element touched, so the count is of elements that really changed
+  // (two flips of one bit cancel; a stuck bit may already hold its value).
+  std::map<uint64_t, uint64_t> original;
+  auto touch = [&](uint64_t i, uint64_t value) {
+    const uint64_t old = load_element(data, i, width_bits);
+    original.emplace(i, old);
+    store_element(data, i, width_bits, value);
+  };
+  for (const auto& x : c.xors) touch(x.index, load_element(data, x.index, width_bits) ^ x.mask);
+  if (c.stuck) touch(c.stuck_index, stuck_bit(load_element(data, c.stuck_index, width_bits), c.stuck_bit, c.stuck_value));
+  uint64_t changed = 0;
   if (c.lane_mask) {
     for (uint64_t i = 0; i < elements; ++i) {
-      if (lane_of(i, group, c.lanes) == c.lane) store_element(data, i, width_bits, load_element(data, i, width_bits) ^ c.mask);
+      if (lane_of(i, group, c.lanes) != c.lane) continue;
+      const uint64_t old = load_element(data, i, width_bits);
+      store_element(data, i, width_bits, old ^ c.mask);
+      if (original.count(i) == 0) changed += load_element(data, i, width_bits) != old;
     }
   }
+  for (const auto& [i, old] : original) changed += load_element(data, i, width_bits) != old;
+  return changed;
 }
 
 }  // namespace sdc

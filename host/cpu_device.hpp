@@ -29,8 +29,8 @@ class CpuDevice : public Device {
   const std::vector<int>& cores() const { return identity().cores; }
 
  protected:
-  void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
-                        const Corruption& c) override;
+  uint64_t apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
+                            const Corruption& c) override;
 
  private:
   std::unique_ptr<GemmEngine> gemm_;

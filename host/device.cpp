@@ -31,7 +31,11 @@ void Device::inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, u
   point.width_bits = width_bits;
   point.group = group;
   const Corruption c = injector_->plan(point);
-  if (!c.empty()) apply_corruption(buf, width_bits, elements, group, c);
+  if (c.empty()) return;
+  const uint64_t changed = apply_corruption(buf, width_bits, elements, group, c);
+  ++tally_.points;
+  tally_.changed += changed;
+  tally_.width_bits = width_bits;
 }
 
 }  // namespace sdc

@@ -57,6 +57,14 @@ struct ChainJob {
 
 unsigned chain_width_bits(ChainKind kind);
 
+// What injection did to a device's outputs, for coverage campaigns: a fault that changed no
+// element (a stuck bit already at its stuck value) was masked, not missed.
+struct InjectionTally {
+  uint64_t points = 0;    // injection points where a corruption was applied
+  uint64_t changed = 0;   // elements whose bits it changed
+  unsigned width_bits = 0;  // element width at the last point
+};
+
 class Device {
  public:
   explicit Device(DeviceIdentity identity) : identity_(std::move(identity)) {}
@@ -71,6 +79,8 @@ class Device {
     injector_ = injector;
     probe_id_ = std::move(probe_id);
   }
+  const InjectionTally& injection_tally() const { return tally_; }
+  void reset_injection_tally() { tally_ = InjectionTally{}; }
 
   virtual uint64_t free_memory_bytes() const = 0;
   virtual std::unique_ptr<DeviceBuffer> allocate(size_t bytes) = 0;
@@ -93,6 +103,12 @@ class Device {
   // Order-independent digest of the first `words` 64-bit words.
   virtual Digest128 digest(DeviceBuffer& buf, size_t words) = 0;
 
+  // Inline probes start after the caller's queued work: mark_stream returns a marker that completes
+  // once `stream`'s work so far has (CUDA: an event recorded on it), or nullptr for a backend
+  // without streams; wait_for_marker blocks until it completes and releases it.
+  virtual void* mark_stream(void* /*stream*/) { return nullptr; }
+  virtual void wait_for_marker(void* /*marker*/) {}
+
   // GEMM operations for the gemm.* probes; nullptr when the backend offers none.
   virtual GemmEngine* gemm() { return nullptr; }
 
@@ -100,14 +116,16 @@ class Device {
   // Applies the injector's plan for `elements` elements of `width_bits` to `buf`. Backends call it
   // after computing and before verifying.
   void inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group);
-  virtual void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
-                                const Corruption& c) = 0;
+  // Returns the number of elements whose bits changed.
+  virtual uint64_t apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
+                                    const Corruption& c) = 0;
 
  private:
   DeviceIdentity identity_;
   std::unique_ptr<DeviceBuffer> scratch_;
   Injector* injector_ = nullptr;
   std::string probe_id_;
+  InjectionTally tally_;
 };
 
 }  // namespace sdc

@@ -33,6 +33,9 @@ class Probe {
   // What fault the probe targets, and what it cannot see (shown by `sdcprobe list`).
   virtual std::string targets() const = 0;
   virtual std::string blind_spots() const = 0;
+  // Whether a changed output may pass by design, below a stated bound (Freivalds' tau): coverage
+  // counts those "below tolerance", not missed.
+  virtual bool has_stated_bound() const { return false; }
   // Whether qualify runs it at this level on this device (budget and capability).
   virtual bool included_at(Level level, const Device& device) const = 0;
   // Runs and verifies. Fills report, bytes, flops, params; the runner fills timing and outcome.

@@ -168,8 +168,11 @@ class CudaDevice final : public Device {
   }
 
  protected:
-  void apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
-                        const Corruption& c) override {
+  // Returns the elements the plan targets: an upper bound on those changed (a stuck bit already at
+  // its value, or two flips of one bit, change nothing). Coverage campaigns run on the CPU backend,
+  // which counts exactly.
+  uint64_t apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
+                            const Corruption& c) override {
     CudaBuffer& b = own(buf, elements * (width_bits / 8));
     DeviceGuard guard(ordinal_);
     std::vector<XorEntry> xors;
@@ -195,6 +198,8 @@ class CudaDevice final : public Device {
     SDC_CUDA_TRY(launch_corruption(b.data(), width_bits, elements, plan, shape_, stream()));
     // device_xors is freed on return: the kernels that read it must have finished.
     synchronize();
+    const uint64_t lane_elements = c.lane_mask ? (elements / group + c.lanes - 1 - c.lane) / c.lanes * group : 0;
+    return c.xors.size() + (c.stuck ? 1 : 0) + lane_elements;
   }
 
  private:
