@@ -22,14 +22,39 @@ struct BlockPattern {
   const Pattern pat;  // a copy: stores to the buffer cannot alias it
 };
 
+// Patterns that repeat every kPeriod words keep one period in a table; a block is then plain
+// copies of it, which vectorise (a variable shift or a modulo per word does not).
+template <size_t kPeriod>
+struct PeriodicBlock {
+  static constexpr size_t period = kPeriod;
+  uint64_t table[kPeriod];  // word k of the block is table[k % kPeriod]
+};
+
+template <bool kOnes>
+struct WalkingBlock : PeriodicBlock<64> {
+  WalkingBlock(const Pattern& p, size_t lo) {
+    for (unsigned k = 0; k < 64; ++k) {
+      const uint64_t one = 1ULL << ((lo + k + p.param) & 63u);
+      table[k] = kOnes ? one : ~one;
+    }
+  }
+};
+
 template <>
-struct BlockPattern<PatternKind::kModulo20> {
-  // Blocks are at most kBlockWords long, so the phase plus k fits 32-bit arithmetic.
-  BlockPattern(const Pattern& p, size_t lo)
-      : background(mix64(p.seed)), phase(static_cast<uint32_t>((lo + 20u - p.param % 20u) % 20u)) {}
-  uint64_t word(size_t, size_t k) const { return (phase + static_cast<uint32_t>(k)) % 20u == 0 ? background : ~background; }
-  const uint64_t background;
-  const uint32_t phase;
+struct BlockPattern<PatternKind::kWalkingOnes> : WalkingBlock<true> {
+  using WalkingBlock<true>::WalkingBlock;
+};
+
+template <>
+struct BlockPattern<PatternKind::kWalkingZeros> : WalkingBlock<false> {
+  using WalkingBlock<false>::WalkingBlock;
+};
+
+template <>
+struct BlockPattern<PatternKind::kModulo20> : PeriodicBlock<20> {
+  BlockPattern(const Pattern& p, size_t lo) {
+    for (unsigned k = 0; k < 20; ++k) table[k] = pattern_word_of<PatternKind::kModulo20>(p, lo + k);
+  }
 };
 
 template <>
@@ -40,11 +65,32 @@ struct BlockPattern<PatternKind::kRandom> {
   const uint64_t key;
 };
 
+template <typename T, typename = void>
+struct is_periodic : std::false_type {};
+template <typename T>
+struct is_periodic<T, std::void_t<decltype(T::period)>> : std::true_type {};
+
+// Calls f(k0, m, word) for consecutive runs [k0, k0 + m) of a block, where word(j) is word k0 + j.
+// Periodic patterns go in runs of one period, each a copy of the period table.
+template <PatternKind K, typename F>
+__attribute__((always_inline)) inline void for_each_word_run(const BlockPattern<K>& block, size_t lo, size_t n, F&& f) {
+  if constexpr (is_periodic<BlockPattern<K>>::value) {
+    constexpr size_t period = BlockPattern<K>::period;
+    for (size_t k0 = 0; k0 < n; k0 += period) {
+      f(k0, std::min(period, n - k0), [&](size_t j) { return block.table[j]; });
+    }
+  } else {
+    f(0, n, [&](size_t j) { return block.word(lo, j); });
+  }
+}
+
 template <PatternKind K>
 __attribute__((always_inline)) inline void expected_block(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
   const BlockPattern<K> block(p, lo);
   const uint64_t invert = p.inverted ? ~0ULL : 0;
-  for (size_t k = 0; k < n; ++k) out[k] = block.word(lo, k) ^ invert;
+  for_each_word_run(block, lo, n, [&](size_t k0, size_t m, auto word) {
+    for (size_t j = 0; j < m; ++j) out[k0 + j] = word(j) ^ invert;
+  });
 }
 
 // OR of (observed ^ expected) over a block: zero when the block is clean. Generating and comparing
@@ -55,7 +101,9 @@ __attribute__((always_inline)) inline uint64_t block_difference(const Pattern& p
   const BlockPattern<K> block(p, lo);
   const uint64_t invert = p.inverted ? ~0ULL : 0;
   uint64_t diff = 0;
-  for (size_t k = 0; k < n; ++k) diff |= w[k] ^ block.word(lo, k) ^ invert;
+  for_each_word_run(block, lo, n, [&](size_t k0, size_t m, auto word) {
+    for (size_t j = 0; j < m; ++j) diff |= w[k0 + j] ^ word(j) ^ invert;
+  });
   return diff;
 }
 
@@ -198,32 +246,24 @@ void cpu_fill_words(uint64_t* words, size_t lo, size_t hi, const Pattern& p) {
 void cpu_verify_words(uint64_t* words, size_t lo, size_t hi, const Pattern& expect, const Pattern* then_write,
                       Direction dir, int core, MismatchReport& report) {
   alignas(64) uint64_t expected[kBlockWords];
-  alignas(64) uint64_t next[kBlockWords];
+  const bool rewrite_inverse = then_write != nullptr && is_inverse(expect, *then_write);
   for_each_run(expect, lo, hi, dir, [&](const Pattern& run, size_t run_lo, size_t run_hi) {
     const PatternKernels kernels = kernels_for(run.kind);
     for_each_block(run_lo, run_hi, dir, [&](size_t block_lo, size_t n) {
       const uint64_t* w = words + block_lo;
-      if (then_write == nullptr) {
-        if (kernels.difference(run, block_lo, n, w) == 0) return;
+      if (kernels.difference(run, block_lo, n, w) != 0) {
         kernels.generate(run, block_lo, n, expected);
         for (size_t k = 0; k < n; ++k) {
           if (w[k] != expected[k]) note(report, block_lo + k, expected[k], w[k], core);
         }
-        return;
       }
-      kernels.generate(run, block_lo, n, expected);
-      // A March element: read, check and write each word, in order, before the next.
-      if (is_inverse(expect, *then_write)) {
-        for (size_t k = 0; k < n; ++k) next[k] = ~expected[k];
+      if (then_write == nullptr) return;
+      // A March element. Caches fetch and write back whole lines, so memory sees the same order
+      // when a block is checked and then rewritten as when each word is: both steps vectorise.
+      if (rewrite_inverse) {
+        kernels.generate(inverse(run), block_lo, n, words + block_lo);
       } else {
-        for (size_t k = 0; k < n; ++k) next[k] = pattern_word(*then_write, block_lo + k);
-      }
-      uint64_t* rw = words + block_lo;
-      for (size_t j = 0; j < n; ++j) {
-        const size_t k = dir == Direction::kUp ? j : n - 1 - j;
-        const uint64_t v = rw[k];
-        if (__builtin_expect(v != expected[k], 0)) note(report, block_lo + k, expected[k], v, core);
-        rw[k] = next[k];
+        for (size_t k = 0; k < n; ++k) words[block_lo + k] = pattern_word(*then_write, block_lo + k);
       }
     });
   });
