@@ -28,7 +28,7 @@ std::vector<std::unique_ptr<Device>> open_devices(const BackendOptions& options)
   if (options.backend == "cpu") return make_cpu_devices(options.cpu_devices);
   auto gpus = make_cuda_devices();
   if (!gpus.empty()) return gpus;
-  if (options.backend == "cuda") throw InputError("--backend cuda: " + cuda_unavailable_reason());
+  if (options.backend == "cuda") throw NoDeviceError("--backend cuda: " + cuda_unavailable_reason());
   return make_cpu_devices(options.cpu_devices);
 }
 

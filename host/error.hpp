@@ -12,6 +12,12 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The requested backend or device is not available on this machine (still exit 2 for the CLI).
+class NoDeviceError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // A backend API failure (allocation, launch, library). `sticky` means the device context is
 // unusable (illegal address, ECC, launch failure) and the device must be retested in a fresh process.
 class CudaError : public std::runtime_error {
