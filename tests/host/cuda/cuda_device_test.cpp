@@ -12,6 +12,7 @@
 #include "host/cuda/cuda_raii.hpp"
 #include "host/error.hpp"
 #include "kernels/common/chains.hpp"
+#include "probes/chain_probe.hpp"
 
 namespace sdc {
 namespace {
@@ -50,38 +51,6 @@ std::vector<Pattern> every_pattern() {
     patterns.push_back(p);
   }
   return patterns;
-}
-
-// The host's scalar goldens, kChainOutputsPerCopy zero-extended elements per seed.
-std::vector<uint64_t> host_goldens(const ChainJob& job) {
-  std::vector<uint64_t> g(static_cast<size_t>(job.seeds) * kChainOutputsPerCopy);
-  for (uint32_t k = 0; k < job.seeds; ++k) {
-    uint64_t* out = g.data() + static_cast<size_t>(k) * kChainOutputsPerCopy;
-    switch (job.kind) {
-      case ChainKind::kFma32: {
-        float v[2];
-        rotation_chain_run(rotation_chain_seed<float>(job.seed, k), job.iterations, v);
-        out[0] = bits_of(v[0]);
-        out[1] = bits_of(v[1]);
-        break;
-      }
-      case ChainKind::kFma64: {
-        double v[2];
-        rotation_chain_run(rotation_chain_seed<double>(job.seed, k), job.iterations, v);
-        out[0] = bits_of(v[0]);
-        out[1] = bits_of(v[1]);
-        break;
-      }
-      case ChainKind::kInt64: int64_chain_run(int64_chain_seed(job.seed, k), job.iterations, out); break;
-      case ChainKind::kDivSqrt32:
-        divsqrt_chain_run(divsqrt_chain_seed<float>(job.seed, k), job.iterations, out);
-        break;
-      case ChainKind::kDivSqrt64:
-        divsqrt_chain_run(divsqrt_chain_seed<double>(job.seed, k), job.iterations, out);
-        break;
-    }
-  }
-  return g;
 }
 
 ChainJob chain_job(ChainKind kind, uint64_t copies) {
@@ -206,7 +175,7 @@ TEST_F(CudaDeviceTest, ChainsMatchHostGoldensForEveryKind) {
   for (ChainKind kind : {ChainKind::kFma32, ChainKind::kFma64, ChainKind::kInt64, ChainKind::kDivSqrt32,
                          ChainKind::kDivSqrt64}) {
     const ChainJob job = chain_job(kind, 1024 * 64 + 96);
-    const std::vector<uint64_t> goldens = host_goldens(job);
+    const std::vector<uint64_t> goldens = chain_goldens(job);
     const MismatchReport g = gpu().run_chains(job, goldens);
     EXPECT_EQ(g.checked, job.copies * kChainOutputsPerCopy);
     EXPECT_EQ(g.mismatches, 0u) << "kind " << static_cast<int>(kind);
@@ -220,7 +189,7 @@ TEST_F(CudaDeviceTest, ChainsMatchHostGoldensForEveryKind) {
 
 TEST_F(CudaDeviceTest, ChainsNameTheCopyAndLaneOfAWrongGolden) {
   const ChainJob job = chain_job(ChainKind::kInt64, 1024 * 8);
-  std::vector<uint64_t> goldens = host_goldens(job);
+  std::vector<uint64_t> goldens = chain_goldens(job);
   goldens[5 * kChainOutputsPerCopy + 1] ^= 1ULL << 40;  // seed 5, second output
   const MismatchReport r = gpu().run_chains(job, goldens);
   EXPECT_EQ(r.mismatches, 8u);  // every copy of seed 5
@@ -307,7 +276,7 @@ TEST_F(CudaDeviceTest, MemoryFaultModelsAreDetectedWhereInjected) {
 TEST_F(CudaDeviceTest, LaneMaskCorruptsEveryOutputOfOneLane) {
   // 512 copies: lane 3 computes copies 3, 35, ..., 16 copies of 2 outputs, all within the slots.
   const ChainJob job = chain_job(ChainKind::kFma32, 512);
-  const std::vector<uint64_t> goldens = host_goldens(job);
+  const std::vector<uint64_t> goldens = chain_goldens(job);
   MismatchReport reports[2];
   Device* devices[2] = {&gpu(), &cpu()};
   for (int d = 0; d < 2; ++d) {
@@ -332,7 +301,7 @@ TEST_F(CudaDeviceTest, LaneMaskCorruptsEveryOutputOfOneLane) {
 
 TEST_F(CudaDeviceTest, ChainBitflipNamesTheElementAndTransientFiresOnce) {
   const ChainJob job = chain_job(ChainKind::kFma64, 1024 * 4);
-  const std::vector<uint64_t> goldens = host_goldens(job);
+  const std::vector<uint64_t> goldens = chain_goldens(job);
   Injector injector(parse_injection_specs("model=bitflip,bit=52,index=5,mode=transient"), 1);
   gpu().set_injection(&injector, "alu.fma64");
   const MismatchReport first = gpu().run_chains(job, goldens);
