@@ -11,6 +11,13 @@ void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_c
       ->check(CLI::IsMember({"quick", "standard", "long"}))
       ->capture_default_str();
   add_probe_run_options(sub, *args);
+  sub->add_option("--format", args->format,
+                  "text, or npd for node-problem-detector: the first line of stdout is a verdict of at most 80 "
+                  "characters (OK: / SDC: UUID probe / UNKNOWN:)")
+      ->check(CLI::IsMember({"text", "npd"}))
+      ->capture_default_str();
+  add_watchdog_option(sub, args->probe_timeout_s);
+  args->isolate = true;
   sub->callback([&global, &exit_code, args, level] {
     exit_code = run_and_report(global, *args, {}, parse_level(*level), "qualify");
   });

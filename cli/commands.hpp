@@ -14,10 +14,17 @@ struct GlobalOptions {
   int cpu_devices = 1;
 };
 
+void add_coverage_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_devices_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_list_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+// The hidden worker that qualify and sweep run each device in.
+void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+// sweep.
+void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+// history, status and release.
+void add_history_commands(CLI::App& app, int& exit_code);
 // goodput, plan and simulate.
 void add_goodput_commands(CLI::App& app, int& exit_code);
 

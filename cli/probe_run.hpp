@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "probes/probe.hpp"
+#include "scheduler/isolation.hpp"
 
 namespace sdc::cli {
 
@@ -19,12 +20,28 @@ struct ProbeRunArgs {
   std::optional<uint64_t> size_bytes;
   std::optional<uint32_t> iterations;
   std::string device = "all";
+  // qualify: each device in a watched worker process (run stays in-process, for debugging).
+  bool isolate = false;
+  double probe_timeout_s = 0;  // 0: by level (watchdog_seconds)
+  std::string format = "text";  // text | npd
 };
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);
+// --probe-timeout, for the commands that isolate devices; watchdog_seconds applies its default.
+void add_watchdog_option(CLI::App* sub, double& probe_timeout_s);
+double watchdog_seconds(double probe_timeout_s, Level level);
+
+// The probes the level includes on at least one of `devices`, in catalogue order.
+std::vector<const Probe*> level_catalogue(Level level, const std::vector<std::unique_ptr<Device>>& devices);
+
+// The command line of this binary's hidden `worker` subcommand for one device: the same backend,
+// seed, level, sizes and injections as the parent's run.
+WorkerCommand make_worker_command(const GlobalOptions& global, const RunOptions& options, const std::string& inject,
+                                  bool retry_failures);
 
 // Runs `probes` (or, when empty, every probe included at `level` on each device), prints the
-// table and verdict, writes the JSON report, and returns the exit code.
+// table and verdict (npd: the verdict first, on one short line), writes the JSON report, and returns
+// the exit code.
 int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const std::vector<std::string>& globs,
                    Level level, const std::string& mode);
 

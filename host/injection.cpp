@@ -1,7 +1,10 @@
 #include "host/injection.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 
@@ -64,7 +67,9 @@ class ClauseParser {
         else if (v == "random") spec.model = FaultModel::kRandom;
         else if (v == "stuck") spec.model = FaultModel::kStuck;
         else if (v == "lane") spec.model = FaultModel::kLane;
-        else fail(key, "unknown model '" + std::string(v) + "' (bitflip, multibit, random, stuck, lane)");
+        else if (v == "hang") spec.model = FaultModel::kHang;
+        else if (v == "crash") spec.model = FaultModel::kCrash;
+        else fail(key, "unknown model '" + std::string(v) + "' (bitflip, multibit, random, stuck, lane, hang, crash)");
       } else if (key == "mode") {
         if (v == "transient") spec.mode = FaultMode::kTransient;
         else if (v == "intermittent") spec.mode = FaultMode::kIntermittent;
@@ -82,6 +87,8 @@ class ClauseParser {
         const double p = std::strtod(s.c_str(), &end);
         if (*end != '\0' || !(p > 0.0 && p <= 1.0)) fail(key, "expected a probability in (0, 1], got '" + s + "'");
         spec.probability = p;
+      } else if (key == "after") {
+        spec.after = unsigned_value(key, v, 0, UINT64_MAX);
       } else if (key == "bit") {
         spec.bit = v == "random" ? -1 : static_cast<int>(unsigned_value(key, v, 0, 63));
       } else if (key == "bits") {
@@ -99,10 +106,10 @@ class ClauseParser {
       } else if (key == "mask") {
         spec.mask = unsigned_value(key, v, 1, UINT64_MAX);
       } else {
-        fail(key, "unknown field (model, probe, device, rank, mode, p, bit, bits, count, index, value, lane, lanes, mask)");
+        fail(key, "unknown field (model, probe, device, rank, mode, after, p, bit, bits, count, index, value, lane, lanes, mask)");
       }
     }
-    if (!have_model) fail("model", "missing; one of bitflip, multibit, random, stuck, lane");
+    if (!have_model) fail("model", "missing; one of bitflip, multibit, random, stuck, lane, hang, crash");
     if (spec.mode != FaultMode::kIntermittent && spec.probability != 1.0) fail("p", "only meaningful with mode=intermittent");
     if (spec.lane >= spec.lanes) fail("lane", "must be below lanes (" + std::to_string(spec.lanes) + ")");
     return spec;
@@ -145,19 +152,18 @@ std::vector<InjectionSpec> parse_injection_specs(std::string_view text) {
 }
 
 Injector::Injector(std::vector<InjectionSpec> specs, uint64_t seed, int rank)
-    : specs_(std::move(specs)), transient_fired_(specs_.size(), false), rank_(rank), seed_(seed), rng_(seed ^ 0x1f1ec7edULL) {}
+    : specs_(std::move(specs)), matched_(specs_.size(), 0), rank_(rank), seed_(seed), rng_(seed ^ 0x1f1ec7edULL) {}
 
 bool Injector::fires(size_t i, const InjectionPoint& point) {
   const InjectionSpec& s = specs_[i];
   if (!glob_match(s.probe, point.probe)) return false;
   if (s.rank >= 0 && s.rank != rank_) return false;
   if (s.device != "*" && s.device != std::to_string(point.device_index) && s.device != point.device_uuid) return false;
+  const uint64_t seen = matched_[i]++;
+  if (seen < s.after) return false;
   switch (s.mode) {
     case FaultMode::kPermanent: return true;
-    case FaultMode::kTransient:
-      if (transient_fired_[i]) return false;
-      transient_fired_[i] = true;
-      return true;
+    case FaultMode::kTransient: return seen == s.after;
     case FaultMode::kIntermittent: return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < s.probability;
   }
   return false;
@@ -209,6 +215,12 @@ Corruption Injector::plan(const InjectionPoint& point) {
         c.lanes = s.lanes;
         c.mask = (s.mask ? s.mask : 1ULL << pick_bit()) & width_mask;
         break;
+      case FaultModel::kHang:
+        // A device that stops answering: only a watchdog outside this process ends it.
+        for (;;) ::pause();
+      case FaultModel::kCrash:
+        std::raise(SIGSEGV);
+        std::abort();  // SIGSEGV blocked or ignored: still end the process as a crash would
     }
   }
   return c;

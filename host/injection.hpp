@@ -3,11 +3,13 @@
 //
 //   SPEC    := CLAUSE (';' CLAUSE)*
 //   CLAUSE  := KEY '=' VALUE (',' KEY '=' VALUE)*
-//   model   bitflip | multibit | random | stuck | lane          (required)
+//   model   bitflip | multibit | random | stuck | lane | hang | crash   (required)
 //   probe   glob over probe ids, e.g. gemm.*                    (default *)
 //   device  device index in this run's list, a UUID, or *       (default *)
 //   rank    process rank under MPI, or *                        (default *)
 //   mode    transient | intermittent | permanent                (default permanent)
+//   after   matching injection points passed over before the fault starts (default 0): a
+//           fault with an onset, e.g. a device that goes bad during a run
 //   p       probability per injection point, intermittent only  (0 < p <= 1)
 //   bit     bit position 0..63, or random (default random); taken modulo the element width
 //   bits    multibit: number of adjacent bits flipped from `bit` (2..64, default 2)
@@ -16,6 +18,10 @@
 //   value   stuck: the value the bit is stuck at, 0 or 1        (default 1)
 //   lane    lane: the faulty lane (default 0); lanes: lanes per group (default 32)
 //   mask    lane: XOR mask as hex or decimal (default 1 << bit)
+//
+// hang and crash exercise the watchdog, not the verification: at a matching injection point the
+// process sleeps forever (hang) or raises SIGSEGV (crash). qualify and sweep run each device in a
+// watched child process, so only that device is marked device_error.
 //
 // A bad spec is an InputError naming the clause and field.
 #pragma once
@@ -30,7 +36,7 @@
 
 namespace sdc {
 
-enum class FaultModel { kBitflip, kMultibit, kRandom, kStuck, kLane };
+enum class FaultModel { kBitflip, kMultibit, kRandom, kStuck, kLane, kHang, kCrash };
 enum class FaultMode { kTransient, kIntermittent, kPermanent };
 
 struct InjectionSpec {
@@ -48,6 +54,7 @@ struct InjectionSpec {
   uint32_t lane = 0;
   uint32_t lanes = 32;
   uint64_t mask = 0;  // 0: 1 << bit
+  uint64_t after = 0;  // matching points before the onset
   std::string text;   // the clause as written, for reports
 };
 
@@ -89,7 +96,8 @@ class Injector {
  public:
   Injector(std::vector<InjectionSpec> specs, uint64_t seed, int rank = 0);
 
-  // Decides, for this point, what to corrupt. Thread-safe; advances the seeded RNG.
+  // Decides, for this point, what to corrupt. Thread-safe; advances the seeded RNG. A matching hang
+  // or crash spec does not return.
   Corruption plan(const InjectionPoint& point);
   bool empty() const { return specs_.empty(); }
   const std::vector<InjectionSpec>& specs() const { return specs_; }
@@ -98,7 +106,7 @@ class Injector {
   bool fires(size_t spec_index, const InjectionPoint& point);
 
   std::vector<InjectionSpec> specs_;
-  std::vector<bool> transient_fired_;
+  std::vector<uint64_t> matched_;  // matching points seen, per spec
   int rank_;
   uint64_t seed_;
   std::mt19937_64 rng_;

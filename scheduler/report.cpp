@@ -57,6 +57,29 @@ std::string verdict_line(const RunReport& report) {
   return line + tail;
 }
 
+std::string npd_verdict(const RunReport& report) {
+  const int code = exit_code_of(report);
+  std::string line;
+  if (code == 0) {
+    line = "OK: " + std::to_string(report.results.size()) + " probe runs passed on " +
+           std::to_string(report.devices.size()) + " devices";
+  } else if (code == 2) {
+    line = report.devices.empty() ? "UNKNOWN: could not test: no device" : "UNKNOWN: could not test: probes skipped";
+  } else {
+    // The first fault names its device by UUID (never the ordinal) and the probe; the rest are counted.
+    size_t faults = 0;
+    for (const auto& r : report.results) {
+      if (r.outcome != Outcome::kFail && r.outcome != Outcome::kDeviceError) continue;
+      if (faults++ == 0) {
+        line = "SDC: " + r.device_uuid + " " + r.probe + (r.outcome == Outcome::kDeviceError ? " device_error" : "");
+      }
+    }
+    if (faults > 1) line += " +" + std::to_string(faults - 1) + " more";
+  }
+  if (line.size() > kNpdVerdictMax) line.resize(kNpdVerdictMax);
+  return line;
+}
+
 std::string results_table(const RunReport& report) {
   std::ostringstream out;
   char row[512];

@@ -66,8 +66,7 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
   return result;
 }
 
-RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<std::unique_ptr<Device>>& devices,
-                     const RunOptions& options, const std::string& mode) {
+RunReport new_report(const RunOptions& options, const std::string& mode) {
   RunReport report;
   report.mode = mode;
   report.host = host_name();
@@ -77,6 +76,12 @@ RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<
   if (options.injector != nullptr) {
     for (const auto& s : options.injector->specs()) report.injections.push_back(s.text);
   }
+  return report;
+}
+
+RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<std::unique_ptr<Device>>& devices,
+                     const RunOptions& options, const std::string& mode) {
+  RunReport report = new_report(options, mode);
   const auto start = std::chrono::steady_clock::now();
   const size_t total = probes.size() * devices.size();
   size_t done = 0;

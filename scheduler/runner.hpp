@@ -25,7 +25,7 @@ struct RunOptions {
 };
 
 struct RunReport {
-  std::string mode;  // "qualify" or "run"
+  std::string mode;  // "qualify", "run" or "sweep"
   std::string host;
   uint64_t seed = 0;
   Level level = Level::kQuick;
@@ -39,6 +39,9 @@ struct RunReport {
 // The seed a probe uses: a pure function of the run seed and the probe id, the same on every device.
 uint64_t probe_seed(uint64_t run_seed, const std::string& probe_id);
 
+// A report with the run's mode, host, seed, level, start time and injections, and no results yet.
+RunReport new_report(const RunOptions& options, const std::string& mode);
+
 // Runs one probe on one device. Never throws for device or API failures; rethrows InputError.
 ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& options);
 
@@ -51,6 +54,10 @@ RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<
 int exit_code_of(const RunReport& report);
 // One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id.
 std::string verdict_line(const RunReport& report);
+// node-problem-detector's verdict, at most kNpdVerdictMax characters: "OK: …", "SDC: UUID probe…"
+// (also the Slurm drain reason) or "UNKNOWN: could not test …".
+inline constexpr size_t kNpdVerdictMax = 80;
+std::string npd_verdict(const RunReport& report);
 // One row per device and probe.
 std::string results_table(const RunReport& report);
 nlohmann::json report_json(const RunReport& report);

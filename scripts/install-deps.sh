@@ -9,9 +9,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libsqlite3-dev sqlite3
+  prometheus  # promtool: the tests check the Prometheus textfile with it
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   python3
+  python3-torch  # the inline probe's PyTorch example and its test
 )
 
 missing=()

@@ -23,6 +23,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--events", default=os.path.join(tempfile.mkdtemp(), "events.jsonl"))
+    parser.add_argument("--sdc-rate", type=float, default=None,
+                        help="SDC events per device-day for the cadence (default: the library's fleet figure)")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -31,7 +33,7 @@ def main():
     data = torch.randn(64, 512)
     target = torch.randint(0, 10, (64,))
 
-    probe = InlineProbe(every="auto", budget=0.01, backend="cpu", event_log=args.events, seed=1)
+    probe = InlineProbe(every="auto", budget=0.01, backend="cpu", event_log=args.events, seed=1, sdc_rate=args.sdc_rate)
     start = time.monotonic()
     for step in range(args.steps):
         loss = torch.nn.functional.cross_entropy(model(data), target)

@@ -118,7 +118,7 @@ void InlineProbe::step(int64_t step, void* stream) {
   if (every_ == 0) {
     if (steps_timed_ < kCalibrationSteps) return;
     choose_cadence();
-    next_due_ = step;
+    next_due_ = step + every_;  // the probe at create time covers the start
   }
   if (step < next_due_) return;
   next_due_ = step + every_;

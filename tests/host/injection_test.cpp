@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "host/error.hpp"
 #include "host/injection.hpp"
 
@@ -131,9 +133,42 @@ TEST(Injector, ModelsProduceTheirMasks) {
   EXPECT_EQ(l.mask, 1u << 9);
 }
 
+TEST(Injector, AfterDelaysTheOnset) {
+  Injector permanent(parse_injection_specs("model=bitflip,after=3"), 1);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(permanent.plan(point("p", 0)).empty()) << i;
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(permanent.plan(point("p", 0)).empty()) << i;
+  Injector transient(parse_injection_specs("model=bitflip,mode=transient,after=2"), 1);
+  EXPECT_TRUE(transient.plan(point("p", 0)).empty());
+  EXPECT_TRUE(transient.plan(point("p", 0)).empty());
+  EXPECT_FALSE(transient.plan(point("p", 0)).empty());
+  EXPECT_TRUE(transient.plan(point("p", 0)).empty());
+  // Only matching points count towards the onset.
+  Injector scoped(parse_injection_specs("model=bitflip,probe=alu.*,after=1"), 1);
+  EXPECT_TRUE(scoped.plan(point("mem.march_c", 0)).empty());
+  EXPECT_TRUE(scoped.plan(point("alu.fma32", 0)).empty());
+  EXPECT_FALSE(scoped.plan(point("alu.fma32", 0)).empty());
+}
+
 TEST(Injector, BitIsTakenModuloTheElementWidth) {
   Injector inj(parse_injection_specs("model=bitflip,bit=40,index=0"), 1);
   EXPECT_EQ(inj.plan(point("p", 0, 4, 32)).xors.at(0).mask, 1u << 8);
+}
+
+TEST(InjectionSpec, ParsesHangAndCrash) {
+  const auto specs = parse_injection_specs("model=hang,device=1,probe=mem.*;model=crash,mode=transient");
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].model, FaultModel::kHang);
+  EXPECT_EQ(specs[0].device, "1");
+  EXPECT_EQ(specs[1].model, FaultModel::kCrash);
+  EXPECT_EQ(specs[1].mode, FaultMode::kTransient);
+}
+
+TEST(Injector, CrashKillsTheProcessOnlyAtAMatchingPoint) {
+  Injector injector(parse_injection_specs("model=crash,device=1,probe=alu.*;model=hang,device=2"), 7);
+  // Points that match neither spec return normally with nothing to corrupt.
+  EXPECT_TRUE(injector.plan(point("alu.fma32", 0)).empty());
+  EXPECT_TRUE(injector.plan(point("mem.march_c", 1)).empty());
+  EXPECT_EXIT(injector.plan(point("alu.fma32", 1)), ::testing::KilledBySignal(SIGSEGV), "");
 }
 
 }  // namespace

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Slurm HealthCheckProgram (slurm.conf: HealthCheckProgram=/usr/local/lib/sdcprobe/healthcheck.sh,
+# HealthCheckInterval=3600, HealthCheckNodeState=IDLE so it does not take GPUs from running jobs).
+# Drains this node when sdcprobe finds a fault; Slurm ignores the exit code, so it always exits 0.
+# Settings: see sdcprobe-gate.sh.
+set -uo pipefail
+# shellcheck source=sdcprobe-gate.sh
+. "$(dirname "$(readlink -f "$0")")/sdcprobe-gate.sh"
+sdcprobe_gate
+exit 0

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Slurm Prolog (slurm.conf: Prolog=/usr/local/lib/sdcprobe/prolog.sh, PrologFlags=Alloc).
+# Gates each job's allocation: on a fault it drains this node with an "SDC: UUID probe" reason and
+# exits 1, so the job is requeued onto another node (Slurm may add its own prolog-failure reason).
+# SDCPROBE_PROLOG_FAIL_JOB=0 lets the job start anyway after draining. Could not test (sdcprobe exit
+# 2) fails the job only with SDCPROBE_DRAIN_ON_COULD_NOT_TEST=1. Other settings: see sdcprobe-gate.sh.
+set -uo pipefail
+# shellcheck source=sdcprobe-gate.sh
+. "$(dirname "$(readlink -f "$0")")/sdcprobe-gate.sh"
+rc=0
+sdcprobe_gate || rc=$?
+if [ "$rc" = 1 ] || { [ "$rc" = 2 ] && [ "${SDCPROBE_DRAIN_ON_COULD_NOT_TEST:-0}" = 1 ]; }; then
+  [ "${SDCPROBE_PROLOG_FAIL_JOB:-1}" = 1 ] && exit 1
+fi
+exit 0

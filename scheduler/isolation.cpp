@@ -1,0 +1,311 @@
+#include "scheduler/isolation.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "host/error.hpp"
+#include "kernels/common/random.hpp"
+
+namespace sdc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Outcome outcome_from_name(const std::string& name) {
+  for (Outcome o : {Outcome::kPass, Outcome::kFail, Outcome::kSkipped, Outcome::kDeviceError}) {
+    if (name == outcome_name(o)) return o;
+  }
+  throw std::runtime_error("worker sent an unknown outcome '" + name + "'");
+}
+
+// A child process in its own process group, with stdout on a pipe when `capture` is set. It dies with
+// the parent (PR_SET_PDEATHSIG), so a SIGKILLed sweep leaves no probe running.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, bool capture) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    int fds[2] = {-1, -1};
+    if (capture && ::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid_ == 0) {
+      // Only async-signal-safe calls between fork and exec.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      if (capture) ::dup2(fds[1], STDOUT_FILENO);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);  // also here, so that kill(-pid) works whichever side runs first
+    if (capture) {
+      ::close(fds[1]);
+      out_ = fds[0];
+    }
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      kill_now();
+      wait();
+    }
+    if (out_ >= 0) ::close(out_);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  int out() const { return out_; }
+  void kill_now() { ::kill(-pid_, SIGKILL); }
+  // The wait status; the child is reaped.
+  int wait() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+};
+
+int milliseconds_until(Clock::time_point t) {
+  if (t == Clock::time_point::max()) return -1;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
+}
+
+enum class Wake { kReadable, kTimeout, kStop };
+
+Wake wait_for(int fd, int stop_fd, Clock::time_point until) {
+  for (;;) {
+    pollfd fds[2] = {{fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    const int n = ::poll(fds, stop_fd >= 0 ? 2 : 1, milliseconds_until(until));
+    if (n < 0 && errno == EINTR) {
+      // A signal handler wrote to stop_fd; poll again to see it.
+      continue;
+    }
+    if (n < 0) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return Wake::kStop;
+    if (n == 0) return Wake::kTimeout;
+    return Wake::kReadable;
+  }
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+ProbeResult unrun(const std::string& probe, const DeviceIdentity& device, Outcome outcome, std::string reason) {
+  ProbeResult r;
+  r.probe = probe;
+  r.device_index = device.index;
+  r.device_uuid = device.uuid;
+  r.outcome = outcome;
+  r.reason = std::move(reason);
+  return r;
+}
+
+}  // namespace
+
+uint64_t retry_seed(uint64_t run_seed) { return mix64(run_seed ^ 0x5e77ab1e0badf00dULL); }
+
+std::string worker_start_line(const std::string& probe_id, bool retry) {
+  return nlohmann::json{{"start", probe_id}, {"retry", retry}}.dump() + "\n";
+}
+
+std::string worker_result_line(const ProbeResult& result, bool retry) {
+  return nlohmann::json{{"result", to_json(result)}, {"retry", retry}}.dump() + "\n";
+}
+
+std::string worker_input_error_line(const std::string& message) {
+  return nlohmann::json{{"input_error", message}}.dump() + "\n";
+}
+
+ProbeResult result_from_json(const nlohmann::json& j) {
+  ProbeResult r;
+  r.probe = j.at("probe").get<std::string>();
+  r.device_index = j.at("device_index").get<int>();
+  r.device_uuid = j.at("device_uuid").get<std::string>();
+  r.outcome = outcome_from_name(j.at("outcome").get<std::string>());
+  r.report.checked = j.at("checked").get<uint64_t>();
+  r.report.mismatches = j.at("mismatches").get<uint64_t>();
+  for (const auto& rec : j.at("records")) {
+    MismatchRecord m;
+    m.index = rec.at("index").get<uint64_t>();
+    m.expected = rec.at("expected").get<uint64_t>();
+    m.observed = rec.at("observed").get<uint64_t>();
+    m.width_bits = rec.at("width_bits").get<unsigned>();
+    m.unit = rec.value("unit", -1);
+    m.lane = rec.value("lane", -1);
+    r.report.records.push_back(m);
+  }
+  r.duration_s = j.at("duration_s").get<double>();
+  r.bytes = j.at("bytes").get<uint64_t>();
+  r.flops = j.at("flops").get<double>();
+  r.seed = j.at("seed").get<uint64_t>();
+  r.params = j.at("params");
+  r.reason = j.value("reason", "");
+  return r;
+}
+
+WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity& device,
+                     const std::vector<std::string>& probe_ids, const IsolationLimits& limits,
+                     const std::function<void(const std::string&)>& on_start) {
+  WorkerRun run;
+  Child child(argv, true);
+  std::string pending;
+  std::string in_flight;
+  Clock::time_point started = Clock::now();
+  Clock::time_point probe_deadline = Clock::time_point::max();
+  bool eof = false;
+  while (!eof) {
+    const Wake wake = wait_for(child.out(), limits.stop_fd, std::min(probe_deadline, limits.deadline));
+    if (wake == Wake::kStop) {
+      run.end = WorkerEnd::kStopped;
+      break;
+    }
+    if (wake == Wake::kTimeout) {
+      run.end = Clock::now() >= limits.deadline ? WorkerEnd::kOutOfBudget : WorkerEnd::kHung;
+      break;
+    }
+    char buf[65536];
+    const ssize_t n = ::read(child.out(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      eof = true;
+      break;
+    }
+    pending.append(buf, static_cast<size_t>(n));
+    size_t newline;
+    while ((newline = pending.find('\n')) != std::string::npos) {
+      const nlohmann::json line = nlohmann::json::parse(pending.substr(0, newline));
+      pending.erase(0, newline + 1);
+      if (line.contains("input_error")) {
+        child.wait();
+        throw InputError(line["input_error"].get<std::string>());
+      }
+      if (line.contains("start")) {
+        in_flight = line["start"].get<std::string>();
+        started = Clock::now();
+        probe_deadline = limits.probe_timeout_s > 0
+                             ? started + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(limits.probe_timeout_s))
+                             : Clock::time_point::max();
+        if (on_start && !line.value("retry", false)) on_start(in_flight);
+      } else {
+        ProbeResult r = result_from_json(line.at("result"));
+        (line.value("retry", false) ? run.retries : run.results).push_back(std::move(r));
+        in_flight.clear();
+        probe_deadline = Clock::time_point::max();
+      }
+    }
+  }
+  if (!eof) child.kill_now();
+  const int status = child.wait();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+  if (eof && status == 0 && in_flight.empty()) return run;
+
+  if (eof) run.end = WorkerEnd::kCrashed;
+  std::string reason;
+  Outcome outcome = Outcome::kSkipped;
+  switch (run.end) {
+    case WorkerEnd::kCompleted: break;
+    case WorkerEnd::kHung:
+      outcome = Outcome::kDeviceError;
+      reason = "hung: no result within the " + std::to_string(static_cast<int>(limits.probe_timeout_s)) +
+               " s watchdog; its worker was killed";
+      break;
+    case WorkerEnd::kCrashed:
+      outcome = in_flight.empty() ? Outcome::kSkipped : Outcome::kDeviceError;
+      reason = (in_flight.empty() ? "worker " : "crashed: worker ") + describe_status(status);
+      break;
+    case WorkerEnd::kOutOfBudget: reason = "sweep budget exhausted"; break;
+    case WorkerEnd::kStopped: reason = "interrupted"; break;
+  }
+  if (!in_flight.empty()) {
+    // A re-run in flight belongs with the retries; anything else is the probe's first attempt.
+    const bool retry =
+        !run.results.empty() && run.results.back().probe == in_flight && run.results.back().outcome == Outcome::kFail;
+    ProbeResult r = unrun(in_flight, device, outcome, reason);
+    r.duration_s = elapsed;
+    (retry ? run.retries : run.results).push_back(std::move(r));
+  } else if (run.end == WorkerEnd::kCrashed) {
+    // It died between probes (or before the first): the next probe could not run.
+    const size_t next = run.results.size();
+    if (next < probe_ids.size()) run.results.push_back(unrun(probe_ids[next], device, outcome, reason));
+  }
+  return run;
+}
+
+RunReport run_probes_isolated(const std::vector<const Probe*>& probes,
+                              const std::vector<std::unique_ptr<Device>>& devices, const RunOptions& options,
+                              const std::string& mode, const WorkerCommand& command, const IsolationLimits& limits,
+                              std::vector<ProbeResult>* retries) {
+  RunReport report = new_report(options, mode);
+  const auto start = Clock::now();
+  std::vector<std::string> ids;
+  for (const Probe* p : probes) ids.push_back(p->id());
+  const size_t total = ids.size() * devices.size();
+  size_t done = 0;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const DeviceIdentity& id = devices[d]->identity();
+    report.devices.push_back(id);
+    if (ids.empty()) continue;
+    WorkerRun run = run_worker(command(id, ids), id, ids, limits, [&](const std::string& probe) {
+      if (options.on_start) options.on_start(done, total, *devices[d], probe);
+      ++done;
+    });
+    const bool broken = !run.results.empty() && run.results.back().outcome == Outcome::kDeviceError;
+    for (size_t i = run.results.size(); i < ids.size(); ++i) {
+      run.results.push_back(unrun(
+          ids[i], id, Outcome::kSkipped,
+          broken ? "device in an error state after an earlier probe" : "not run: the device's worker ended early"));
+    }
+    done = (d + 1) * ids.size();
+    for (auto& r : run.results) report.results.push_back(std::move(r));
+    if (retries != nullptr) {
+      for (auto& r : run.retries) retries->push_back(std::move(r));
+    }
+  }
+  report.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return report;
+}
+
+int run_shell_command(const std::string& shell_command, double timeout_s, int stop_fd) {
+  Child child({"/bin/sh", "-c", shell_command}, true);
+  const auto until =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  for (;;) {
+    const Wake wake = wait_for(child.out(), stop_fd, until);
+    if (wake != Wake::kReadable) {
+      child.kill_now();
+      child.wait();
+      return -1;
+    }
+    char buf[4096];
+    const ssize_t n = ::read(child.out(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // its output is not ours to show: the command's exit code is the answer
+  }
+  const int status = child.wait();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace sdc

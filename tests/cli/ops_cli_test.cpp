@@ -1,0 +1,382 @@
+// Runs the built `sdcprobe` as an operator's daemon, timer and gates would: sweep, history, status,
+// release, metrics, signals, and isolation of hung and crashed devices.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/scheduler/prom_check.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const std::string kBinary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+
+struct Outcome {
+  int code;
+  std::string out;
+};
+
+Outcome sdcprobe(const std::string& args) {
+  FILE* pipe = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// One value from the history database, read with SQLite directly (not through sdcprobe).
+std::string query(const fs::path& db, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(raw);
+    return "";
+  }
+  sqlite3_busy_timeout(raw, 2000);
+  sqlite3_stmt* s = nullptr;
+  std::string value;
+  if (sqlite3_prepare_v2(raw, sql.c_str(), -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(s, 0);
+    value = t ? reinterpret_cast<const char*>(t) : "";
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  return value;
+}
+
+class OpsCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sdcprobe-opscli-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "prom");
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+
+  std::string state() const { return "--state-dir " + (dir_ / "state").string(); }
+  fs::path db() const { return dir_ / "state" / "history.db"; }
+  fs::path prom() const { return dir_ / "prom" / "sdcprobe.prom"; }
+  std::string sweep_args() const {
+    return "sweep --once --level quick --backend cpu --cpu-devices 2 " + state() + " --prom-dir " +
+           (dir_ / "prom").string();
+  }
+
+  // Starts a sweep in the background (output to a file); `extra` follows the common arguments.
+  void start_sweep(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {
+        kBinary,   "--backend", "cpu",         "--cpu-devices",           "2",          "sweep",
+        "--level", "quick",     "--state-dir", (dir_ / "state").string(), "--prom-dir", (dir_ / "prom").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::string log = (dir_ / "sweep.log").string();
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  // One pass with device 1 hung in `probe`.
+  void start_hung_sweep(const std::string& probe) {
+    start_sweep({"--once", "--probe-timeout", "120", "--inject", "device=1,model=hang,probe=" + probe});
+  }
+  // Sends `sig` and returns the seconds until the sweep exited; `status` receives its wait status.
+  double stop_sweep(int sig, int& status) {
+    const auto sent = Clock::now();
+    EXPECT_EQ(::kill(pid_, sig), 0);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return std::chrono::duration<double>(Clock::now() - sent).count();
+  }
+  // Waits until device 0's results are recorded: the sweep is then inside device 1's hung worker.
+  void wait_until_hung() {
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < until) {
+      if (read_file(dir_ / "sweep.log").find("pass 1: seed") != std::string::npos &&
+          query(db(), "SELECT COUNT(DISTINCT device_uuid) FROM results") == "1") {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well inside the hung probe
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "the sweep never reached device 1:\n" << read_file(dir_ / "sweep.log");
+  }
+
+  fs::path dir_;
+  pid_t pid_ = -1;
+};
+
+// Every file under the prom dir that node_exporter would read (*.prom) parses completely, by our
+// reader and by promtool when installed. promtool's linter objects to camelCase label names, which
+// are dcgm-exporter's (UUID, Hostname, modelName) on purpose; any other complaint fails.
+void expect_prom_parses(const fs::path& file) {
+  const std::string text = read_file(file);
+  ASSERT_NO_THROW(sdc::test::parse_prometheus_text(text)) << text;
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) return;
+  const Outcome r = [&] {
+    FILE* pipe = popen(("promtool check metrics < " + file.string() + " 2>&1").c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+    const int status = pclose(pipe);
+    return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }();
+  EXPECT_TRUE(r.code == 0 || r.code == 3) << r.out;  // 3: lint findings only
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    EXPECT_NE(line.find("label names should be written in 'snake_case' not 'camelCase'"), std::string::npos) << line;
+  }
+}
+
+TEST_F(OpsCliTest, PromtoolIsAvailableOrSkipped) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "promtool not installed";
+  // promtool must reject a broken file, or the checks above would prove nothing.
+  std::ofstream(dir_ / "bad.prom") << "# TYPE x gauge\nx{a=\"1\"} one\n";
+  const int status =
+      std::system(("promtool check metrics < " + (dir_ / "bad.prom").string() + " >/dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+}
+
+TEST_F(OpsCliTest, SweepOnceFillsTheHistoryAndWritesMetrics) {
+  const Outcome r = sdcprobe(sweep_args());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(query(db(), "SELECT status FROM runs"), "complete");
+  EXPECT_EQ(query(db(), "SELECT COUNT(*) FROM devices"), "2");
+  const int results = std::stoi(query(db(), "SELECT COUNT(*) FROM results"));
+  EXPECT_GE(results, 20);  // both devices, the whole quick catalogue (its estimates were unknown)
+  EXPECT_EQ(query(db(), "SELECT COUNT(*) FROM results WHERE outcome != 'pass'"), "0");
+  EXPECT_EQ(query(db(), "PRAGMA integrity_check"), "ok");
+
+  const Outcome h = sdcprobe("history --json " + state());
+  ASSERT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(static_cast<int>(nlohmann::json::parse(h.out).size()), results);
+  const Outcome s = sdcprobe("status " + state());
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_EQ(std::count(s.out.begin(), s.out.end(), '\n'), 2) << s.out;
+  EXPECT_EQ(std::regex_search(s.out, std::regex("healthy: no fault")), true) << s.out;
+
+  expect_prom_parses(prom());
+  const auto samples = sdc::test::parse_prometheus_text(read_file(prom()));
+  int healthy = 0;
+  for (const auto& [series, value] : samples) {
+    if (series.rfind("sdcprobe_device_healthy{", 0) == 0) healthy += static_cast<int>(value);
+    if (series.rfind("sdcprobe_probe_failures_total{", 0) == 0) {
+      EXPECT_EQ(value, 0) << series;
+    }
+  }
+  EXPECT_EQ(healthy, 2);
+  // Only the metrics file: no temporary left behind.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "prom"), fs::directory_iterator()), 1);
+}
+
+TEST_F(OpsCliTest, PersistentFaultQuarantinesExactlyThatDeviceAndStatusSaysWhy) {
+  const Outcome r =
+      sdcprobe(sweep_args() + " --clean-sweeps 1 --inject 'device=1,probe=alu.fma32,model=bitflip,bit=7'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  const auto devices = nlohmann::json::parse(sdcprobe("devices --json --backend cpu --cpu-devices 2").out);
+  const std::string good = devices[0]["uuid"], bad = devices[1]["uuid"];
+
+  const Outcome s = sdcprobe("status " + state());
+  EXPECT_EQ(s.code, 1) << s.out;
+  EXPECT_TRUE(std::regex_search(s.out, std::regex(good + " cpu:0 healthy: "))) << s.out;
+  EXPECT_TRUE(std::regex_search(
+      s.out, std::regex(bad + " cpu:1 quarantined: persistent fault: alu\\.fma32 failed twice .*bits 7.*0/1 clean")))
+      << s.out;
+  // The re-run with a new seed is in the history too.
+  EXPECT_EQ(query(db(), "SELECT COUNT(*) FROM results WHERE probe = 'alu.fma32' AND device_uuid = '" + bad +
+                            "' AND outcome = 'fail'"),
+            "2");
+
+  expect_prom_parses(prom());
+  const auto samples = sdc::test::parse_prometheus_text(read_file(prom()));
+  for (const auto& [series, value] : samples) {
+    if (series.rfind("sdcprobe_device_quarantined{", 0) == 0) {
+      EXPECT_EQ(value, series.find(bad) != std::string::npos ? 1 : 0) << series;
+    }
+    if (series.rfind("sdcprobe_probe_failures_total{", 0) == 0) {
+      const bool expected = series.find(bad) != std::string::npos && series.find("\"alu.fma32\"") != std::string::npos;
+      EXPECT_EQ(value, expected ? 1 : 0) << series;
+    }
+  }
+
+  // Not before a clean sweep, then only on an operator's word.
+  EXPECT_EQ(sdcprobe("release " + bad + " " + state()).code, 2);
+  ASSERT_EQ(sdcprobe(sweep_args() + " --clean-sweeps 1").code, 0);
+  EXPECT_EQ(sdcprobe("status " + state()).code, 1);
+  const Outcome rel = sdcprobe("release " + bad + " --by tester " + state());
+  EXPECT_EQ(rel.code, 0) << rel.out;
+  EXPECT_EQ(sdcprobe("status " + state()).code, 0);
+  EXPECT_EQ(query(db(), "SELECT released_by FROM quarantine"), "tester");
+}
+
+TEST_F(OpsCliTest, SigkillMidPassLeavesAConsistentDatabaseAndNoPartialMetrics) {
+  start_hung_sweep("mem.march_c");
+  wait_until_hung();
+  ASSERT_EQ(::kill(pid_, SIGKILL), 0);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  EXPECT_EQ(query(db(), "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(query(db(), "SELECT status FROM runs"), "running");
+  for (const auto& entry : fs::directory_iterator(dir_ / "prom")) {
+    if (entry.path().extension() == ".prom") expect_prom_parses(entry.path());
+  }
+  // The next sweep takes over: the dead pass is recorded as interrupted.
+  ASSERT_EQ(sdcprobe(sweep_args()).code, 0);
+  EXPECT_EQ(query(db(), "SELECT status FROM runs WHERE id = 1"), "interrupted");
+  EXPECT_EQ(query(db(), "PRAGMA integrity_check"), "ok");
+}
+
+TEST_F(OpsCliTest, SigtermStopsASweepWithinASecondAndRecordsTheInterruptedPass) {
+  start_hung_sweep("mem.walking_bits");
+  wait_until_hung();
+  int status = 0;
+  const double took = stop_sweep(SIGTERM, status);
+  // The deadline is 1 s; 0.5 s of margin for a loaded CI machine.
+  EXPECT_LE(took, 1.5);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(dir_ / "sweep.log");
+  EXPECT_EQ(query(db(), "SELECT status FROM runs"), "interrupted");
+  EXPECT_EQ(query(db(), "SELECT reason FROM results WHERE probe = 'mem.walking_bits' AND outcome = 'skipped'"),
+            "interrupted");
+  expect_prom_parses(prom());
+}
+
+TEST_F(OpsCliTest, SigintStopsADaemonSleepingBetweenPasses) {
+  start_sweep({"--every", "1h"});
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < until && read_file(dir_ / "sweep.log").find("pass 1 complete") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(read_file(dir_ / "sweep.log").find("pass 1 complete"), std::string::npos) << read_file(dir_ / "sweep.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // asleep until the next pass, an hour away
+  int status = 0;
+  EXPECT_LE(stop_sweep(SIGINT, status), 1.5);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(query(db(), "SELECT group_concat(status) FROM runs"), "complete");
+}
+
+TEST_F(OpsCliTest, APassNeverOverrunsItsBudget) {
+  // Device 0 hangs in its first probe; the watchdog is longer than the budget, so only the budget ends it.
+  const auto start = Clock::now();
+  const Outcome r = sdcprobe(sweep_args() + " --budget 2s --probe-timeout 120 --inject 'device=0,model=hang'");
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_LT(took, 2 + 1.5) << r.out;  // the budget, plus process start-up and the metrics
+  EXPECT_EQ(query(db(), "SELECT outcome || ': ' || reason FROM results"), "skipped: sweep budget exhausted");
+  EXPECT_EQ(query(db(), "SELECT COUNT(*) FROM results"), "1");  // device 1 was not started past the budget
+  EXPECT_EQ(query(db(), "SELECT status FROM runs"), "complete");
+  EXPECT_NE(r.out.find("alone does not fit the budget"), std::string::npos) << r.out;
+}
+
+TEST_F(OpsCliTest, IdleCheckFailureSkipsThePass) {
+  const Outcome r = sdcprobe(sweep_args() + " --idle-check 'exit 3'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("node busy (idle check exited 3)"), std::string::npos) << r.out;
+  EXPECT_EQ(query(db(), "SELECT status FROM runs"), "busy");
+  EXPECT_EQ(query(db(), "SELECT COUNT(*) FROM results"), "0");
+}
+
+TEST_F(OpsCliTest, QualifySurvivesAHungAndACrashedDevice) {
+  for (const std::string model : {"hang", "crash"}) {
+    const fs::path report = dir_ / (model + ".json");
+    const auto start = Clock::now();
+    const Outcome r = sdcprobe("qualify --backend cpu --cpu-devices 3 --probe-timeout 5 --json " + report.string() +
+                               " --inject 'device=1,probe=alu.fma64,model=" + model + "'");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(60));  // the watchdog ended the hang
+    std::ifstream in(report);
+    const auto j = nlohmann::json::parse(in);
+    bool after = false;
+    for (const auto& res : j["results"]) {
+      const int device = res["device_index"];
+      if (device != 1) {
+        EXPECT_EQ(res["outcome"], "pass") << res.dump();  // the others were still tested
+      } else if (res["probe"] == "alu.fma64") {
+        EXPECT_EQ(res["outcome"], "device_error");
+        EXPECT_NE(res["reason"].get<std::string>().find(model == "hang" ? "hung" : "signal 11"), std::string::npos)
+            << res.dump();
+        after = true;
+      } else {
+        EXPECT_EQ(res["outcome"], after ? "skipped" : "pass") << res.dump();
+      }
+    }
+    EXPECT_TRUE(after) << r.out;
+    EXPECT_NE(r.out.find("FAIL: cpu1 ["), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(OpsCliTest, NpdFormatPrintsAShortVerdictFirst) {
+  const Outcome pass = sdcprobe("qualify --format npd --backend cpu --cpu-devices 2");
+  EXPECT_EQ(pass.code, 0);
+  const std::string first = pass.out.substr(0, pass.out.find('\n'));
+  EXPECT_EQ(first.rfind("OK: ", 0), 0u) << pass.out;
+  EXPECT_LE(first.size(), 80u);
+
+  const Outcome fail = sdcprobe(
+      "qualify --format npd --backend cpu --cpu-devices 2 "
+      "--inject 'device=1,probe=alu.fma32,model=bitflip,bit=7'");
+  EXPECT_EQ(fail.code, 1);
+  const auto devices = nlohmann::json::parse(sdcprobe("devices --json --backend cpu --cpu-devices 2").out);
+  EXPECT_EQ(fail.out.substr(0, fail.out.find('\n')), "SDC: " + devices[1]["uuid"].get<std::string>() + " alu.fma32")
+      << fail.out;
+  EXPECT_EQ(sdcprobe("qualify --format xml").code, 2);
+}
+
+TEST_F(OpsCliTest, BadOperatorInputIsAClearErrorWithExitTwo) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"sweep --once --every soon " + state(), "--every"},
+      {"sweep --once --budget 0s " + state(), "--budget"},
+      {"sweep --once --window 1x " + state(), "--window"},
+      {"sweep --once --inject 'model=hang,colour=red' " + state(), "'colour'"},
+      {"sweep --once --prom-dir /nonexistent-dir " + state(), "--prom-dir"},
+      {"status " + state(), "no history"},
+      {"history --since yesterday " + state(), "--since"},
+      // Found by a probe inside a worker: still the operator's error, not a device fault.
+      {"qualify --backend cpu --size 4", "--size must be at least 8 bytes"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Outcome r = sdcprobe(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+}  // namespace

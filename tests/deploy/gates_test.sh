@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The Slurm and NHC gates against the real sdcprobe (CPU backend, injected faults) and a fake
+# scontrol on PATH that records its argv: the exact drain command for a fault, nothing for a pass.
+# Usage: gates_test.sh SDCPROBE DEPLOY_DIR
+set -uo pipefail
+sdcprobe="$1"
+deploy="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+mkdir "$work/bin"
+cat > "$work/bin/scontrol" <<'FAKE'
+#!/usr/bin/env bash
+# Records each call: one argument per line, then "--".
+{ printf '%s\n' "$@"; echo "--"; } >> "$SCONTROL_LOG"
+if [ "${2:-}" = show ]; then
+  echo "NodeName=$4 Arch=x86_64 State=IDLE${FAKE_REASON:+ Reason=$FAKE_REASON}"
+fi
+FAKE
+chmod +x "$work/bin/scontrol"
+export PATH="$work/bin:$PATH" SCONTROL_LOG="$work/scontrol.log" SDCPROBE="$sdcprobe" NODE=node1
+unset SCONTROL SDCPROBE_DRY_RUN SDCPROBE_DRAIN_ON_COULD_NOT_TEST SDCPROBE_PROLOG_FAIL_JOB FAKE_REASON
+
+uuid1="$("$sdcprobe" --backend cpu --cpu-devices 2 devices --json | grep -o '"uuid": "[^"]*"' | sed -n 2p | cut -d'"' -f4)"
+[ -n "$uuid1" ] || { echo "FAIL: no UUID for virtual device 1"; exit 1; }
+pass_args="--backend cpu --cpu-devices 2"
+fault_args="--backend cpu --cpu-devices 2 --inject device=1,probe=alu.fma32,model=bitflip,bit=7"
+
+check() {  # NAME EXPECTED ACTUAL
+  if [ "$2" != "$3" ]; then
+    echo "FAIL: $1"
+    echo "  expected: $(printf '%q' "$2")"
+    echo "  actual:   $(printf '%q' "$3")"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1"
+  fi
+}
+log() { cat "$SCONTROL_LOG" 2>/dev/null; }
+reset() { rm -f "$SCONTROL_LOG"; }
+
+show_call=$'-o\nshow\nnode\nnode1\n--'
+drain_call=$'update\nNodeName=node1\nState=DRAIN\nReason=SDC: '"$uuid1"$' alu.fma32\n--'
+
+reset
+SDCPROBE_ARGS="$pass_args" "$deploy/slurm/healthcheck.sh"
+check "healthcheck: a pass calls scontrol not at all" "" "$(log)"
+
+reset
+SDCPROBE_ARGS="$fault_args" "$deploy/slurm/healthcheck.sh"
+check "healthcheck: exit code is 0 for Slurm" 0 $?
+check "healthcheck: a fault drains with the UUID and probe" "$show_call"$'\n'"$drain_call" "$(log)"
+
+reset
+SDCPROBE_ARGS="$fault_args" FAKE_REASON="Not responding [slurm@2026-11-29T10:00:00]" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "healthcheck: another tool's reason is left untouched" "$show_call" "$(log)"
+
+reset
+SDCPROBE_ARGS="$fault_args" FAKE_REASON="SDC: CPU-old alu.fma64" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "healthcheck: an earlier SDC reason is replaced" "$show_call"$'\n'"$drain_call" "$(log)"
+
+reset
+out="$(SDCPROBE_ARGS="$fault_args" SDCPROBE_DRY_RUN=1 "$deploy/slurm/healthcheck.sh" 2>/dev/null)"
+check "dry run: no update" "$show_call" "$(log)"
+check "dry run: prints the command" \
+  "sdcprobe-gate: dry run: would run: scontrol update NodeName=node1 State=DRAIN Reason=SDC:\\ $uuid1\\ alu.fma32" "$out"
+
+reset
+SDCPROBE_ARGS="$pass_args" "$deploy/slurm/prolog.sh"
+check "prolog: a pass exits 0" 0 $?
+check "prolog: a pass calls scontrol not at all" "" "$(log)"
+SDCPROBE_ARGS="$fault_args" "$deploy/slurm/prolog.sh" 2>/dev/null
+check "prolog: a fault exits 1" 1 $?
+SDCPROBE_ARGS="$fault_args" SDCPROBE_PROLOG_FAIL_JOB=0 "$deploy/slurm/prolog.sh" 2>/dev/null
+check "prolog: SDCPROBE_PROLOG_FAIL_JOB=0 lets the job run" 0 $?
+
+# Could not test: --cpu-devices 0 is rejected, exit 2.
+reset
+SDCPROBE_ARGS="--backend cpu --cpu-devices 0" "$deploy/slurm/prolog.sh" 2>/dev/null
+check "exit 2 by default: the job runs" 0 $?
+check "exit 2 by default: no drain" "" "$(log)"
+SDCPROBE_ARGS="--backend cpu --cpu-devices 0" SDCPROBE_DRAIN_ON_COULD_NOT_TEST=1 "$deploy/slurm/prolog.sh" 2>/dev/null
+check "exit 2 with the drain policy: the job fails" 1 $?
+check "exit 2 with the drain policy: drained" \
+  "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\nReason=SDC: could not test (exit 2)\n--' "$(log)"
+
+# A hostile verdict stays one literal argument: no command runs, odd characters are dropped.
+reset
+cat > "$work/evil-sdcprobe" <<FAKE
+#!/usr/bin/env bash
+echo 'SDC: GPU-1 x; touch $work/pwned \$(touch $work/pwned2) \`touch $work/pwned3\`'
+exit 1
+FAKE
+chmod +x "$work/evil-sdcprobe"
+SDCPROBE="$work/evil-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "hostile verdict: nothing ran" "" "$(ls "$work" | grep pwned)"
+check "hostile verdict: one literal, sanitised reason" \
+  "Reason=$(printf '%s' "SDC: GPU-1 x touch $work/pwned (touch $work/pwned2) touch $work/pwned3" | cut -c1-80)" \
+  "$(log | grep '^Reason=')"
+
+# NHC: the check calls NHC's die with the verdict on a fault, and nothing on a pass.
+nhc() {  # ARGS -> what die received
+  ( die() { echo "die $1 $2"; }
+    log() { :; }
+    # shellcheck disable=SC1091
+    . "$deploy/nhc/sdcprobe.nhc"
+    SDCPROBE_ARGS="$1" check_sdcprobe )
+}
+check "nhc: a pass" "" "$(nhc "$pass_args")"
+check "nhc: a fault" "die 1 SDC: $uuid1 alu.fma32" "$(nhc "$fault_args")"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all gate checks passed"
