@@ -40,10 +40,17 @@ tests_rc=$?
 
 step "gpu benchmark"
 json="$build/gpu_bench.json"
-timeout "$(left 5)" "$build/bench/gpu_bench" --benchmark_out="$json" --benchmark_out_format=json \
+timeout "$(left 70)" "$build/bench/gpu_bench" --benchmark_out="$json" --benchmark_out_format=json \
   >"$build/bench.log" 2>&1
 bench_rc=$?
 [ "$bench_rc" -eq 0 ] || { tail -n 30 "$build/bench.log"; echo "gpu_check: benchmark failed (exit $bench_rc)"; }
+
+step "gpu gemm benchmark (n=${SDC_GEMM_BENCH_N:-8192})"
+gemm_json="$build/gpu_gemm_bench.json"
+timeout "$(left 5)" "$build/bench/gpu_gemm_bench" --benchmark_out="$gemm_json" --benchmark_out_format=json \
+  >"$build/gemm_bench.log" 2>&1
+gemm_rc=$?
+[ "$gemm_rc" -eq 0 ] || { tail -n 30 "$build/gemm_bench.log"; echo "gpu_check: gemm benchmark failed (exit $gemm_rc)"; }
 
 step "probe throughput against this GPU's ceilings"
 if [ -s "$json" ]; then
@@ -77,9 +84,21 @@ PY
 else
   echo "no benchmark output; see $build/bench.log"
 fi
+if [ -s "$gemm_json" ]; then
+  python3 - "$gemm_json" <<'PY'
+import json, sys
+print("\n%-28s %-12s %-12s %-12s %-14s %s" % ("gemm probe", "bare TF/s", "probe TF/s", "gemm ratio", "verify/GEMM", "end to end"))
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("error_occurred"):
+        print("%-28s skipped: %s" % (b["name"], b.get("error_message", "")))
+        continue
+    print("%-28s %-12.1f %-12.1f %-12.3f %-14.3f %.3f" % (b["name"], b["bare_TFLOP/s"], b["probe_TFLOP/s"],
+          b["gemm_ratio"], b["verify_fraction"], b["end_to_end_ratio"]))
+PY
+fi
 
 printf '\ngpu_check: tests %s, benchmark %s, %ds\n' "$([ $tests_rc -eq 0 ] && echo passed || echo FAILED)" \
-  "$([ $bench_rc -eq 0 ] && echo ran || echo FAILED)" $((SECONDS - start))
+  "$([ $bench_rc -eq 0 ] && [ $gemm_rc -eq 0 ] && echo ran || echo FAILED)" $((SECONDS - start))
 [ "$tests_rc" -eq 0 ] || exit 1
-[ "$bench_rc" -eq 0 ] || exit 2
+[ "$bench_rc" -eq 0 ] && [ "$gemm_rc" -eq 0 ] || exit 2
 exit 0

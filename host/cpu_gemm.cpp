@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "host/cpu_parallel.hpp"
+
 namespace sdc {
 
 CpuGemmEngine::CpuGemmEngine(Device& device, std::vector<int> cores, GemmInjectFn inject)
@@ -41,35 +43,70 @@ const float* float_inputs(const std::vector<uint8_t>& raw, const std::vector<flo
 
 }  // namespace
 
-void cpu_blocked_sgemm(uint32_t m, uint32_t n, uint32_t k, const float* a, const float* bt, float* c, int threads) {
-  // Pack B (k x n row-major) so the inner loop runs along a row of C.
-  std::vector<float> b(static_cast<size_t>(k) * n);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t j = 0; j < static_cast<int64_t>(n); ++j) {
-    for (uint32_t p = 0; p < k; ++p) b[static_cast<size_t>(p) * n + j] = bt[static_cast<size_t>(j) * k + p];
-  }
-  constexpr uint32_t kRows = 4, kCols = 256, kDepth = 256;
-  const uint32_t row_blocks = (m + kRows - 1) / kRows, col_blocks = (n + kCols - 1) / kCols;
-#pragma omp parallel for num_threads(threads) schedule(static) collapse(2)
-  for (int64_t rb = 0; rb < static_cast<int64_t>(row_blocks); ++rb) {
-    for (int64_t cb = 0; cb < static_cast<int64_t>(col_blocks); ++cb) {
-      const uint32_t i0 = static_cast<uint32_t>(rb) * kRows, i1 = std::min(m, i0 + kRows);
-      const uint32_t j0 = static_cast<uint32_t>(cb) * kCols, j1 = std::min(n, j0 + kCols);
-      float acc[kRows][kCols] = {};
-      for (uint32_t p0 = 0; p0 < k; p0 += kDepth) {
-        const uint32_t p1 = std::min(k, p0 + kDepth);
-        for (uint32_t i = i0; i < i1; ++i) {
-          float* out = acc[i - i0];
-          const float* ar = a + static_cast<size_t>(i) * k;
-          for (uint32_t p = p0; p < p1; ++p) {
-            const float av = ar[p];
-            const float* br = b.data() + static_cast<size_t>(p) * n;
+namespace {
+
+constexpr uint32_t kPanelRows = 4;   // rows of C per register tile
+constexpr uint32_t kPanelCols = 32;  // columns of C per register tile (one panel of B)
+
+// C[i0..i0+4) x [j0..j0+32) = A rows times the packed panel bp (k x 32): the accumulators stay in
+// registers across k; FP32 multiply, then add, in order of p.
+__attribute__((always_inline)) inline void panel_body(uint32_t n, uint32_t k, const float* a, const float* bp,
+                                                      float* c, uint32_t i0, uint32_t j0) {
+  float acc[kPanelRows][kPanelCols] = {};
+  const float* a0 = a + static_cast<size_t>(i0) * k;
+  for (uint32_t p = 0; p < k; ++p) {
+    const float* br = bp + static_cast<size_t>(p) * kPanelCols;
+    for (uint32_t r = 0; r < kPanelRows; ++r) {
+      const float av = a0[static_cast<size_t>(r) * k + p];
 #pragma omp simd
-            for (uint32_t j = j0; j < j1; ++j) out[j - j0] = out[j - j0] + av * br[j];
-          }
-        }
+      for (uint32_t j = 0; j < kPanelCols; ++j) acc[r][j] = acc[r][j] + av * br[j];
+    }
+  }
+  for (uint32_t r = 0; r < kPanelRows; ++r) {
+    std::copy(acc[r], acc[r] + kPanelCols, c + static_cast<size_t>(i0 + r) * n + j0);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,prefer-vector-width=512"))) void panel_avx512(uint32_t n, uint32_t k, const float* a,
+                                                                             const float* bp, float* c, uint32_t i0,
+                                                                             uint32_t j0) {
+  panel_body(n, k, a, bp, c, i0, j0);
+}
+__attribute__((target("avx2"))) void panel_avx2(uint32_t n, uint32_t k, const float* a, const float* bp, float* c,
+                                               uint32_t i0, uint32_t j0) {
+  panel_body(n, k, a, bp, c, i0, j0);
+}
+#endif
+
+void panel(uint32_t n, uint32_t k, const float* a, const float* bp, float* c, uint32_t i0, uint32_t j0) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+  if (avx512) return panel_avx512(n, k, a, bp, c, i0, j0);
+  if (avx2) return panel_avx2(n, k, a, bp, c, i0, j0);
+#endif
+  panel_body(n, k, a, bp, c, i0, j0);
+}
+
+}  // namespace
+
+void cpu_blocked_sgemm(uint32_t m, uint32_t n, uint32_t k, const float* a, const float* bt, float* c, int threads) {
+  if (m % kPanelRows != 0 || n % kPanelCols != 0) {
+    throw std::invalid_argument("cpu_blocked_sgemm: m must be a multiple of 4 and n of 32");
+  }
+  // One panel of B (k x 32, row-major) per 32 columns of C, packed by the thread that uses it.
+  const uint32_t panels = n / kPanelCols;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> bp(static_cast<size_t>(k) * kPanelCols);
+#pragma omp for schedule(static)
+    for (int64_t pj = 0; pj < static_cast<int64_t>(panels); ++pj) {
+      const uint32_t j0 = static_cast<uint32_t>(pj) * kPanelCols;
+      for (uint32_t j = 0; j < kPanelCols; ++j) {
+        const float* row = bt + static_cast<size_t>(j0 + j) * k;
+        for (uint32_t p = 0; p < k; ++p) bp[static_cast<size_t>(p) * kPanelCols + j] = row[p];
       }
-      for (uint32_t i = i0; i < i1; ++i) std::copy(acc[i - i0], acc[i - i0] + (j1 - j0), c + static_cast<size_t>(i) * n + j0);
+      for (uint32_t i0 = 0; i0 < m; i0 += kPanelRows) panel(n, k, a, bp.data(), c, i0, j0);
     }
   }
 }
@@ -82,25 +119,43 @@ void CpuGemmEngine::multiply(const GemmHostInputs& in, DeviceBuffer& c) {
                       static_cast<float*>(c.data()), active_threads());
     return;
   }
-  openblas_set_num_threads(active_threads());
+  // OpenBLAS runs single-threaded on each core, on that core's block of rows of C: no OpenBLAS
+  // thread pool (whose workers keep spinning after each call and would compete with the OpenMP
+  // team that generates and verifies), and each row of C comes from one known core.
+  openblas_set_num_threads(1);
+  const std::vector<int> one_core(cores_.begin(), cores_.begin() + 1);
+  const std::vector<int>& team = active_threads() == 1 ? one_core : cores_;
   switch (s.type) {
-    case GemmType::kFp64:
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, reinterpret_cast<const double*>(in.a.data()), k,
-                  reinterpret_cast<const double*>(in.bt.data()), k, 0.0, static_cast<double*>(c.data()), n);
-      break;
-    case GemmType::kInt8: {
-      c64_.resize(static_cast<size_t>(m) * n);
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, a64_.data(), k, bt64_.data(), k, 0.0,
-                  c64_.data(), n);
-      int32_t* out = static_cast<int32_t*>(c.data());
-#pragma omp parallel for num_threads(active_threads()) schedule(static)
-      for (int64_t e = 0; e < static_cast<int64_t>(c64_.size()); ++e) out[e] = static_cast<int32_t>(c64_[e]);
+    case GemmType::kFp64: {
+      const double* a = reinterpret_cast<const double*>(in.a.data());
+      const double* bt = reinterpret_cast<const double*>(in.bt.data());
+      double* out = static_cast<double*>(c.data());
+      for_each_core(team, s.m, 16, [&](size_t, size_t lo, size_t hi, int) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), n, k, 1.0, a + lo * k, k, bt, k,
+                    0.0, out + lo * n, n);
+      });
       break;
     }
-    default:
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, float_inputs(in.a, in.a_wide), k,
-                  float_inputs(in.bt, in.bt_wide), k, 0.0f, static_cast<float*>(c.data()), n);
+    case GemmType::kInt8: {
+      c64_.resize(static_cast<size_t>(m) * n);
+      int32_t* out = static_cast<int32_t*>(c.data());
+      for_each_core(team, s.m, 16, [&](size_t, size_t lo, size_t hi, int) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), n, k, 1.0, a64_.data() + lo * k,
+                    k, bt64_.data(), k, 0.0, c64_.data() + lo * n, n);
+        for (size_t e = lo * n; e < hi * n; ++e) out[e] = static_cast<int32_t>(c64_[e]);
+      });
       break;
+    }
+    default: {
+      const float* a = float_inputs(in.a, in.a_wide);
+      const float* bt = float_inputs(in.bt, in.bt_wide);
+      float* out = static_cast<float*>(c.data());
+      for_each_core(team, s.m, 16, [&](size_t, size_t lo, size_t hi, int) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), n, k, 1.0f, a + lo * k, k, bt,
+                    k, 0.0f, out + lo * n, n);
+      });
+      break;
+    }
   }
 }
 

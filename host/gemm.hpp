@@ -48,14 +48,14 @@ struct GemmSpec {
 };
 
 struct GemmRun {
-  MismatchReport report;  // records name (row, column) as index = row * n + column
-  double max_ratio = 0;   // largest |r| / tau over every check (random inputs); 0 for exact
-  uint64_t flagged_checks = 0;  // row / column tile checks that failed
-  double generate_s = 0;  // host input generation (and upload)
-  double gemm_s = 0;      // all repeats together
-  double verify_s = 0;    // all verification (download included)
+  MismatchReport report;           // records name (row, column) as index = row * n + column
+  double max_ratio = 0;            // largest |r| / tau over every check (random inputs); 0 for exact
+  uint64_t flagged_checks = 0;     // row / column tile checks that failed
+  double generate_s = 0;           // host input generation (and upload)
+  double gemm_s = 0;               // all repeats together
+  double verify_s = 0;             // all verification (download included)
   std::vector<Digest128> digests;  // one per repeat
-  std::string algorithm;  // what computed it (for the equivalence class)
+  std::string algorithm;           // what computed it (for the equivalence class)
   std::string library_version;
 };
 
@@ -65,14 +65,16 @@ using GemmInjectFn = std::function<void(DeviceBuffer& c, uint64_t elements, unsi
 // Seeded inputs, generated on the host by the SDC_HD generators (the same values on every backend).
 struct GemmHostInputs {
   GemmSpec spec;
-  std::vector<uint8_t> a, bt;   // stored in the input type
-  std::vector<float> a_wide, bt_wide;  // exact float copies (empty for fp64)
+  std::vector<uint8_t> a, bt;             // stored in the input type
+  std::vector<float> a_wide, bt_wide;     // exact float copies (empty for fp64)
   std::vector<int32_t> row_exp, col_exp;  // scaled: C_ij = 2^(row_exp_i + col_exp_j) * Cint_ij
   std::vector<int32_t> a_int, bt_int;     // exact families: the unscaled integer inputs
-  uint64_t exact_bound = 0;                // exact families: bound on |Cint_ij|
+  uint64_t exact_bound = 0;               // exact families: bound on |Cint_ij|
 };
 
 GemmHostInputs generate_gemm_inputs(const GemmSpec& spec, int threads);
+// The same into `in`, reusing its storage (no page faults when the previous run had the same size).
+void generate_gemm_inputs_into(const GemmSpec& spec, int threads, GemmHostInputs& in);
 
 struct GemmVerdict {
   MismatchReport report;

@@ -4,6 +4,7 @@
 // multiplication and the transfers.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -36,6 +37,8 @@ class HostVerifiedGemmEngine : public GemmEngine {
   Device& device_;
   GemmInjectFn inject_;
   int active_threads_ = 1;
+  GemmHostInputs inputs_;            // reused between runs (no page faults at a repeated size)
+  std::unique_ptr<DeviceBuffer> c_;  // likewise the output
 };
 
 }  // namespace sdc

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "probes/probe.hpp"
 
@@ -17,5 +18,12 @@ std::unique_ptr<Probe> make_alu_fma32_probe();
 std::unique_ptr<Probe> make_alu_fma64_probe();
 std::unique_ptr<Probe> make_alu_int64_probe();
 std::unique_ptr<Probe> make_alu_divsqrt_probe();
+// One family per file; a family with one probe per data type returns them in order.
+std::vector<std::unique_ptr<Probe>> make_gemm_exact_probes();
+std::vector<std::unique_ptr<Probe>> make_gemm_random_probes();
+std::unique_ptr<Probe> make_gemm_dense_probe();
+std::vector<std::unique_ptr<Probe>> make_gemm_scaled_probes();
+std::vector<std::unique_ptr<Probe>> make_gemm_repeat_probes();
+std::unique_ptr<Probe> make_gemm_simt_probe();
 
 }  // namespace sdc

@@ -13,6 +13,12 @@ void register_builtin_probes(ProbeRegistry& registry) {
   registry.add(make_alu_fma64_probe());
   registry.add(make_alu_int64_probe());
   registry.add(make_alu_divsqrt_probe());
+  for (auto& p : make_gemm_exact_probes()) registry.add(std::move(p));
+  for (auto& p : make_gemm_random_probes()) registry.add(std::move(p));
+  registry.add(make_gemm_dense_probe());
+  for (auto& p : make_gemm_scaled_probes()) registry.add(std::move(p));
+  for (auto& p : make_gemm_repeat_probes()) registry.add(std::move(p));
+  registry.add(make_gemm_simt_probe());
 }
 
 }  // namespace sdc

@@ -12,6 +12,7 @@
 
 #include "host/backend.hpp"
 #include "host/cuda/cuda_error.hpp"
+#include "host/cuda/cuda_gemm.hpp"
 #include "host/cuda/cuda_identity.hpp"
 #include "host/cuda/cuda_raii.hpp"
 #include "host/device.hpp"
@@ -145,6 +146,15 @@ class CudaDevice final : public Device {
     return d;
   }
 
+  GemmEngine* gemm() override {
+    if (!gemm_) {
+      gemm_ = std::make_unique<CudaGemmEngine>(
+          *this, ordinal_, stream(),
+          [this](DeviceBuffer& c, uint64_t elements, unsigned width, uint64_t group) { inject(c, elements, width, group); });
+    }
+    return gemm_.get();
+  }
+
   // An event recorded on the caller's stream (a null stream is the legacy default stream).
   void* mark_stream(void* caller_stream) override {
     DeviceGuard guard(ordinal_);
@@ -266,6 +276,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<CudaBuffer> chain_out_;
   DeviceMemory chain_producers_;
   DeviceMemory chain_goldens_;
+  std::unique_ptr<GemmEngine> gemm_;  // after stream_: destroyed before the stream it uses
 };
 
 DeviceIdentity identify(int ordinal, int index, const std::string& driver, const std::string& runtime) {

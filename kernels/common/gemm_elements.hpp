@@ -65,7 +65,8 @@ SDC_HD float minifloat_to_float(uint32_t bits, MiniFloat f) {
   } else if (exp == 0) {
     v = static_cast<float>(man) * exp2_float(1 - f.bias - static_cast<int>(f.man_bits));
   } else {
-    v = static_cast<float>((1u << f.man_bits) + man) * exp2_float(static_cast<int>(exp) - f.bias - static_cast<int>(f.man_bits));
+    v = static_cast<float>((1u << f.man_bits) + man) *
+        exp2_float(static_cast<int>(exp) - f.bias - static_cast<int>(f.man_bits));
   }
   return negative ? -v : v;
 }
@@ -131,10 +132,16 @@ SDC_HD void gemm_store_input(GemmType t, void* data, uint64_t i, float v) {
   switch (t) {
     case GemmType::kFp32:
     case GemmType::kTf32: static_cast<float*>(data)[i] = v; break;
-    case GemmType::kFp16: static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(float_to_minifloat_exact(v, kFp16Format)); break;
+    case GemmType::kFp16:
+      static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(float_to_minifloat_exact(v, kFp16Format));
+      break;
     case GemmType::kBf16: static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(bits_of_float(v) >> 16); break;
-    case GemmType::kE4m3: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(float_to_minifloat_exact(v, kE4m3Format)); break;
-    case GemmType::kE5m2: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(float_to_minifloat_exact(v, kE5m2Format)); break;
+    case GemmType::kE4m3:
+      static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(float_to_minifloat_exact(v, kE4m3Format));
+      break;
+    case GemmType::kE5m2:
+      static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(float_to_minifloat_exact(v, kE5m2Format));
+      break;
     case GemmType::kInt8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v); break;
     case GemmType::kFp64: static_cast<double*>(data)[i] = v; break;
   }
@@ -288,7 +295,9 @@ SDC_HD float gemm_random_value_of(GemmType t, uint32_t r) {
   return float_of_bits((sign << 31) | ((124u + exp) << 23) | man);
 }
 
-SDC_HD float gemm_random_value(GemmType t, uint32_t key, uint64_t i) { return gemm_random_value_of(t, gemm_random32(key, i)); }
+SDC_HD float gemm_random_value(GemmType t, uint32_t key, uint64_t i) {
+  return gemm_random_value_of(t, gemm_random32(key, i));
+}
 
 SDC_HD double gemm_random_double(uint32_t key, uint64_t i) {
   const uint64_t r = (static_cast<uint64_t>(gemm_random32(key, 2 * i)) << 32) | gemm_random32(key, 2 * i + 1);

@@ -1,0 +1,145 @@
+// GEMM probe throughput on the first CUDA device against a bare cuBLASLt GEMM of the same type and
+// size measured in the same run (heuristic's first algorithm, same workspace size), and the
+// verification overhead, for gemm.random.bf16 and gemm.random.e4m3 at n = 8192 (override with
+// SDC_GEMM_BENCH_N). Counters: bare_TFLOP/s, probe_TFLOP/s (the probe's GEMM alone),
+// gemm_ratio = probe GEMM rate / bare rate, verify_fraction = verification / GEMM time,
+// end_to_end_ratio = whole probe / bare GEMM. Without a device every benchmark is skipped.
+// Run: build/release/bench/gpu_gemm_bench --benchmark_format=json
+#include <benchmark/benchmark.h>
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "host/backend.hpp"
+#include "host/gemm.hpp"
+#include "scheduler/catalogue.hpp"
+#include "scheduler/runner.hpp"
+
+namespace {
+
+constexpr size_t kWorkspace = size_t{32} << 20;
+
+uint32_t bench_n() {
+  const char* env = std::getenv("SDC_GEMM_BENCH_N");
+  return env != nullptr ? static_cast<uint32_t>(std::stoul(env)) : 8192u;
+}
+
+bool ok(cudaError_t e) { return e == cudaSuccess; }
+bool ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
+
+// Seconds per bare cuBLASLt GEMM (TN, FP32 output and compute), averaged over `reps`; < 0 on failure.
+double bare_gemm_seconds(sdc::GemmType type, uint32_t n, int reps) {
+  const cudaDataType_t in = type == sdc::GemmType::kBf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3;
+  const size_t in_bytes = static_cast<size_t>(n) * n * sdc::gemm_input_bytes(type);
+  void *a = nullptr, *b = nullptr, *c = nullptr, *ws = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  double seconds = -1;
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  const uint64_t wsb = kWorkspace;
+  cublasLtMatmulHeuristicResult_t h{};
+  int found = 0;
+  const float one = 1, zero = 0;
+  float ms = 0;
+  if (ok(cudaMalloc(&a, in_bytes)) && ok(cudaMalloc(&b, in_bytes)) && ok(cudaMalloc(&c, size_t{4} * n * n)) &&
+      ok(cudaMalloc(&ws, kWorkspace)) && ok(cudaMemset(a, 0x38, in_bytes)) && ok(cudaMemset(b, 0x38, in_bytes)) &&
+      ok(cublasLtCreate(&lt)) && ok(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
+      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) &&
+      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) &&
+      ok(cublasLtMatrixLayoutCreate(&la, in, n, n, n)) && ok(cublasLtMatrixLayoutCreate(&lb, in, n, n, n)) &&
+      ok(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, n, n)) && ok(cublasLtMatmulPreferenceCreate(&pref)) &&
+      ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb)) &&
+      ok(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &h, &found)) && found > 0 &&
+      ok(cudaEventCreate(&start)) && ok(cudaEventCreate(&stop))) {
+    bool good = ok(cublasLtMatmul(lt, desc, &one, a, la, b, lb, &zero, c, lc, c, lc, &h.algo, ws, kWorkspace, nullptr));
+    good = good && ok(cudaEventRecord(start, nullptr));
+    for (int r = 0; r < reps && good; ++r) {
+      good = ok(cublasLtMatmul(lt, desc, &one, a, la, b, lb, &zero, c, lc, c, lc, &h.algo, ws, kWorkspace, nullptr));
+    }
+    good = good && ok(cudaEventRecord(stop, nullptr)) && ok(cudaEventSynchronize(stop)) &&
+           ok(cudaEventElapsedTime(&ms, start, stop));
+    if (good) seconds = ms / 1e3 / reps;
+  }
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
+  if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  if (la) cublasLtMatrixLayoutDestroy(la);
+  if (lb) cublasLtMatrixLayoutDestroy(lb);
+  if (lc) cublasLtMatrixLayoutDestroy(lc);
+  if (desc) cublasLtMatmulDescDestroy(desc);
+  if (lt) cublasLtDestroy(lt);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  cudaFree(ws);
+  return seconds;
+}
+
+void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const char* probe_id) {
+  auto devices = sdc::make_cuda_devices();
+  if (devices.empty()) {
+    state.SkipWithError("no CUDA device");
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const uint32_t n = bench_n();
+  const sdc::Probe* probe = sdc::builtin_registry().find(probe_id);
+  if (!probe->included_at(sdc::Level::kStandard, *devices[0])) {
+    state.SkipWithError("device lacks this data type");
+    for (auto _ : state) {
+    }
+    return;
+  }
+  sdc::RunOptions options;
+  options.seed = 1;
+  options.level = sdc::Level::kStandard;
+  options.size_bytes = uint64_t{n} * n * (2 * sdc::gemm_input_bytes(type) + 4);
+  const double flops = 2.0 * n * n * n;
+  // Warm-up: module loading, the heuristic's choice (pinned by the engine), first allocations.
+  (void)sdc::run_probe(*probe, *devices[0], options);
+  (void)bare_gemm_seconds(type, n, 1);
+  double bare = 0, gemm = 0, verify = 0, total = 0;
+  for (auto _ : state) {
+    const double b = bare_gemm_seconds(type, n, 10);
+    if (b <= 0) {
+      state.SkipWithError("bare cuBLASLt GEMM failed");
+      break;
+    }
+    const sdc::ProbeResult r = sdc::run_probe(*probe, *devices[0], options);
+    if (r.outcome != sdc::Outcome::kPass) {
+      state.SkipWithError(("probe did not pass: " + r.reason).c_str());
+      break;
+    }
+    bare += b;
+    gemm += r.params["gemm_s"].get<double>();
+    verify += r.params["verify_s"].get<double>();
+    total += r.duration_s;
+    state.counters["n"] = r.params["n"].get<double>();
+  }
+  if (bare <= 0 || gemm <= 0) return;
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["bare_TFLOP/s"] = flops * iters / bare / 1e12;
+  state.counters["probe_TFLOP/s"] = flops * iters / gemm / 1e12;
+  state.counters["gemm_ratio"] = bare / gemm;
+  state.counters["verify_fraction"] = verify / gemm;
+  state.counters["end_to_end_ratio"] = total / bare;
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_GemmProbeVsCublasLt, bf16, sdc::GemmType::kBf16, "gemm.random.bf16")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_GemmProbeVsCublasLt, e4m3, sdc::GemmType::kE4m3, "gemm.random.e4m3")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+
+BENCHMARK_MAIN();

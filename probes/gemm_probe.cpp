@@ -1,0 +1,98 @@
+#include "probes/gemm_probe.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace sdc {
+
+bool gemm_device_has(const GemmProbeConfig& cfg, const Device& device) {
+  const DeviceIdentity& id = device.identity();
+  if (id.backend != "cuda") return true;
+  // Mirrors CudaGemmEngine::supports, so qualify never schedules a probe it would skip.
+  if (cfg.path == GemmPath::kSimt) return cfg.type == GemmType::kFp32;
+  int major = 0, minor = 0;
+  if (std::sscanf(id.compute_capability.c_str(), "%d.%d", &major, &minor) != 2) return false;
+  const int cc = major * 10 + minor;
+  switch (cfg.type) {
+    case GemmType::kE5m2: return false;  // cuBLASLt has no E5M2 x E5M2 matmul
+    case GemmType::kE4m3: return cc >= 89;
+    case GemmType::kTf32:
+    case GemmType::kBf16: return cc >= 80;
+    default: return true;
+  }
+}
+
+uint32_t gemm_probe_n(const GemmProbeConfig& cfg, const ProbeContext& ctx) {
+  const bool cpu = ctx.device.identity().backend == "cpu";
+  uint32_t n = ctx.level == Level::kQuick ? (cpu ? 256 : 2048) : (cpu ? 2048 : 8192);
+  if (ctx.size_bytes) {
+    const uint64_t per = 2ULL * gemm_input_bytes(cfg.type) + gemm_output_bytes(cfg.type);
+    uint32_t fit = 64;
+    while (uint64_t{fit} * 2 * fit * 2 * per <= *ctx.size_bytes && fit < (1u << 15)) fit *= 2;
+    n = fit;
+  }
+  return n;
+}
+
+void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result) {
+  if (!gemm_device_has(cfg, ctx.device)) throw std::runtime_error("this device has no such GEMM data type");
+  GemmEngine* engine = ctx.device.gemm();
+  if (engine == nullptr) throw std::runtime_error("this backend offers no GEMM");
+  GemmSpec spec;
+  spec.type = cfg.type;
+  spec.inputs = cfg.inputs;
+  spec.path = cfg.path;
+  spec.m = spec.n = gemm_probe_n(cfg, ctx);
+  spec.k = cfg.inputs == GemmInputs::kDense ? std::min(spec.n, kGemmDenseMaxK) : spec.n;
+  spec.seed = ctx.seed;
+  if (cfg.repeat) {
+    const uint32_t preset = ctx.level == Level::kQuick ? 3 : ctx.level == Level::kStandard ? 5 : 10;
+    spec.repeats = std::clamp(ctx.iterations.value_or(preset), 2u, 64u);
+  }
+  const GemmRun run = engine->run(spec);
+  result.report = run.report;
+  const double flops = 2.0 * spec.m * spec.n * spec.k * spec.repeats;
+  result.flops = flops;
+  result.bytes = (static_cast<uint64_t>(spec.m + spec.n) * spec.k * gemm_input_bytes(spec.type) +
+                  static_cast<uint64_t>(spec.m) * spec.n * gemm_output_bytes(spec.type)) *
+                 spec.repeats;
+  const GemmAccumulation acc = engine->accumulation(spec.type, spec.path);
+  nlohmann::json p = {{"type", gemm_type_name(spec.type)},
+                      {"inputs", gemm_inputs_name(spec.inputs)},
+                      {"path", spec.path == GemmPath::kSimt ? "simt" : "library"},
+                      {"m", spec.m},
+                      {"n", spec.n},
+                      {"k", spec.k},
+                      {"ldc", spec.n},
+                      {"record_index", "row * ldc + column"},
+                      {"lane", "column % 32"},
+                      {"repeats", spec.repeats},
+                      {"gflops", run.gemm_s > 0 ? flops / run.gemm_s / 1e9 : 0.0},
+                      {"gemm_s", run.gemm_s},
+                      {"verify_s", run.verify_s},
+                      {"generate_s", run.generate_s},
+                      {"verify_fraction", run.gemm_s > 0 ? run.verify_s / run.gemm_s : 0.0},
+                      {"flagged_checks", run.flagged_checks},
+                      {"algorithm", run.algorithm},
+                      {"library_version", run.library_version}};
+  if (spec.inputs == GemmInputs::kRandom) {
+    p["max_ratio"] = run.max_ratio;  // largest |r| / tau: the headroom the bound leaves
+    p["u_acc"] = acc.u_acc;
+    p["u_out"] = acc.u_out;
+    if (acc.chunk > 1) p["accumulation_chunk"] = {{"k", acc.chunk}, {"u", acc.u_inner}};
+  }
+  if (cfg.repeat) {
+    nlohmann::json digests = nlohmann::json::array();
+    for (const auto& d : run.digests) {
+      char text[40];
+      std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(d.hi),
+                    static_cast<unsigned long long>(d.lo));
+      digests.push_back(text);
+    }
+    p["digests"] = digests;
+  }
+  result.params = std::move(p);
+}
+
+}  // namespace sdc
