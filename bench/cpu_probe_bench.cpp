@@ -70,7 +70,9 @@ void BM_Fma32Chains(benchmark::State& state) {
 
 BENCHMARK_CAPTURE(BM_MemoryProbe, own_address, "mem.own_address")->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(BM_MemoryProbe, walking_bits, "mem.walking_bits")->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK_CAPTURE(BM_MemoryProbe, moving_inversions, "mem.moving_inversions")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_MemoryProbe, moving_inversions, "mem.moving_inversions")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 BENCHMARK_CAPTURE(BM_MemoryProbe, march_c, "mem.march_c")->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK_CAPTURE(BM_MemoryProbe, modulo20, "mem.modulo20")->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_MemoryProbe, random_blocks, "mem.random_blocks")->Unit(benchmark::kMillisecond)->Iterations(2);

@@ -92,9 +92,8 @@ Ceilings measure_ceilings(size_t buffer_bytes, int sm_count) {
     const sdc::LaunchShape shape{static_cast<unsigned>(sm_count) * 8, 256};
     const uint32_t iterations = 1u << 16;
     sdc::DeviceMemory out(kOrdinal, sizeof(float) * shape.max_blocks * shape.threads);
-    const double s = best_seconds(stream.get(), [&] {
-      SDC_CUDA_TRY(sdc::launch_peak_fma32(out.as<float>(), iterations, shape, stream.get()));
-    });
+    const double s = best_seconds(
+        stream.get(), [&] { SDC_CUDA_TRY(sdc::launch_peak_fma32(out.as<float>(), iterations, shape, stream.get())); });
     const double fmas = static_cast<double>(shape.max_blocks) * shape.threads * iterations * sdc::kPeakFmaChains;
     c.peak_fma_flops = 2.0 * fmas / s;
   }
@@ -248,15 +247,36 @@ void BM_Fma32Probe(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_Ceilings)->Iterations(1);
-BENCHMARK_CAPTURE(BM_MemoryProbe, own_address, "mem.own_address")->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_MemoryProbe, walking_bits, "mem.walking_bits")->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_MemoryProbe, moving_inversions, "mem.moving_inversions")->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_MemoryProbe, march_c, "mem.march_c")->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_MemoryProbe, modulo20, "mem.modulo20")->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
-BENCHMARK_CAPTURE(BM_MemoryProbe, random_blocks, "mem.random_blocks")->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_MemoryProbe, own_address, "mem.own_address")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_MemoryProbe, walking_bits, "mem.walking_bits")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_MemoryProbe, moving_inversions, "mem.moving_inversions")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_MemoryProbe, march_c, "mem.march_c")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_MemoryProbe, modulo20, "mem.modulo20")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_MemoryProbe, random_blocks, "mem.random_blocks")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 BENCHMARK_CAPTURE(BM_MemoryOp, fill, Op::kFill)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
 BENCHMARK_CAPTURE(BM_MemoryOp, verify, Op::kVerify)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
-BENCHMARK_CAPTURE(BM_MemoryOp, march_element, Op::kMarchElement)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
+BENCHMARK_CAPTURE(BM_MemoryOp, march_element, Op::kMarchElement)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 BENCHMARK_CAPTURE(BM_MemoryOp, digest, Op::kDigest)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
 BENCHMARK(BM_Fma32Probe)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 

@@ -66,9 +66,9 @@ int run_coverage_command(const GlobalOptions& global, const CoverageArgs& args, 
 
   const CoverageCounts exact = report.totals(false), bounded = report.totals(true);
   const CoverageCounts exact_flips = report.totals(false, "bitflip");
-  std::printf("coverage: seed %llu, %llu trials, %llu clean runs, %.0f s\n",
-              static_cast<unsigned long long>(args.seed), static_cast<unsigned long long>(args.trials),
-              static_cast<unsigned long long>(report.clean_runs), report.seconds);
+  std::printf("coverage: seed %llu, %llu trials, %llu clean runs, %.0f s\n", static_cast<unsigned long long>(args.seed),
+              static_cast<unsigned long long>(args.trials), static_cast<unsigned long long>(report.clean_runs),
+              report.seconds);
   for (const auto& [name, c] : {std::pair{"exact probes", exact}, std::pair{"  bit flips", exact_flips},
                                 std::pair{"bounded probes", bounded}}) {
     std::printf("%-15s injected %llu, changed %llu, detected %llu, below tolerance %llu, missed %llu", name,
@@ -96,20 +96,22 @@ int run_coverage_command(const GlobalOptions& global, const CoverageArgs& args, 
 
 void add_coverage_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
   auto* sub = app.add_subcommand(
-      "coverage", "Measure detection: seeded injection trials per probe, fault model and bit; --clean N for false positives");
+      "coverage",
+      "Measure detection: seeded injection trials per probe, fault model and bit; --clean N for false positives");
   auto args = std::make_shared<CoverageArgs>();
   sub->add_option("--probes", args->probes, "Comma-separated probe globs")->capture_default_str();
   sub->add_option("--models", args->models, "Comma-separated fault models")->capture_default_str();
   sub->add_option("--trials", args->trials, "Injection trials")->capture_default_str();
-  sub->add_option("--clean", args->clean, "Runs of every probe with fresh seeds and no injection")->capture_default_str();
+  sub->add_option("--clean", args->clean, "Runs of every probe with fresh seeds and no injection")
+      ->capture_default_str();
   sub->add_option("--seed", args->seed, "Campaign seed (replays it exactly)")->capture_default_str();
   sub->add_option("--json", args->json_path, "Write the counts as JSON (atomically)");
   sub->add_option("--markdown", args->markdown_path, "Write the published tables as Markdown (atomically)");
   sub->callback([&global, &exit_code, args] {
     // The full command, so the published tables say exactly how to reproduce them.
-    std::string command = "sdcprobe coverage --probes '" + args->probes + "' --models " + args->models +
-                          " --trials " + std::to_string(args->trials) + " --clean " + std::to_string(args->clean) +
-                          " --seed " + std::to_string(args->seed);
+    std::string command = "sdcprobe coverage --probes '" + args->probes + "' --models " + args->models + " --trials " +
+                          std::to_string(args->trials) + " --clean " + std::to_string(args->clean) + " --seed " +
+                          std::to_string(args->seed);
     if (!args->markdown_path.empty()) command += " --markdown " + args->markdown_path;
     exit_code = run_coverage_command(global, *args, command);
   });

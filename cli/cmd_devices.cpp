@@ -18,10 +18,16 @@ void add_devices_command(CLI::App& app, const GlobalOptions& global, int& exit_c
       nlohmann::json out = nlohmann::json::array();
       for (const auto& d : devices) {
         const DeviceIdentity& id = d->identity();
-        out.push_back({{"index", id.index}, {"backend", id.backend}, {"uuid", id.uuid},
-                       {"pci_bus_id", id.pci_bus_id}, {"name", id.name}, {"compute_units", id.compute_units},
-                       {"compute_capability", id.compute_capability}, {"memory_bytes", id.memory_bytes},
-                       {"driver_version", id.driver_version}, {"runtime_version", id.runtime_version}});
+        out.push_back({{"index", id.index},
+                       {"backend", id.backend},
+                       {"uuid", id.uuid},
+                       {"pci_bus_id", id.pci_bus_id},
+                       {"name", id.name},
+                       {"compute_units", id.compute_units},
+                       {"compute_capability", id.compute_capability},
+                       {"memory_bytes", id.memory_bytes},
+                       {"driver_version", id.driver_version},
+                       {"runtime_version", id.runtime_version}});
       }
       std::cout << out.dump(2) << "\n";
     } else {

@@ -4,7 +4,8 @@ namespace sdc::cli {
 
 void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
   auto* sub = app.add_subcommand(
-      "qualify", "Gate a node: run the level's catalogue on every device. Exit 0 pass, 1 fault found, 2 could not test");
+      "qualify",
+      "Gate a node: run the level's catalogue on every device. Exit 0 pass, 1 fault found, 2 could not test");
   auto args = std::make_shared<ProbeRunArgs>();
   auto level = std::make_shared<std::string>("quick");
   sub->add_option("--level", *level, "quick (within 60 s), standard (about 5 min) or long")

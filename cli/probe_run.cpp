@@ -17,8 +17,9 @@ namespace sdc::cli {
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
   sub->add_option("--seed", args.seed, "Replay a run exactly with its seed (decimal or 0x-hex); printed by every run");
   sub->add_option("--json", args.json_path, "Write the JSON report to FILE (atomically)");
-  sub->add_option("--inject", args.inject,
-                  "Inject faults, e.g. 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' (docs/injection.md)");
+  sub->add_option(
+      "--inject", args.inject,
+      "Inject faults, e.g. 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' (docs/injection.md)");
   sub->add_option("--size", args.size_bytes, "Buffer bytes for memory probes (suffixes K, M, G are binary)")
       ->transform(CLI::AsSizeValue(false));
   sub->add_option("--iterations", args.iterations, "Passes for memory probes, chain length for ALU probes")
@@ -82,7 +83,8 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   if (!globs.empty()) probes = registry.select(globs);
 
   RunOptions options;
-  options.seed = args.seed ? *args.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  options.seed =
+      args.seed ? *args.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   options.level = level;
   options.size_bytes = args.size_bytes;
   options.iterations = args.iterations;

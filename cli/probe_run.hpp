@@ -22,7 +22,7 @@ struct ProbeRunArgs {
   std::string device = "all";
   // qualify: each device in a watched worker process (run stays in-process, for debugging).
   bool isolate = false;
-  double probe_timeout_s = 0;  // 0: by level (watchdog_seconds)
+  double probe_timeout_s = 0;   // 0: by level (watchdog_seconds)
   std::string format = "text";  // text | npd
 };
 

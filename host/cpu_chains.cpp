@@ -47,8 +47,7 @@ SeedTable<T> rotation_seeds(const ChainJob& job) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void rotation_block_avx2(float* x, float* y, const float* s,
-                                                              uint32_t iterations) {
+__attribute__((target("avx2,fma"))) void rotation_block_avx2(float* x, float* y, const float* s, uint32_t iterations) {
   __m256 vx[8], vy[8], vs[8];
   for (int v = 0; v < 8; ++v) {
     vx[v] = _mm256_loadu_ps(x + 8 * v);
@@ -68,7 +67,7 @@ __attribute__((target("avx2,fma"))) void rotation_block_avx2(float* x, float* y,
 }
 
 __attribute__((target("avx2,fma"))) void rotation_block_avx2(double* x, double* y, const double* s,
-                                                              uint32_t iterations) {
+                                                             uint32_t iterations) {
   // 64 fp64 copies as two halves of 8 vectors, to keep x and y in registers.
   for (int half = 0; half < 2; ++half) {
     double* hx = x + 32 * half;
@@ -135,7 +134,7 @@ void rotation_chains(const ChainJob& job, uint64_t lo, uint64_t hi, T* out) {
 constexpr uint64_t kInt64Interleave = 8;
 
 __attribute__((always_inline)) inline void int64_chains_body(const ChainJob& job, uint64_t lo, uint64_t hi,
-                                                            uint64_t* out) {
+                                                             uint64_t* out) {
   for (uint64_t c0 = lo; c0 < hi; c0 += kInt64Interleave) {
     const uint64_t n = std::min(kInt64Interleave, hi - c0);
     Int64Chain chains[kInt64Interleave];
@@ -157,7 +156,7 @@ void int64_chains_portable(const ChainJob& job, uint64_t lo, uint64_t hi, uint64
 #if defined(__x86_64__)
 // With the POPCNT instruction; the baseline build would call a table-driven library routine.
 __attribute__((target("popcnt"))) void int64_chains_popcnt(const ChainJob& job, uint64_t lo, uint64_t hi,
-                                                          uint64_t* out) {
+                                                           uint64_t* out) {
   int64_chains_body(job, lo, hi, out);
 }
 #endif

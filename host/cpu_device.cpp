@@ -9,8 +9,8 @@
 #include <fstream>
 #include <map>
 #include <new>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 
 #include "host/cpu_gemm.hpp"
 #include "host/cpu_parallel.hpp"
@@ -140,7 +140,8 @@ void CpuDevice::download(void* dst, DeviceBuffer& src, size_t bytes) {
 void CpuDevice::fill(DeviceBuffer& buf, size_t words, const Pattern& p) {
   check_words(buf, words);
   uint64_t* data = words_of(buf);
-  for_each_core(cores(), words, kLineWords, [&](size_t, size_t lo, size_t hi, int) { cpu_fill_words(data, lo, hi, p); });
+  for_each_core(cores(), words, kLineWords,
+                [&](size_t, size_t lo, size_t hi, int) { cpu_fill_words(data, lo, hi, p); });
 }
 
 MismatchReport CpuDevice::verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
@@ -167,9 +168,8 @@ MismatchReport CpuDevice::run_chains(const ChainJob& job, const std::vector<uint
   const uint64_t elements = job.copies * kChainOutputsPerCopy;
   auto out = allocate(elements * width / 8);
   // Compute and verify with the same split, so a mismatch names the core that computed it.
-  for_each_core(cores(), job.copies, 64, [&](size_t, size_t lo, size_t hi, int) {
-    cpu_compute_chains(job, lo, hi, out->data());
-  });
+  for_each_core(cores(), job.copies, 64,
+                [&](size_t, size_t lo, size_t hi, int) { cpu_compute_chains(job, lo, hi, out->data()); });
   inject(*out, elements, width, kChainOutputsPerCopy);
   const unsigned lanes = cpu_simd_lanes(width == 32 ? 32 : 64);
   std::vector<MismatchReport> parts(cores().size());
@@ -214,8 +214,10 @@ Digest128 CpuDevice::digest(DeviceBuffer& buf, size_t words) {
 
 GemmEngine* CpuDevice::gemm() {
   if (!gemm_) {
-    gemm_ = std::make_unique<CpuGemmEngine>(*this, cores(), [this](DeviceBuffer& c, uint64_t elements, unsigned width,
-                                                                     uint64_t group) { inject(c, elements, width, group); });
+    gemm_ = std::make_unique<CpuGemmEngine>(*this, cores(),
+                                            [this](DeviceBuffer& c, uint64_t elements, unsigned width, uint64_t group) {
+                                              inject(c, elements, width, group);
+                                            });
   }
   return gemm_.get();
 }
@@ -232,7 +234,8 @@ uint64_t CpuDevice::apply_corruption(DeviceBuffer& buf, unsigned width_bits, uin
     store_element(data, i, width_bits, value);
   };
   for (const auto& x : c.xors) touch(x.index, load_element(data, x.index, width_bits) ^ x.mask);
-  if (c.stuck) touch(c.stuck_index, stuck_bit(load_element(data, c.stuck_index, width_bits), c.stuck_bit, c.stuck_value));
+  if (c.stuck)
+    touch(c.stuck_index, stuck_bit(load_element(data, c.stuck_index, width_bits), c.stuck_bit, c.stuck_value));
   uint64_t changed = 0;
   if (c.lane_mask) {
     for (uint64_t i = 0; i < elements; ++i) {

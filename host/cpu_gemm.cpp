@@ -50,8 +50,8 @@ constexpr uint32_t kPanelCols = 32;  // columns of C per register tile (one pane
 
 // C[i0..i0+4) x [j0..j0+32) = A rows times the packed panel bp (k x 32): the accumulators stay in
 // registers across k; FP32 multiply, then add, in order of p.
-__attribute__((always_inline)) inline void panel_body(uint32_t n, uint32_t k, const float* a, const float* bp,
-                                                      float* c, uint32_t i0, uint32_t j0) {
+__attribute__((always_inline)) inline void panel_body(uint32_t n, uint32_t k, const float* a, const float* bp, float* c,
+                                                      uint32_t i0, uint32_t j0) {
   float acc[kPanelRows][kPanelCols] = {};
   const float* a0 = a + static_cast<size_t>(i0) * k;
   for (uint32_t p = 0; p < k; ++p) {
@@ -74,7 +74,7 @@ __attribute__((target("avx512f,prefer-vector-width=512"))) void panel_avx512(uin
   panel_body(n, k, a, bp, c, i0, j0);
 }
 __attribute__((target("avx2"))) void panel_avx2(uint32_t n, uint32_t k, const float* a, const float* bp, float* c,
-                                               uint32_t i0, uint32_t j0) {
+                                                uint32_t i0, uint32_t j0) {
   panel_body(n, k, a, bp, c, i0, j0);
 }
 #endif

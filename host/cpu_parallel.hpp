@@ -11,8 +11,8 @@
 namespace sdc {
 
 // Splits [0, n) into contiguous chunks, one per core, aligned to `align` elements. Calls
-// f(chunk, lo, hi, core) on each core's thread (chunk = 0 .. cores.size() - 1). The split depends only on n, the core count and align, so
-// two calls with the same arguments give each core the same chunk.
+// f(chunk, lo, hi, core) on each core's thread (chunk = 0 .. cores.size() - 1). The split depends only on n, the core
+// count and align, so two calls with the same arguments give each core the same chunk.
 template <typename F>
 void for_each_core(const std::vector<int>& cores, size_t n, size_t align, F&& f);
 

@@ -116,7 +116,9 @@ struct PatternKernels {
 };
 
 template <PatternKind K>
-void generate_portable(const Pattern& p, size_t lo, size_t n, uint64_t* out) { expected_block<K>(p, lo, n, out); }
+void generate_portable(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
+  expected_block<K>(p, lo, n, out);
+}
 template <PatternKind K>
 uint64_t difference_portable(const Pattern& p, size_t lo, size_t n, const uint64_t* w) {
   return block_difference<K>(p, lo, n, w);

@@ -5,6 +5,8 @@ namespace sdc {
 
 bool cuda_backend_compiled() { return false; }
 std::vector<std::unique_ptr<Device>> make_cuda_devices() { return {}; }
-std::string cuda_unavailable_reason() { return "this sdcprobe was built without the CUDA backend (SDC_CUDA=OFF or no nvcc)"; }
+std::string cuda_unavailable_reason() {
+  return "this sdcprobe was built without the CUDA backend (SDC_CUDA=OFF or no nvcc)";
+}
 
 }  // namespace sdc

@@ -17,12 +17,12 @@ namespace sdc {
 class GemmEngine;  // host/gemm.hpp
 
 struct DeviceIdentity {
-  std::string backend;     // "cpu" or "cuda"
-  int index = 0;           // position in this run's device list: a selector, never a key
-  std::string name;        // GPU name or CPU model
-  std::string uuid;        // GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, or CPU-… derived from host and cores
-  std::string pci_bus_id;  // 00000000:3B:00.0 (8-digit domain); CPU: "cpu:" and the core list
-  int compute_units = 0;   // SMs, or cores
+  std::string backend;             // "cpu" or "cuda"
+  int index = 0;                   // position in this run's device list: a selector, never a key
+  std::string name;                // GPU name or CPU model
+  std::string uuid;                // GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, or CPU-… derived from host and cores
+  std::string pci_bus_id;          // 00000000:3B:00.0 (8-digit domain); CPU: "cpu:" and the core list
+  int compute_units = 0;           // SMs, or cores
   std::string compute_capability;  // "9.0"; CPU: the instruction set the vector paths use
   uint64_t memory_bytes = 0;
   std::string driver_version;
@@ -60,8 +60,8 @@ unsigned chain_width_bits(ChainKind kind);
 // What injection did to a device's outputs, for coverage campaigns: a fault that changed no
 // element (a stuck bit already at its stuck value) was masked, not missed.
 struct InjectionTally {
-  uint64_t points = 0;    // injection points where a corruption was applied
-  uint64_t changed = 0;   // elements whose bits it changed
+  uint64_t points = 0;      // injection points where a corruption was applied
+  uint64_t changed = 0;     // elements whose bits it changed
   unsigned width_bits = 0;  // element width at the last point
 };
 

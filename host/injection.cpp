@@ -62,19 +62,31 @@ class ClauseParser {
       if (v.empty()) fail(key, "empty value");
       if (key == "model") {
         have_model = true;
-        if (v == "bitflip") spec.model = FaultModel::kBitflip;
-        else if (v == "multibit") spec.model = FaultModel::kMultibit;
-        else if (v == "random") spec.model = FaultModel::kRandom;
-        else if (v == "stuck") spec.model = FaultModel::kStuck;
-        else if (v == "lane") spec.model = FaultModel::kLane;
-        else if (v == "hang") spec.model = FaultModel::kHang;
-        else if (v == "crash") spec.model = FaultModel::kCrash;
-        else fail(key, "unknown model '" + std::string(v) + "' (bitflip, multibit, random, stuck, lane, hang, crash)");
+        if (v == "bitflip")
+          spec.model = FaultModel::kBitflip;
+        else if (v == "multibit")
+          spec.model = FaultModel::kMultibit;
+        else if (v == "random")
+          spec.model = FaultModel::kRandom;
+        else if (v == "stuck")
+          spec.model = FaultModel::kStuck;
+        else if (v == "lane")
+          spec.model = FaultModel::kLane;
+        else if (v == "hang")
+          spec.model = FaultModel::kHang;
+        else if (v == "crash")
+          spec.model = FaultModel::kCrash;
+        else
+          fail(key, "unknown model '" + std::string(v) + "' (bitflip, multibit, random, stuck, lane, hang, crash)");
       } else if (key == "mode") {
-        if (v == "transient") spec.mode = FaultMode::kTransient;
-        else if (v == "intermittent") spec.mode = FaultMode::kIntermittent;
-        else if (v == "permanent") spec.mode = FaultMode::kPermanent;
-        else fail(key, "unknown mode '" + std::string(v) + "' (transient, intermittent, permanent)");
+        if (v == "transient")
+          spec.mode = FaultMode::kTransient;
+        else if (v == "intermittent")
+          spec.mode = FaultMode::kIntermittent;
+        else if (v == "permanent")
+          spec.mode = FaultMode::kPermanent;
+        else
+          fail(key, "unknown mode '" + std::string(v) + "' (transient, intermittent, permanent)");
       } else if (key == "probe") {
         spec.probe = std::string(v);
       } else if (key == "device") {
@@ -106,11 +118,14 @@ class ClauseParser {
       } else if (key == "mask") {
         spec.mask = unsigned_value(key, v, 1, UINT64_MAX);
       } else {
-        fail(key, "unknown field (model, probe, device, rank, mode, after, p, bit, bits, count, index, value, lane, lanes, mask)");
+        fail(key,
+             "unknown field (model, probe, device, rank, mode, after, p, bit, bits, count, index, value, lane, lanes, "
+             "mask)");
       }
     }
     if (!have_model) fail("model", "missing; one of bitflip, multibit, random, stuck, lane, hang, crash");
-    if (spec.mode != FaultMode::kIntermittent && spec.probability != 1.0) fail("p", "only meaningful with mode=intermittent");
+    if (spec.mode != FaultMode::kIntermittent && spec.probability != 1.0)
+      fail("p", "only meaningful with mode=intermittent");
     if (spec.lane >= spec.lanes) fail("lane", "must be below lanes (" + std::to_string(spec.lanes) + ")");
     return spec;
   }
@@ -178,7 +193,9 @@ Corruption Injector::plan(const InjectionPoint& point) {
   for (size_t i = 0; i < specs_.size(); ++i) {
     if (!fires(i, point)) continue;
     const InjectionSpec& s = specs_[i];
-    auto pick_bit = [&] { return s.bit >= 0 ? static_cast<unsigned>(s.bit) % width : static_cast<unsigned>(rng_() % width); };
+    auto pick_bit = [&] {
+      return s.bit >= 0 ? static_cast<unsigned>(s.bit) % width : static_cast<unsigned>(rng_() % width);
+    };
     auto pick_index = [&](uint64_t k) {
       return s.index >= 0 ? (static_cast<uint64_t>(s.index) + k) % point.elements : rng_() % point.elements;
     };
@@ -204,8 +221,8 @@ Corruption Injector::plan(const InjectionPoint& point) {
       case FaultModel::kStuck:
         // A stuck cell stays at one address for the whole run.
         c.stuck = true;
-        c.stuck_index = s.index >= 0 ? static_cast<uint64_t>(s.index) % point.elements
-                                     : mix64(seed_ + i) % point.elements;
+        c.stuck_index =
+            s.index >= 0 ? static_cast<uint64_t>(s.index) % point.elements : mix64(seed_ + i) % point.elements;
         c.stuck_bit = pick_bit();
         c.stuck_value = s.stuck_value;
         break;

@@ -53,9 +53,9 @@ struct InjectionSpec {
   bool stuck_value = true;
   uint32_t lane = 0;
   uint32_t lanes = 32;
-  uint64_t mask = 0;  // 0: 1 << bit
+  uint64_t mask = 0;   // 0: 1 << bit
   uint64_t after = 0;  // matching points before the onset
-  std::string text;   // the clause as written, for reports
+  std::string text;    // the clause as written, for reports
 };
 
 std::vector<InjectionSpec> parse_injection_specs(std::string_view text);
@@ -68,9 +68,9 @@ struct InjectionPoint {
   std::string_view probe;
   int device_index = 0;
   std::string_view device_uuid;
-  uint64_t elements = 0;   // element count of the output
+  uint64_t elements = 0;  // element count of the output
   unsigned width_bits = 64;
-  uint64_t group = 1;      // consecutive elements produced by one lane
+  uint64_t group = 1;  // consecutive elements produced by one lane
 };
 
 // What the backend applies. XOR entries cover bitflip, multibit and random; stuck forces one bit.

@@ -30,8 +30,8 @@ __global__ void int64_chain_kernel(uint64_t seed, uint32_t seeds, uint64_t copie
 }
 
 template <typename T>
-__global__ void divsqrt_chain_kernel(uint64_t seed, uint32_t seeds, uint64_t copies, uint32_t iterations,
-                                     uint64_t* out, uint32_t* producers) {
+__global__ void divsqrt_chain_kernel(uint64_t seed, uint32_t seeds, uint64_t copies, uint32_t iterations, uint64_t* out,
+                                     uint32_t* producers) {
   const uint64_t stride = grid_stride();
   for (uint64_t c = grid_thread(); c < copies; c += stride) {
     divsqrt_chain_run<T>(divsqrt_chain_seed<T>(seed, c % seeds), iterations, out + c * kChainOutputsPerCopy);
@@ -62,12 +62,12 @@ cudaError_t launch_chains(ChainKernel kind, uint64_t seed, uint32_t seeds, uint6
   const unsigned blocks = blocks_for(copies, shape);
   switch (kind) {
     case ChainKernel::kFma32:
-      rotation_chain_kernel<float><<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations,
-                                                                          static_cast<float*>(out), producers);
+      rotation_chain_kernel<float>
+          <<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations, static_cast<float*>(out), producers);
       break;
     case ChainKernel::kFma64:
-      rotation_chain_kernel<double><<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations,
-                                                                           static_cast<double*>(out), producers);
+      rotation_chain_kernel<double>
+          <<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations, static_cast<double*>(out), producers);
       break;
     case ChainKernel::kInt64:
       int64_chain_kernel<<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations,
@@ -75,11 +75,11 @@ cudaError_t launch_chains(ChainKernel kind, uint64_t seed, uint32_t seeds, uint6
       break;
     case ChainKernel::kDivSqrt32:
       divsqrt_chain_kernel<float><<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations,
-                                                                         static_cast<uint64_t*>(out), producers);
+                                                                        static_cast<uint64_t*>(out), producers);
       break;
     case ChainKernel::kDivSqrt64:
       divsqrt_chain_kernel<double><<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations,
-                                                                          static_cast<uint64_t*>(out), producers);
+                                                                         static_cast<uint64_t*>(out), producers);
       break;
   }
   return cudaGetLastError();
@@ -92,8 +92,7 @@ cudaError_t launch_check_chains(const void* out, unsigned width_bits, uint64_t c
   if (reset != cudaSuccess || copies == 0) return reset;
   const uint64_t elements = copies * kChainOutputsPerCopy;
   check_chains_kernel<<<blocks_for(elements, shape), shape.threads, 0, stream>>>(out, width_bits, elements,
-                                                                                  device_goldens, seeds, producers,
-                                                                                  log);
+                                                                                 device_goldens, seeds, producers, log);
   return cudaGetLastError();
 }
 

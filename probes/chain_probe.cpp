@@ -65,7 +65,9 @@ ChainJob size_job(const ProbeContext& ctx, ChainKind kind) {
   const uint64_t units = static_cast<uint64_t>(std::max(1, d.identity().compute_units));
   const unsigned scale = ctx.level == Level::kQuick ? 0 : ctx.level == Level::kStandard ? 2 : 4;
   // Per-kind step cost relative to an FMA pair: integer and div/sqrt steps are slower.
-  const uint32_t slow = kind == ChainKind::kInt64 ? 4 : (kind == ChainKind::kFma32 || kind == ChainKind::kFma64) ? 1 : 16;
+  const uint32_t slow = kind == ChainKind::kInt64                                  ? 4
+                        : (kind == ChainKind::kFma32 || kind == ChainKind::kFma64) ? 1
+                                                                                   : 16;
   ChainJob job;
   job.kind = kind;
   job.seed = ctx.seed;

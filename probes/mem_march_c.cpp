@@ -12,7 +12,9 @@ namespace {
 class MarchCProbe : public Probe {
  public:
   std::string id() const override { return "mem.march_c"; }
-  std::string targets() const override { return "stuck-at, transition, unlinked coupling and address decoder faults (March C-, 10N)"; }
+  std::string targets() const override {
+    return "stuck-at, transition, unlinked coupling and address decoder faults (March C-, 10N)";
+  }
   std::string blind_spots() const override { return "linked coupling faults; ordering across thread ranges"; }
   bool included_at(Level, const Device&) const override { return true; }
 

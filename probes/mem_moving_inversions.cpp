@@ -12,8 +12,12 @@ namespace {
 class MovingInversionsProbe : public Probe {
  public:
   std::string id() const override { return "mem.moving_inversions"; }
-  std::string targets() const override { return "coupling and transition faults under solid, checkerboard, walking-8 and random data"; }
-  std::string blind_spots() const override { return "order-dependent faults across thread ranges (each range is ordered, not the whole buffer)"; }
+  std::string targets() const override {
+    return "coupling and transition faults under solid, checkerboard, walking-8 and random data";
+  }
+  std::string blind_spots() const override {
+    return "order-dependent faults across thread ranges (each range is ordered, not the whole buffer)";
+  }
   bool included_at(Level, const Device&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
@@ -22,7 +26,8 @@ class MovingInversionsProbe : public Probe {
     backgrounds.push_back({PatternKind::kSolid, 0, 0, false});
     backgrounds.push_back({PatternKind::kCheckerboard, 0x5555555555555555ULL, 0, false});
     const uint32_t walking = mem.passes(1, 8, 8);
-    for (uint32_t b = 0; b < walking; ++b) backgrounds.push_back({PatternKind::kWalking8, (b + ctx.seed) & 7u, 0, false});
+    for (uint32_t b = 0; b < walking; ++b)
+      backgrounds.push_back({PatternKind::kWalking8, (b + ctx.seed) & 7u, 0, false});
     backgrounds.push_back({PatternKind::kRandom, 0, ctx.seed, false});
     for (const Pattern& p : backgrounds) {
       const Pattern not_p = inverse(p);

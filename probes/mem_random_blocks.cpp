@@ -11,7 +11,9 @@ namespace {
 class RandomBlocksProbe : public Probe {
  public:
   std::string id() const override { return "mem.random_blocks"; }
-  std::string targets() const override { return "data-dependent faults under a seeded mix of patterns per 4 KiB block"; }
+  std::string targets() const override {
+    return "data-dependent faults under a seeded mix of patterns per 4 KiB block";
+  }
   std::string blind_spots() const override { return "patterns no block drew in this run"; }
   bool included_at(Level, const Device&) const override { return true; }
 

@@ -12,7 +12,9 @@ uint64_t default_memory_bytes(const Device& device, Level level) {
   uint64_t bytes = static_cast<uint64_t>(static_cast<double>(free_bytes) * fraction);
   if (device.identity().backend == "cpu") {
     // Host memory is shared with everything else on the node, and host bandwidth is far lower.
-    const uint64_t cap = level == Level::kQuick ? (32ULL << 20) : level == Level::kStandard ? (512ULL << 20) : (8ULL << 30);
+    const uint64_t cap = level == Level::kQuick      ? (32ULL << 20)
+                         : level == Level::kStandard ? (512ULL << 20)
+                                                     : (8ULL << 30);
     bytes = std::min(bytes, cap);
   }
   return std::max<uint64_t>(bytes, 1ULL << 20);

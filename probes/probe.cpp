@@ -34,12 +34,8 @@ const char* outcome_name(Outcome o) {
 nlohmann::json to_json(const ProbeResult& r) {
   nlohmann::json records = nlohmann::json::array();
   for (const auto& m : r.report.records) {
-    nlohmann::json rec = {{"index", m.index},
-                          {"expected", m.expected},
-                          {"observed", m.observed},
-                          {"syndrome", m.syndrome()},
-                          {"bits", m.bit_positions()},
-                          {"width_bits", m.width_bits}};
+    nlohmann::json rec = {{"index", m.index},         {"expected", m.expected},    {"observed", m.observed},
+                          {"syndrome", m.syndrome()}, {"bits", m.bit_positions()}, {"width_bits", m.width_bits}};
     if (m.unit >= 0) rec["unit"] = m.unit;
     if (m.lane >= 0) rec["lane"] = m.lane;
     records.push_back(std::move(rec));

@@ -22,8 +22,8 @@ struct ProbeContext {
   Device& device;
   uint64_t seed = 0;  // the same for every device, so outputs are comparable across devices
   Level level = Level::kQuick;
-  std::optional<uint64_t> size_bytes;    // operator override of the buffer size
-  std::optional<uint32_t> iterations;    // operator override of passes / chain length
+  std::optional<uint64_t> size_bytes;  // operator override of the buffer size
+  std::optional<uint32_t> iterations;  // operator override of passes / chain length
 };
 
 class Probe {

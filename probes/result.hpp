@@ -22,11 +22,11 @@ struct ProbeResult {
   Outcome outcome = Outcome::kPass;
   MismatchReport report;  // checked, mismatches, first records
   double duration_s = 0;
-  uint64_t bytes = 0;     // bytes read plus written by the device
+  uint64_t bytes = 0;  // bytes read plus written by the device
   double flops = 0;
   uint64_t seed = 0;
   nlohmann::json params = nlohmann::json::object();
-  std::string reason;     // skipped / device_error: why
+  std::string reason;  // skipped / device_error: why
 
   // pass or fail from the report; keeps skipped / device_error.
   void settle() {

@@ -102,7 +102,8 @@ std::string results_table(const RunReport& report) {
                     static_cast<unsigned long long>(m.index), static_cast<unsigned long long>(m.expected),
                     static_cast<unsigned long long>(m.observed), static_cast<unsigned long long>(m.syndrome()));
       out << row;
-      if (m.unit >= 0) out << (report.devices.empty() || report.devices[0].backend == "cpu" ? " core " : " sm ") << m.unit;
+      if (m.unit >= 0)
+        out << (report.devices.empty() || report.devices[0].backend == "cpu" ? " core " : " sm ") << m.unit;
       if (m.lane >= 0) out << " lane " << m.lane;
       out << "\n";
     }
@@ -136,7 +137,9 @@ nlohmann::json report_json(const RunReport& report) {
           {"level", level_name(report.level)},
           {"started_at", report.started_at},
           {"duration_s", report.duration_s},
-          {"verdict", code == 0 ? "pass" : code == 1 ? "fail" : "could_not_test"},
+          {"verdict", code == 0   ? "pass"
+                      : code == 1 ? "fail"
+                                  : "could_not_test"},
           {"exit_code", code},
           {"verdict_line", verdict_line(report)},
           {"injections", report.injections},

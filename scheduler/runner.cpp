@@ -15,7 +15,7 @@ namespace {
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
-  std::tm tm {};
+  std::tm tm{};
   gmtime_r(&t, &tm);
   char text[32];
   std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);

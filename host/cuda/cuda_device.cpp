@@ -138,8 +138,8 @@ class CudaDevice final : public Device {
   Digest128 digest(DeviceBuffer& buf, size_t words) override {
     CudaBuffer& b = own(buf, words * sizeof(uint64_t));
     DeviceGuard guard(ordinal_);
-    SDC_CUDA_TRY(launch_digest(static_cast<const uint64_t*>(b.data()), words, digest_.as<Digest128>(), shape_,
-                               stream()));
+    SDC_CUDA_TRY(
+        launch_digest(static_cast<const uint64_t*>(b.data()), words, digest_.as<Digest128>(), shape_, stream()));
     Digest128 d;
     SDC_CUDA_TRY(cudaMemcpyAsync(&d, digest_.get(), sizeof(d), cudaMemcpyDeviceToHost, stream()));
     synchronize();
@@ -149,8 +149,9 @@ class CudaDevice final : public Device {
   GemmEngine* gemm() override {
     if (!gemm_) {
       gemm_ = std::make_unique<CudaGemmEngine>(
-          *this, ordinal_, stream(),
-          [this](DeviceBuffer& c, uint64_t elements, unsigned width, uint64_t group) { inject(c, elements, width, group); });
+          *this, ordinal_, stream(), [this](DeviceBuffer& c, uint64_t elements, unsigned width, uint64_t group) {
+            inject(c, elements, width, group);
+          });
     }
     return gemm_.get();
   }
@@ -190,8 +191,8 @@ class CudaDevice final : public Device {
     for (const Corruption::Xor& x : c.xors) xors.push_back(XorEntry{x.index, x.mask});
     DeviceMemory device_xors(ordinal_, xors.size() * sizeof(XorEntry));
     if (!xors.empty()) {
-      SDC_CUDA_TRY(cudaMemcpyAsync(device_xors.get(), xors.data(), device_xors.bytes(), cudaMemcpyHostToDevice,
-                                   stream()));
+      SDC_CUDA_TRY(
+          cudaMemcpyAsync(device_xors.get(), xors.data(), device_xors.bytes(), cudaMemcpyHostToDevice, stream()));
     }
     CorruptionPlan plan;
     plan.device_xors = device_xors.as<XorEntry>();
@@ -327,8 +328,8 @@ std::vector<std::unique_ptr<Device>> make_cuda_devices() {
   // DeviceIdentity has no library field yet: cuBLAS's version rides with the runtime's.
   const std::string runtime_text = format_cuda_version(runtime) + " (cuBLAS " + cublas_version() + ")";
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    devices.push_back(std::make_unique<CudaDevice>(
-        identify(ordinal, ordinal, format_cuda_version(driver), runtime_text), ordinal));
+    devices.push_back(
+        std::make_unique<CudaDevice>(identify(ordinal, ordinal, format_cuda_version(driver), runtime_text), ordinal));
   }
   return devices;
 }

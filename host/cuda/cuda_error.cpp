@@ -25,10 +25,8 @@ bool is_sticky_cuda_error(cudaError_t code) {
     case cudaErrorInvalidPc:
     case cudaErrorLaunchFailure:
     case cudaErrorMpsClientTerminated:
-    case cudaErrorExternalDevice:
-      return true;
-    default:
-      return false;
+    case cudaErrorExternalDevice: return true;
+    default: return false;
   }
 }
 

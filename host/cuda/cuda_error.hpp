@@ -21,28 +21,28 @@ void log_cublas_error(cublasStatus_t status, const char* expression, const char*
 
 }  // namespace sdc
 
-#define SDC_CUDA_TRY(expr)                                                                  \
-  do {                                                                                      \
-    const cudaError_t sdc_cuda_status_ = (expr);                                            \
+#define SDC_CUDA_TRY(expr)                                                                                     \
+  do {                                                                                                         \
+    const cudaError_t sdc_cuda_status_ = (expr);                                                               \
     if (sdc_cuda_status_ != cudaSuccess) ::sdc::throw_cuda_error(sdc_cuda_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define SDC_CUDA_LOG(expr)                                                                \
-  do {                                                                                    \
-    const cudaError_t sdc_cuda_status_ = (expr);                                          \
+#define SDC_CUDA_LOG(expr)                                                                                   \
+  do {                                                                                                       \
+    const cudaError_t sdc_cuda_status_ = (expr);                                                             \
     if (sdc_cuda_status_ != cudaSuccess) ::sdc::log_cuda_error(sdc_cuda_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define SDC_CUBLAS_TRY(expr)                                                                      \
-  do {                                                                                            \
-    const cublasStatus_t sdc_cublas_status_ = (expr);                                             \
-    if (sdc_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                              \
-      ::sdc::throw_cublas_error(sdc_cublas_status_, #expr, __FILE__, __LINE__);                   \
+#define SDC_CUBLAS_TRY(expr)                                                    \
+  do {                                                                          \
+    const cublasStatus_t sdc_cublas_status_ = (expr);                           \
+    if (sdc_cublas_status_ != CUBLAS_STATUS_SUCCESS)                            \
+      ::sdc::throw_cublas_error(sdc_cublas_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define SDC_CUBLAS_LOG(expr)                                                                      \
-  do {                                                                                            \
-    const cublasStatus_t sdc_cublas_status_ = (expr);                                             \
-    if (sdc_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                              \
-      ::sdc::log_cublas_error(sdc_cublas_status_, #expr, __FILE__, __LINE__);                     \
+#define SDC_CUBLAS_LOG(expr)                                                  \
+  do {                                                                        \
+    const cublasStatus_t sdc_cublas_status_ = (expr);                         \
+    if (sdc_cublas_status_ != CUBLAS_STATUS_SUCCESS)                          \
+      ::sdc::log_cublas_error(sdc_cublas_status_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -65,9 +65,7 @@ SDC_HD uint64_t popcount64(uint64_t x) {
 #endif
 }
 
-SDC_HD uint64_t bitfield_extract(uint64_t x, unsigned pos, unsigned len) {
-  return (x >> pos) & ((1ULL << len) - 1u);
-}
+SDC_HD uint64_t bitfield_extract(uint64_t x, unsigned pos, unsigned len) { return (x >> pos) & ((1ULL << len) - 1u); }
 
 struct Int64Chain {
   uint64_t x, y, k;

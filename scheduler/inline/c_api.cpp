@@ -71,9 +71,9 @@ sdc_status sdc_inline_create(const sdc_inline_config* config, sdc_inline** out) 
     if (config == nullptr || out == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "config and out must not be NULL");
     *out = nullptr;
     if (config->abi_version != SDC_INLINE_ABI_VERSION) {
-      return fail(SDC_ERR_INVALID_ARGUMENT, "abi_version " + std::to_string(config->abi_version) +
-                                                " is not supported (this library: " +
-                                                std::to_string(SDC_INLINE_ABI_VERSION) + ")");
+      return fail(SDC_ERR_INVALID_ARGUMENT,
+                  "abi_version " + std::to_string(config->abi_version) +
+                      " is not supported (this library: " + std::to_string(SDC_INLINE_ABI_VERSION) + ")");
     }
     sdc::InlineConfig c;
     if (config->backend != nullptr) c.backend = config->backend;
@@ -108,8 +108,8 @@ sdc_status sdc_inline_poll(sdc_inline* probe, char* buf, size_t len, size_t* nee
     const std::string text = probe->probe.verdict().dump();
     if (needed != nullptr) *needed = text.size() + 1;
     if (buf == nullptr || len < text.size() + 1) {
-      return fail(SDC_ERR_BUFFER_TOO_SMALL, "buffer of " + std::to_string(len) + " bytes; " +
-                                                std::to_string(text.size() + 1) + " needed");
+      return fail(SDC_ERR_BUFFER_TOO_SMALL,
+                  "buffer of " + std::to_string(len) + " bytes; " + std::to_string(text.size() + 1) + " needed");
     }
     std::memcpy(buf, text.c_str(), text.size() + 1);
     return SDC_OK;

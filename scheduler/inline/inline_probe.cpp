@@ -37,22 +37,20 @@ int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_de
 }
 
 InlineProbe::InlineProbe(InlineConfig config)
-    : config_(std::move(config)),
-      log_(config_.event_log),
-      every_(config_.every),
-      auto_every_(config_.every <= 0) {
+    : config_(std::move(config)), log_(config_.event_log), every_(config_.every), auto_every_(config_.every <= 0) {
   if (!(config_.budget_fraction > 0 && config_.budget_fraction <= 1)) {
     throw InputError("budget_fraction must be in (0, 1]");
   }
   if (!(config_.sdc_rate_per_device_day > 0)) throw InputError("sdc_rate_per_device_day must be positive");
   if (config_.probes.empty()) throw InputError("probes: empty");
   probes_ = builtin_registry().select(config_.probes);
-  if (!config_.inject.empty()) injector_ = std::make_unique<Injector>(parse_injection_specs(config_.inject), config_.seed);
+  if (!config_.inject.empty())
+    injector_ = std::make_unique<Injector>(parse_injection_specs(config_.inject), config_.seed);
 
   devices_ = open_devices({config_.backend, 1});
   if (config_.device < 0 || static_cast<size_t>(config_.device) >= devices_.size()) {
     throw NoDeviceError("device " + std::to_string(config_.device) + " does not exist (" +
-                     std::to_string(devices_.size()) + " " + devices_.front()->identity().backend + " devices)");
+                        std::to_string(devices_.size()) + " " + devices_.front()->identity().backend + " devices)");
   }
   device_ = devices_[static_cast<size_t>(config_.device)].get();
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "host/backend.hpp"
@@ -87,7 +87,8 @@ TEST_F(CliTest, InjectedFaultFailsAndNamesTheVirtualDevice) {
   const fs::path report = dir_ / "report.json";
   const Outcome r = sdcprobe(
       "qualify --level quick --backend cpu --cpu-devices 4 "
-      "--inject 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' --json " + report.string());
+      "--inject 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' --json " +
+      report.string());
   EXPECT_EQ(r.code, 1) << r.out;
   const auto j = read_json(report);
   EXPECT_EQ(j["verdict"], "fail");
@@ -108,7 +109,9 @@ TEST_F(CliTest, InjectedFaultFailsAndNamesTheVirtualDevice) {
 }
 
 TEST_F(CliTest, SeedReplaysARunExactly) {
-  const std::string args = "run 'alu.*' --backend cpu --iterations 16 --inject 'model=bitflip,mode=intermittent,p=0.5' --seed 0x1234 --json ";
+  const std::string args =
+      "run 'alu.*' --backend cpu --iterations 16 --inject 'model=bitflip,mode=intermittent,p=0.5' --seed 0x1234 "
+      "--json ";
   ASSERT_EQ(sdcprobe(args + (dir_ / "a.json").string()).code, 1);
   ASSERT_EQ(sdcprobe(args + (dir_ / "b.json").string()).code, 1);
   auto a = read_json(dir_ / "a.json"), b = read_json(dir_ / "b.json");
@@ -154,8 +157,8 @@ TEST_F(CliTest, DevicesAndListDescribeTheMachineAndCatalogue) {
   EXPECT_EQ(j[1]["index"], 1);
   const Outcome l = sdcprobe("list");
   EXPECT_EQ(l.code, 0);
-  for (const char* id : {"mem.own_address", "mem.walking_bits", "mem.moving_inversions", "mem.march_c",
-                         "mem.modulo20", "mem.random_blocks", "alu.fma32", "alu.fma64", "alu.int64", "alu.divsqrt"}) {
+  for (const char* id : {"mem.own_address", "mem.walking_bits", "mem.moving_inversions", "mem.march_c", "mem.modulo20",
+                         "mem.random_blocks", "alu.fma32", "alu.fma64", "alu.int64", "alu.divsqrt"}) {
     EXPECT_NE(l.out.find(id), std::string::npos) << id;
   }
   EXPECT_NE(l.out.find("cannot see"), std::string::npos);

@@ -97,8 +97,8 @@ TEST_F(CpuDeviceTest, StuckBitShowsOnlyWhenWrittenTheOtherWay) {
 }
 
 TEST_F(CpuDeviceTest, VectorChainsMatchScalarGoldens) {
-  for (ChainKind kind : {ChainKind::kFma32, ChainKind::kFma64, ChainKind::kInt64, ChainKind::kDivSqrt32,
-                         ChainKind::kDivSqrt64}) {
+  for (ChainKind kind :
+       {ChainKind::kFma32, ChainKind::kFma64, ChainKind::kInt64, ChainKind::kDivSqrt32, ChainKind::kDivSqrt64}) {
     ChainJob job;
     job.kind = kind;
     job.seed = 11;

@@ -45,7 +45,8 @@ TEST(Patterns, RandomWordsChangeKeyEvery2To32Words) {
 TEST(Patterns, InverseIsBitwiseNot) {
   for (uint32_t k = 0; k < kPatternKinds; ++k) {
     const Pattern p{static_cast<PatternKind>(k), 9, 1234, false};
-    for (uint64_t i : {0ULL, 1ULL, 511ULL, 512ULL, 99999ULL}) EXPECT_EQ(pattern_word(inverse(p), i), ~pattern_word(p, i));
+    for (uint64_t i : {0ULL, 1ULL, 511ULL, 512ULL, 99999ULL})
+      EXPECT_EQ(pattern_word(inverse(p), i), ~pattern_word(p, i));
   }
 }
 
@@ -107,7 +108,7 @@ TEST(Chains, DivSqrtFoldKeepsEarlyFaultsVisible) {
     divsqrt_step(b.x, b.d, b.fold, j);
     if (j == 3) b.x = std::nextafter(b.x, 10.0);
   }
-  EXPECT_EQ(a.x, b.x);  // the map contracts: x alone has forgotten the fault ...
+  EXPECT_EQ(a.x, b.x);        // the map contracts: x alone has forgotten the fault ...
   EXPECT_NE(a.fold, b.fold);  // ... the fold has not
 }
 

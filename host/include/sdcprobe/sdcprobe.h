@@ -31,16 +31,16 @@ typedef enum sdc_status {
 } sdc_status;
 
 typedef struct sdc_inline_config {
-  uint32_t abi_version;    /* SDC_INLINE_ABI_VERSION: set by sdc_inline_config_init */
-  const char* backend;     /* "auto" (CUDA when present, else CPU), "cpu" or "cuda"; NULL = "auto" */
-  int32_t device;          /* device index within the backend */
-  const char* probes;      /* comma-separated probe ids or globs; NULL = the default inline set */
-  double budget_fraction;  /* probe time never exceeds this fraction of step time (default 0.01) */
-  int64_t every;           /* probe every N steps; 0 = "auto" (chosen by the planner) */
-  const char* event_log;   /* goodput event log (JSON Lines) to append to; NULL = none */
-  uint64_t seed;           /* probe seed; 0 = derived from the time */
+  uint32_t abi_version;           /* SDC_INLINE_ABI_VERSION: set by sdc_inline_config_init */
+  const char* backend;            /* "auto" (CUDA when present, else CPU), "cpu" or "cuda"; NULL = "auto" */
+  int32_t device;                 /* device index within the backend */
+  const char* probes;             /* comma-separated probe ids or globs; NULL = the default inline set */
+  double budget_fraction;         /* probe time never exceeds this fraction of step time (default 0.01) */
+  int64_t every;                  /* probe every N steps; 0 = "auto" (chosen by the planner) */
+  const char* event_log;          /* goodput event log (JSON Lines) to append to; NULL = none */
+  uint64_t seed;                  /* probe seed; 0 = derived from the time */
   double sdc_rate_per_device_day; /* for "auto"; 0 = the documented default (docs/inline.md) */
-  const char* inject;      /* fault injection spec (docs/injection.md), for tests; NULL = none */
+  const char* inject;             /* fault injection spec (docs/injection.md), for tests; NULL = none */
 } sdc_inline_config;
 
 typedef struct sdc_inline sdc_inline;

@@ -172,8 +172,8 @@ TEST_F(CudaDeviceTest, EveryWordWrongCountsAllAndKeepsSixteenSortedRecords) {
 }
 
 TEST_F(CudaDeviceTest, ChainsMatchHostGoldensForEveryKind) {
-  for (ChainKind kind : {ChainKind::kFma32, ChainKind::kFma64, ChainKind::kInt64, ChainKind::kDivSqrt32,
-                         ChainKind::kDivSqrt64}) {
+  for (ChainKind kind :
+       {ChainKind::kFma32, ChainKind::kFma64, ChainKind::kInt64, ChainKind::kDivSqrt32, ChainKind::kDivSqrt64}) {
     const ChainJob job = chain_job(kind, 1024 * 64 + 96);
     const std::vector<uint64_t> goldens = chain_goldens(job);
     const MismatchReport g = gpu().run_chains(job, goldens);

@@ -31,17 +31,17 @@ TEST(CudaIdentity, VersionsAsMajorDotMinor) {
 }
 
 TEST(CudaErrors, StickyErrorsAreTheOnesThatPoisonTheContext) {
-  for (cudaError_t e : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorECCUncorrectable,
-                        cudaErrorHardwareStackError, cudaErrorIllegalInstruction, cudaErrorMisalignedAddress,
-                        cudaErrorInvalidAddressSpace, cudaErrorInvalidPc, cudaErrorAssert, cudaErrorLaunchTimeout,
-                        cudaErrorNvlinkUncorrectable}) {
+  for (cudaError_t e :
+       {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorECCUncorrectable, cudaErrorHardwareStackError,
+        cudaErrorIllegalInstruction, cudaErrorMisalignedAddress, cudaErrorInvalidAddressSpace, cudaErrorInvalidPc,
+        cudaErrorAssert, cudaErrorLaunchTimeout, cudaErrorNvlinkUncorrectable}) {
     EXPECT_TRUE(is_sticky_cuda_error(e)) << cudaGetErrorName(e);
   }
   EXPECT_TRUE(is_sticky_cuda_error(static_cast<cudaError_t>(226)));  // cudaErrorContained
   EXPECT_TRUE(is_sticky_cuda_error(static_cast<cudaError_t>(721)));  // cudaErrorTensorMemoryLeak
-  for (cudaError_t e : {cudaSuccess, cudaErrorMemoryAllocation, cudaErrorInvalidValue, cudaErrorNoDevice,
-                        cudaErrorInsufficientDriver, cudaErrorNotReady, cudaErrorLaunchOutOfResources,
-                        cudaErrorInvalidConfiguration}) {
+  for (cudaError_t e :
+       {cudaSuccess, cudaErrorMemoryAllocation, cudaErrorInvalidValue, cudaErrorNoDevice, cudaErrorInsufficientDriver,
+        cudaErrorNotReady, cudaErrorLaunchOutOfResources, cudaErrorInvalidConfiguration}) {
     EXPECT_FALSE(is_sticky_cuda_error(e)) << cudaGetErrorName(e);
   }
 }
