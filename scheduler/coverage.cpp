@@ -73,6 +73,13 @@ double solve_decreasing(F&& f, double target) {
   return 0.5 * (lo + hi);
 }
 
+// Which field of an IEEE binary64, binary32 or binary16 word a bit belongs to.
+const char* float_field(unsigned width_bits, int bit) {
+  const int mantissa = width_bits == 64 ? 52 : width_bits == 32 ? 23 : 10;
+  if (bit == static_cast<int>(width_bits) - 1) return "sign";
+  return bit >= mantissa ? "exponent" : "mantissa";
+}
+
 std::string percent(double x) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.2f%%", 100 * x);
@@ -157,6 +164,7 @@ CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
       const unsigned width = tally.width_bits;
       const int cell_bit = model == FaultModel::kRandom ? -1 : bit % static_cast<int>(width);
       CoverageCounts& c = report.cells[{probe.id(), dtype_of(probe.id(), width), model_name(model), cell_bit}];
+      report.widths[probe.id()] = width;
       ++c.injected;
       const bool detected = r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError;
       if (tally.changed > 0) {
@@ -279,11 +287,13 @@ std::string coverage_markdown(const CoverageReport& report, const std::string& c
     md << "\n## Single-bit flips per bit position, probes with a stated bound\n\n"
           "Bits are numbered from the least significant; the sign is the top bit, the exponent below it.\n";
     for (const auto& [probe_dtype, per_bit] : bits) {
-      md << "\n### " << probe_dtype.first << "\n\n| bit | changed | detected | below tolerance | missed |\n"
-         << "| ---: | ---: | ---: | ---: | ---: |\n";
+      const unsigned width = report.widths.at(probe_dtype.first);
+      md << "\n### " << probe_dtype.first << " (" << width << "-bit output)\n\n"
+         << "| bit | field | changed | detected | below tolerance | missed |\n"
+         << "| ---: | --- | ---: | ---: | ---: | ---: |\n";
       for (const auto& [bit, c] : per_bit) {
-        md << "| " << bit << " | " << c.changed << " | " << c.detected << " | " << c.below_tolerance << " | "
-           << c.missed << " |\n";
+        md << "| " << bit << " | " << float_field(width, bit) << " | " << c.changed << " | " << c.detected << " | "
+           << c.below_tolerance << " | " << c.missed << " |\n";
       }
     }
   }

@@ -47,7 +47,8 @@ using CoverageKey = std::tuple<std::string, std::string, std::string, int>;
 struct CoverageReport {
   CoverageOptions options;
   std::map<CoverageKey, CoverageCounts> cells;
-  std::map<std::string, bool> bounded;  // probe id -> has a stated bound (gemm.random, gemm.repeat)
+  std::map<std::string, bool> bounded;     // probe id -> has a stated bound (gemm.random, gemm.repeat)
+  std::map<std::string, unsigned> widths;  // probe id -> output element width seen
   uint64_t clean_runs = 0;
   uint64_t false_positives = 0;
   uint64_t clean_skipped = 0;

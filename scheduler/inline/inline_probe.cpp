@@ -31,7 +31,7 @@ int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_de
   if (!(step_s > 0) || !(probe_cost_s > 0)) throw std::invalid_argument("choose_probe_every: times must be positive");
   const double sdc_per_s = sdc_per_device_day / kSecondsPerDay;
   const double optimal_s = goodput::optimal_probe_interval(sdc_per_s, probe_cost_s);
-  const double budget_steps = probe_cost_s / (budget_fraction * step_s);
+  const double budget_steps = probe_cost_s / (kBudgetMargin * budget_fraction * step_s);
   const double steps = std::max(std::ceil(optimal_s / step_s), std::ceil(budget_steps));
   return static_cast<int64_t>(std::clamp(steps, 1.0, 1e15));
 }
@@ -81,10 +81,17 @@ InlineProbe::~InlineProbe() {
 }
 
 void InlineProbe::choose_cadence() {
+  std::vector<double> steps = step_times_;
+  std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+  step_s_ = steps[steps.size() / 2];
+  const size_t n = std::min(kCostWindow, probe_costs_.size());
   double cost = 0;
-  for (double c : probe_costs_) cost += c;
-  cost /= static_cast<double>(probe_costs_.size());
+  for (size_t i = probe_costs_.size() - n; i < probe_costs_.size(); ++i) cost += probe_costs_[i];
+  cost /= static_cast<double>(n);
+  const int64_t previous = every_;
   every_ = choose_probe_every(step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction);
+  // Logged when first chosen and when it moves by more than a tenth.
+  if (previous != 0 && std::abs(static_cast<double>(every_ - previous)) <= 0.1 * static_cast<double>(previous)) return;
   char note[256];
   std::snprintf(note, sizeof(note),
                 "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day, budget %.3g)",
@@ -99,7 +106,11 @@ void InlineProbe::step(int64_t step, void* stream) {
   const auto now = std::chrono::steady_clock::now();
   if (last_step_time_) {
     const double dt = std::chrono::duration<double>(now - *last_step_time_).count();
-    step_s_ = step_s_ == 0 ? dt : 0.9 * step_s_ + 0.1 * dt;
+    if (step_times_.size() < kStepWindow) {
+      step_times_.push_back(dt);
+    } else {
+      step_times_[static_cast<size_t>(steps_timed_) % kStepWindow] = dt;
+    }
     ++steps_timed_;
   }
   last_step_time_ = now;
@@ -193,9 +204,7 @@ void InlineProbe::collect(Done done) {
     last_good_step_ = std::max(last_good_step_, done.step);
     if (verdict_ != "fail") verdict_ = "pass";
   }
-  if (auto_every_ && every_ > 0 && static_cast<int>(probe_costs_.size()) == kCalibrationProbes + 1) {
-    choose_cadence();  // again, with the cost of probes run while training
-  }
+  if (auto_every_ && every_ > 0) choose_cadence();  // again, with the latest step and probe times
 }
 
 nlohmann::json InlineProbe::verdict() const {

@@ -25,9 +25,13 @@ namespace sdc {
 // silent data corruption (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.4).
 inline constexpr double kDefaultSdcRatePerDeviceDay = 6.0 / (54.0 * 16384.0);
 // With every = auto, no probe runs until this many step times are measured; the probe cost comes
-// from the run at create time. The cadence is chosen again once this many probes are measured.
+// from the run at create time. The cadence is chosen again after every probe, from the median of
+// the last kStepWindow step times and the mean of the last kCostWindow probe times.
 inline constexpr int64_t kCalibrationSteps = 5;
-inline constexpr int kCalibrationProbes = 3;
+inline constexpr size_t kStepWindow = 64;
+inline constexpr size_t kCostWindow = 4;
+// The budget is aimed at with this margin, so that noise in the measured times does not exceed it.
+inline constexpr double kBudgetMargin = 0.9;
 
 struct InlineConfig {
   std::string backend = "auto";
@@ -87,7 +91,8 @@ class InlineProbe {
   int64_t next_due_ = 0;
   int64_t steps_timed_ = 0;
   std::optional<std::chrono::steady_clock::time_point> last_step_time_;
-  double step_s_ = 0;  // moving average of the time between step() calls
+  std::vector<double> step_times_;  // the last kStepWindow times between step() calls (a ring)
+  double step_s_ = 0;               // their median when the cadence was last chosen
   std::vector<double> probe_costs_;
   int64_t last_good_step_ = -1;
   int64_t probes_run_ = 0;
