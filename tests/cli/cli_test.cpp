@@ -1,7 +1,6 @@
 // Runs the built `sdcprobe` binary: exit codes, verdict lines and JSON reports as an operator's
 // scripts see them.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,27 +11,14 @@
 #include <string>
 
 #include "host/backend.hpp"
+#include "tests/cli/run_sdcprobe.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code;
-  std::string out;
-};
-
-// Runs sdcprobe with `args` (stderr folded into the output), returning its exit code.
-Outcome sdcprobe(const std::string& args) {
-  const std::string cmd = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using sdc::test::Outcome;
+using sdc::test::sdcprobe;
 
 class CliTest : public ::testing::Test {
  protected:

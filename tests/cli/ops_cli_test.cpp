@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/cli/run_sdcprobe.hpp"
 #include "tests/scheduler/prom_check.hpp"
 
 namespace {
@@ -28,20 +29,8 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kBinary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
 
-struct Outcome {
-  int code;
-  std::string out;
-};
-
-Outcome sdcprobe(const std::string& args) {
-  FILE* pipe = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using sdc::test::Outcome;
+using sdc::test::sdcprobe;
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);
