@@ -18,6 +18,16 @@ void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_c
       ->check(CLI::IsMember({"text", "npd"}))
       ->capture_default_str();
   add_watchdog_option(sub, args->probe_timeout_s);
+  sub->add_flag("--consensus", args->consensus,
+                "Compare the deterministic probes' output digests across the devices of each equivalence class "
+                "(docs/consensus.md)");
+  sub->add_option("--comm", args->comm,
+                  "With --consensus: local (the devices of this process) or mpi (every rank of mpirun / srun)")
+      ->check(CLI::IsMember({"local", "mpi"}))
+      ->capture_default_str();
+  sub->add_option("--golden", args->golden_path,
+                  "Compare the digests with a golden file (sdcprobe golden record); runs with its seed, level and "
+                  "sizes, and implies --consensus");
   args->isolate = true;
   sub->callback([&global, &exit_code, args, level] {
     exit_code = run_and_report(global, *args, {}, parse_level(*level), "qualify");

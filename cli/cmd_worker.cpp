@@ -26,10 +26,12 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
     std::string level = "quick";
     std::vector<std::string> probes;
     bool retry_failures = false;
+    int rank = 0;
   };
   auto args = std::make_shared<Args>();
   sub->add_option("--seed", args->run.seed, "The parent's run seed")->required();
   sub->add_option("--inject", args->run.inject, "The parent's injection clauses");
+  sub->add_option("--rank", args->rank, "The parent's MPI rank (selects rank= injection clauses)");
   sub->add_option("--size", args->run.size_bytes, "Buffer bytes for memory probes");
   sub->add_option("--iterations", args->run.iterations, "Passes for memory probes, chain length for ALU probes");
   sub->add_option("--device", args->run.device, "The device's UUID")->required();
@@ -51,7 +53,8 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
     options.iterations = args->run.iterations;
     std::vector<InjectionSpec> specs;
     if (!args->run.inject.empty()) specs = parse_injection_specs(args->run.inject);
-    Injector injector(specs, options.seed);
+    options.rank = args->rank;
+    Injector injector(specs, options.seed, options.rank);
     if (!specs.empty()) options.injector = &injector;
     const auto devices = select_devices(open_devices({global.backend, global.cpu_devices}), args->run.device);
     if (devices.size() != 1) throw InputError("worker: --device must name exactly one device");

@@ -19,6 +19,7 @@ void add_devices_command(CLI::App& app, const GlobalOptions& global, int& exit_c
 void add_list_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_golden_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 // The hidden worker that qualify and sweep run each device in.
 void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 // sweep.

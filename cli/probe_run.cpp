@@ -2,14 +2,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <thread>
 
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
+#include "host/communicator.hpp"
 #include "host/error.hpp"
 #include "scheduler/catalogue.hpp"
+#include "scheduler/golden.hpp"
 #include "scheduler/runner.hpp"
 
 namespace sdc::cli {
@@ -61,7 +65,7 @@ WorkerCommand make_worker_command(const GlobalOptions& global, const RunOptions&
   std::vector<std::string> base = {self, "--backend", global.backend, "--cpu-devices",
                                    std::to_string(global.cpu_devices)};
   base.insert(base.end(), {"worker", "--seed", std::to_string(options.seed), "--level", level_name(options.level)});
-  if (!inject.empty()) base.insert(base.end(), {"--inject", inject});
+  if (!inject.empty()) base.insert(base.end(), {"--inject", inject, "--rank", std::to_string(options.rank)});
   if (options.size_bytes) base.insert(base.end(), {"--size", std::to_string(*options.size_bytes)});
   if (options.iterations) base.insert(base.end(), {"--iterations", std::to_string(*options.iterations)});
   if (retry_failures) base.push_back("--retry-failures");
@@ -73,6 +77,59 @@ WorkerCommand make_worker_command(const GlobalOptions& global, const RunOptions&
   };
 }
 
+namespace {
+
+// local: one thread per device, each a rank that contributes its device's records, as devices of
+// separate processes would over MPI. mpi: this process's records, one rank among the world's.
+ConsensusOutcome run_consensus(const RunReport& report, Communicator* mpi, const GoldenFile* golden) {
+  std::vector<ConsensusRecord> records = consensus_records(report.devices, report.results, report.host, report.rank);
+  std::vector<std::string> missing;
+  if (golden != nullptr) missing = apply_golden(*golden, records);
+  ConsensusOutcome outcome;
+  if (mpi != nullptr) {
+    outcome = gather_and_vote(*mpi, records);
+  } else {
+    const size_t n = std::max<size_t>(1, report.devices.size());
+    auto ranks = make_local_communicators(static_cast<int>(n));
+    std::vector<ConsensusOutcome> outcomes(n);
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        std::vector<ConsensusRecord> mine;
+        for (const auto& c : records) {
+          if (r < report.devices.size() && c.uuid == report.devices[r].uuid) mine.push_back(c);
+        }
+        outcomes[r] = gather_and_vote(*ranks[r], mine);
+      });
+    }
+    for (auto& t : threads) t.join();
+    outcome = std::move(outcomes.front());
+  }
+  outcome.golden_missing = std::move(missing);
+  return outcome;
+}
+
+// coll.allreduce_exact over the same ranks as the consensus: the world under MPI, else one thread
+// per device.
+CollectiveResult run_collective(const RunReport& report, Communicator* mpi, const RunOptions& options) {
+  const uint64_t seed = probe_seed(options.seed, kAllreduceProbe);
+  if (mpi != nullptr) return check_allreduce(*mpi, seed, options.injector);
+  const size_t n = std::max<size_t>(1, report.devices.size());
+  auto ranks = make_local_communicators(static_cast<int>(n));
+  std::vector<CollectiveResult> results(n);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] { results[r] = check_allreduce(*ranks[r], seed, options.injector); });
+  }
+  for (auto& t : threads) t.join();
+  CollectiveResult result = results.front();
+  result.local = true;
+  for (const auto& r : results) result.mismatches = std::max(result.mismatches, r.mismatches);
+  return result;
+}
+
+}  // namespace
+
 int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const std::vector<std::string>& globs,
                    Level level, const std::string& mode) {
   const ProbeRegistry& registry = builtin_registry();
@@ -81,14 +138,32 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   if (!args.inject.empty()) specs = parse_injection_specs(args.inject);
   std::vector<const Probe*> probes;
   if (!globs.empty()) probes = registry.select(globs);
+  std::optional<GoldenFile> golden;
+  if (!args.golden_path.empty()) {
+    golden = load_golden(args.golden_path);
+    if (args.seed && *args.seed != golden->seed) throw InputError("--seed differs from the golden file's seed");
+    if (args.size_bytes && args.size_bytes != golden->size_bytes)
+      throw InputError("--size differs from the golden file's size_bytes");
+    if (args.iterations && args.iterations != golden->iterations)
+      throw InputError("--iterations differs from the golden file's iterations");
+    level = golden->level;
+  }
 
   RunOptions options;
   options.seed =
       args.seed ? *args.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  if (golden) options.seed = golden->seed;
+  std::unique_ptr<Communicator> mpi;
+  if ((args.consensus || golden) && args.comm == "mpi") {
+    mpi = make_mpi_communicator();
+    options.rank = mpi->rank();
+    // Every rank must run the same seed, or no digest could agree: rank 0's wins.
+    options.seed = std::stoull(mpi->all_gather(std::to_string(options.seed)).front());
+  }
   options.level = level;
-  options.size_bytes = args.size_bytes;
-  options.iterations = args.iterations;
-  Injector injector(specs, options.seed);
+  options.size_bytes = golden ? golden->size_bytes : args.size_bytes;
+  options.iterations = golden ? golden->iterations : args.iterations;
+  Injector injector(specs, options.seed, options.rank);
   if (!specs.empty()) options.injector = &injector;
 
   auto devices = select_devices(open_devices({global.backend, global.cpu_devices}), args.device);
@@ -117,6 +192,15 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
     report = run_probes(probes, devices, options, mode);
   }
   if (progress) std::fprintf(stderr, "\r\033[K");
+  if (args.consensus || golden) {
+    report.consensus = run_consensus(report, mpi.get(), golden ? &*golden : nullptr);
+    report.collective = run_collective(report, mpi.get(), options);
+  }
+  if (report.consensus) {
+    for (const auto& m : report.consensus->golden_missing) {
+      std::fprintf(stderr, "sdcprobe: the golden file has no digest for %s\n", m.c_str());
+    }
+  }
 
   if (npd) {
     std::printf("%s\nsdcprobe %s: seed 0x%016llx (replay with --seed 0x%016llx)\n", npd_verdict(report).c_str(),

@@ -24,6 +24,10 @@ struct ProbeRunArgs {
   bool isolate = false;
   double probe_timeout_s = 0;   // 0: by level (watchdog_seconds)
   std::string format = "text";  // text | npd
+  // qualify --consensus: digests compared across devices over `comm` (local | mpi).
+  bool consensus = false;
+  std::string comm = "local";
+  std::string golden_path;  // qualify --golden: compare with this file (implies consensus)
 };
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);

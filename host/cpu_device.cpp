@@ -159,7 +159,7 @@ MismatchReport CpuDevice::verify(DeviceBuffer& buf, size_t words, const Pattern&
   return total;
 }
 
-MismatchReport CpuDevice::run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) {
+MismatchReport CpuDevice::run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens, Digest128* digest) {
   if (job.seeds == 0 || job.seeds % 64 != 0) throw InputError("chain seeds must be a positive multiple of 64");
   if (goldens.size() != static_cast<size_t>(job.seeds) * kChainOutputsPerCopy) {
     throw std::invalid_argument("run_chains: need kChainOutputsPerCopy goldens per seed");
@@ -195,6 +195,7 @@ MismatchReport CpuDevice::run_chains(const ChainJob& job, const std::vector<uint
   });
   MismatchReport total;
   for (const auto& r : parts) total.merge(r);
+  if (digest != nullptr) *digest = this->digest(*out, elements * width / 64);
   return total;
 }
 

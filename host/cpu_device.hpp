@@ -21,7 +21,7 @@ class CpuDevice : public Device {
   void fill(DeviceBuffer& buf, size_t words, const Pattern& p) override;
   MismatchReport verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
                         Direction dir) override;
-  MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) override;
+  MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens, Digest128* digest) override;
   Digest128 digest(DeviceBuffer& buf, size_t words) override;
   // OpenBLAS and a blocked FP32 GEMM on this device's cores (host/cpu_gemm.hpp), made on first use.
   GemmEngine* gemm() override;

@@ -1,5 +1,7 @@
 #include "host/device.hpp"
 
+#include "kernels/common/chains.hpp"
+
 namespace sdc {
 
 unsigned chain_width_bits(ChainKind kind) {
@@ -11,6 +13,22 @@ unsigned chain_width_bits(ChainKind kind) {
     case ChainKind::kDivSqrt64: return 64;
   }
   return 64;
+}
+
+Digest128 chain_output_digest(const ChainJob& job, const std::vector<uint64_t>& goldens) {
+  static_assert(kChainOutputsPerCopy == 2, "a copy's fp32 outputs fill one word");
+  Digest128 d;
+  const bool narrow = chain_width_bits(job.kind) == 32;
+  for (uint64_t c = 0; c < job.copies; ++c) {
+    const uint64_t* g = goldens.data() + (c % job.seeds) * kChainOutputsPerCopy;
+    if (narrow) {
+      digest_add(d, (g[0] & 0xffffffffULL) | (g[1] << 32), c);
+    } else {
+      digest_add(d, g[0], 2 * c);
+      digest_add(d, g[1], 2 * c + 1);
+    }
+  }
+  return d;
 }
 
 DeviceBuffer& Device::scratch(size_t bytes) {

@@ -57,6 +57,10 @@ struct ChainJob {
 
 unsigned chain_width_bits(ChainKind kind);
 
+// The digest a correct device reports for `job`, from the host's per-seed goldens: the output
+// buffer's 64-bit words (two fp32 elements of one copy share a word, low element first).
+Digest128 chain_output_digest(const ChainJob& job, const std::vector<uint64_t>& goldens);
+
 // What injection did to a device's outputs, for coverage campaigns: a fault that changed no
 // element (a stuck bit already at its stuck value) was masked, not missed.
 struct InjectionTally {
@@ -97,8 +101,10 @@ class Device {
   virtual MismatchReport verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
                                 Direction dir) = 0;
 
-  // ALU chains, verified on the device against the host's goldens.
-  virtual MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) = 0;
+  // ALU chains, verified on the device against the host's goldens. When `digest` is given it
+  // receives the digest of the output (after injection) as 64-bit words: chain_output_digest's
+  // layout, so consensus can compare it across devices and with the host's golden digest.
+  virtual MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens, Digest128* digest) = 0;
 
   // Order-independent digest of the first `words` 64-bit words.
   virtual Digest128 digest(DeviceBuffer& buf, size_t words) = 0;

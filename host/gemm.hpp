@@ -45,6 +45,7 @@ struct GemmSpec {
   uint32_t m = 0, n = 0, k = 0;
   uint64_t seed = 0;
   uint32_t repeats = 1;  // gemm.repeat: the same inputs this many times, digests compared
+  bool digest = false;   // digest C even for one repeat (deterministic families, for consensus)
 };
 
 struct GemmRun {
@@ -54,7 +55,7 @@ struct GemmRun {
   double generate_s = 0;           // host input generation (and upload)
   double gemm_s = 0;               // all repeats together
   double verify_s = 0;             // all verification (download included)
-  std::vector<Digest128> digests;  // one per repeat
+  std::vector<Digest128> digests;  // one per repeat, when repeats > 1 or spec.digest
   std::string algorithm;           // what computed it (for the equivalence class)
   std::string library_version;
 };

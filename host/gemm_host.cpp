@@ -779,9 +779,9 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
     t0 = std::chrono::steady_clock::now();
     const void* host_c = fetch(*c, c_bytes);
     GemmVerdict v = verify_gemm(in, host_c, acc, nt);
-    // Digests only where repeats are compared (gemm.repeat.*): the other families are verified
-    // against their own expected answers, and a digest pass costs as much as the verification.
-    if (spec.repeats > 1) run.digests.push_back(gemm_digest(host_c, c_bytes, nt));
+    // Digests only where repeats or devices are compared (gemm.repeat.*, gemm.exact.* for
+    // consensus): a digest pass costs as much as the verification.
+    if (spec.repeats > 1 || spec.digest) run.digests.push_back(gemm_digest(host_c, c_bytes, nt));
     if (spec.repeats > 1 && rep == 0)
       first.assign(static_cast<const uint8_t*>(host_c), static_cast<const uint8_t*>(host_c) + c_bytes);
     if (rep > 0 && spec.repeats > 1 && run.digests[rep] != run.digests[0] && v.report.mismatches == 0) {

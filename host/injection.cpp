@@ -76,8 +76,11 @@ class ClauseParser {
           spec.model = FaultModel::kHang;
         else if (v == "crash")
           spec.model = FaultModel::kCrash;
+        else if (v == "digest")
+          spec.model = FaultModel::kDigest;
         else
-          fail(key, "unknown model '" + std::string(v) + "' (bitflip, multibit, random, stuck, lane, hang, crash)");
+          fail(key,
+               "unknown model '" + std::string(v) + "' (bitflip, multibit, random, stuck, lane, hang, crash, digest)");
       } else if (key == "mode") {
         if (v == "transient")
           spec.mode = FaultMode::kTransient;
@@ -123,7 +126,7 @@ class ClauseParser {
              "mask)");
       }
     }
-    if (!have_model) fail("model", "missing; one of bitflip, multibit, random, stuck, lane, hang, crash");
+    if (!have_model) fail("model", "missing; one of bitflip, multibit, random, stuck, lane, hang, crash, digest");
     if (spec.mode != FaultMode::kIntermittent && spec.probability != 1.0)
       fail("p", "only meaningful with mode=intermittent");
     if (spec.lane >= spec.lanes) fail("lane", "must be below lanes (" + std::to_string(spec.lanes) + ")");
@@ -191,7 +194,7 @@ Corruption Injector::plan(const InjectionPoint& point) {
   const unsigned width = point.width_bits;
   const uint64_t width_mask = width == 64 ? ~0ULL : ((1ULL << width) - 1u);
   for (size_t i = 0; i < specs_.size(); ++i) {
-    if (!fires(i, point)) continue;
+    if (specs_[i].model == FaultModel::kDigest || !fires(i, point)) continue;
     const InjectionSpec& s = specs_[i];
     auto pick_bit = [&] {
       return s.bit >= 0 ? static_cast<unsigned>(s.bit) % width : static_cast<unsigned>(rng_() % width);
@@ -237,10 +240,25 @@ Corruption Injector::plan(const InjectionPoint& point) {
         for (;;) ::pause();
       case FaultModel::kCrash:
         std::raise(SIGSEGV);
-        std::abort();  // SIGSEGV blocked or ignored: still end the process as a crash would
+        std::abort();                   // SIGSEGV blocked or ignored: still end the process as a crash would
+      case FaultModel::kDigest: break;  // skipped above: corrupt_digest applies it
     }
   }
   return c;
+}
+
+void Injector::corrupt_digest(std::string_view probe, int device_index, std::string_view device_uuid,
+                              Digest128& digest) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  InjectionPoint point;
+  point.probe = probe;
+  point.device_index = device_index;
+  point.device_uuid = device_uuid;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (specs_[i].model != FaultModel::kDigest || !fires(i, point)) continue;
+    digest.lo ^= rng_() | 1u;
+    digest.hi ^= rng_() | 1u;
+  }
 }
 
 }  // namespace sdc

@@ -3,7 +3,7 @@
 //
 //   SPEC    := CLAUSE (';' CLAUSE)*
 //   CLAUSE  := KEY '=' VALUE (',' KEY '=' VALUE)*
-//   model   bitflip | multibit | random | stuck | lane | hang | crash   (required)
+//   model   bitflip | multibit | random | stuck | lane | hang | crash | digest   (required)
 //   probe   glob over probe ids, e.g. gemm.*                    (default *)
 //   device  device index in this run's list, a UUID, or *       (default *)
 //   rank    process rank under MPI, or *                        (default *)
@@ -23,6 +23,9 @@
 // process sleeps forever (hang) or raises SIGSEGV (crash). qualify and sweep run each device in a
 // watched child process, so only that device is marked device_error.
 //
+// digest leaves the output alone and corrupts the digest a deterministic probe reports for
+// consensus: a device whose own checks pass but whose answer differs from its peers'.
+//
 // A bad spec is an InputError naming the clause and field.
 #pragma once
 
@@ -34,9 +37,11 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/common/digest.hpp"
+
 namespace sdc {
 
-enum class FaultModel { kBitflip, kMultibit, kRandom, kStuck, kLane, kHang, kCrash };
+enum class FaultModel { kBitflip, kMultibit, kRandom, kStuck, kLane, kHang, kCrash, kDigest };
 enum class FaultMode { kTransient, kIntermittent, kPermanent };
 
 struct InjectionSpec {
@@ -99,6 +104,8 @@ class Injector {
   // Decides, for this point, what to corrupt. Thread-safe; advances the seeded RNG. A matching hang
   // or crash spec does not return.
   Corruption plan(const InjectionPoint& point);
+  // model=digest: XORs a seeded non-zero mask into both lanes of `digest` when a clause matches.
+  void corrupt_digest(std::string_view probe, int device_index, std::string_view device_uuid, Digest128& digest);
   bool empty() const { return specs_.empty(); }
   const std::vector<InjectionSpec>& specs() const { return specs_; }
 

@@ -99,9 +99,18 @@ std::vector<uint64_t> chain_goldens(const ChainJob& job) {
 void run_chain_probe(ProbeContext& ctx, ProbeResult& result, ChainKind kind) {
   const ChainJob job = size_job(ctx, kind);
   const uint64_t offset = result.report.checked;  // a second chain kind's elements follow the first's
-  MismatchReport report = ctx.device.run_chains(job, chain_goldens(job));
+  const std::vector<uint64_t> goldens = chain_goldens(job);
+  Digest128 digest;
+  MismatchReport report = ctx.device.run_chains(job, goldens, &digest);
   for (auto& r : report.records) r.index += offset;
   result.report.merge(report);
+  // A second chain kind's digest adds to the first's: one digest per probe for consensus.
+  Digest128 total = result.digest.value_or(Digest128{});
+  Digest128 golden = result.golden_digest.value_or(Digest128{});
+  digest_merge(total, digest);
+  digest_merge(golden, chain_output_digest(job, goldens));
+  result.digest = total;
+  result.golden_digest = golden;
   result.flops += static_cast<double>(job.copies) * job.iterations * flops_per_step(kind);
   result.params[chain_name(kind)] = {{"copies", job.copies}, {"iterations", job.iterations}, {"seeds", job.seeds}};
 }

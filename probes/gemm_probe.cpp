@@ -46,6 +46,7 @@ void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& 
   spec.m = spec.n = gemm_probe_n(cfg, ctx);
   spec.k = cfg.inputs == GemmInputs::kDense ? std::min(spec.n, kGemmDenseMaxK) : spec.n;
   spec.seed = ctx.seed;
+  spec.digest = cfg.inputs == GemmInputs::kExact || cfg.repeat;
   if (cfg.repeat) {
     const uint32_t preset = ctx.level == Level::kQuick ? 3 : ctx.level == Level::kStandard ? 5 : 10;
     spec.repeats = std::clamp(ctx.iterations.value_or(preset), 2u, 64u);
@@ -84,14 +85,10 @@ void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& 
   }
   if (cfg.repeat) {
     nlohmann::json digests = nlohmann::json::array();
-    for (const auto& d : run.digests) {
-      char text[40];
-      std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(d.hi),
-                    static_cast<unsigned long long>(d.lo));
-      digests.push_back(text);
-    }
+    for (const auto& d : run.digests) digests.push_back(digest_hex(d));
     p["digests"] = digests;
   }
+  if (!run.digests.empty()) result.digest = run.digests.front();
   result.params = std::move(p);
 }
 

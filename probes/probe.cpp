@@ -1,5 +1,8 @@
 #include "probes/probe.hpp"
 
+#include <cstdio>
+#include <stdexcept>
+
 #include "host/error.hpp"
 #include "host/injection.hpp"
 
@@ -53,7 +56,26 @@ nlohmann::json to_json(const ProbeResult& r) {
                       {"seed", r.seed},
                       {"params", r.params}};
   if (!r.reason.empty()) j["reason"] = r.reason;
+  if (r.digest) j["digest"] = digest_hex(*r.digest);
+  if (r.golden_digest) j["golden_digest"] = digest_hex(*r.golden_digest);
   return j;
+}
+
+std::string digest_hex(const Digest128& d) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(d.hi),
+                static_cast<unsigned long long>(d.lo));
+  return text;
+}
+
+Digest128 parse_digest(const std::string& hex) {
+  if (hex.size() != 32 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw std::invalid_argument("a digest is 32 lowercase hex digits, not '" + hex + "'");
+  }
+  Digest128 d;
+  d.hi = std::stoull(hex.substr(0, 16), nullptr, 16);
+  d.lo = std::stoull(hex.substr(16), nullptr, 16);
+  return d;
 }
 
 void ProbeRegistry::add(std::unique_ptr<Probe> probe) {

@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "host/mismatch.hpp"
+#include "kernels/common/digest.hpp"
 
 namespace sdc {
 
@@ -27,6 +29,11 @@ struct ProbeResult {
   uint64_t seed = 0;
   nlohmann::json params = nlohmann::json::object();
   std::string reason;  // skipped / device_error: why
+  // Deterministic probes: the 128-bit digest of the output, compared across the devices of one
+  // equivalence class (consensus), and the host's digest of the expected output where the probe has
+  // an IEEE golden (the ALU chains): the tie-break when the devices split evenly.
+  std::optional<Digest128> digest;
+  std::optional<Digest128> golden_digest;
 
   // pass or fail from the report; keeps skipped / device_error.
   void settle() {
@@ -37,5 +44,9 @@ struct ProbeResult {
 };
 
 nlohmann::json to_json(const ProbeResult& r);
+
+// 32 hex digits, hi lane first; parse_digest throws std::invalid_argument on anything else.
+std::string digest_hex(const Digest128& d);
+Digest128 parse_digest(const std::string& hex);
 
 }  // namespace sdc

@@ -162,6 +162,8 @@ ProbeResult result_from_json(const nlohmann::json& j) {
   r.seed = j.at("seed").get<uint64_t>();
   r.params = j.at("params");
   r.reason = j.value("reason", "");
+  if (j.contains("digest")) r.digest = parse_digest(j.at("digest").get<std::string>());
+  if (j.contains("golden_digest")) r.golden_digest = parse_digest(j.at("golden_digest").get<std::string>());
   return r;
 }
 

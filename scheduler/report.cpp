@@ -20,6 +20,8 @@ std::string hex_seed(uint64_t seed) {
 }  // namespace
 
 int exit_code_of(const RunReport& report) {
+  if (report.consensus && report.consensus->implicates(report.host, report.rank)) return 1;
+  if (report.collective && report.collective->implicates(report.rank)) return 1;
   bool skipped = report.results.empty();
   for (const auto& r : report.results) {
     if (r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError) return 1;
@@ -48,6 +50,23 @@ std::string verdict_line(const RunReport& report) {
     probes += (probes.empty() ? "" : ",") + r.probe + (r.outcome == Outcome::kDeviceError ? "(device_error)" : "");
   }
   std::string line = "FAIL:";
+  if (report.collective && report.collective->any_failed) {
+    line += std::string(" ") + kAllreduceProbe + " failed, failing links (sender>receiver rank): " +
+            (report.collective->bad_links.empty() ? "none found" : report.collective->links_text()) + ";";
+  }
+  if (report.consensus) {
+    for (const auto& s : report.consensus->suspects) {
+      const ConsensusRecord& d = s.device;
+      line += " consensus suspect " + d.host + " rank " + std::to_string(d.rank) + " " + d.uuid + " " + d.pci_bus_id +
+              " (" + std::to_string(s.accusers) + " accusers);";
+    }
+    for (const auto& v : report.consensus->votes) {
+      if (v.kind != VoteKind::kInconclusive) continue;
+      line += " consensus inconclusive on " + v.probe + " among";
+      for (size_t i : v.members) line += " " + report.consensus->records[i].uuid;
+      line += ";";
+    }
+  }
   for (const auto& [index, probes] : faults) {
     for (const auto& d : report.devices) {
       if (d.index == index) line += " " + device_name(d) + " " + probes + ";";
@@ -75,6 +94,18 @@ std::string npd_verdict(const RunReport& report) {
       }
     }
     if (faults > 1) line += " +" + std::to_string(faults - 1) + " more";
+    if (faults == 0 && report.consensus) {
+      // Only consensus found it: name this rank's first suspect, or the vote it could not decide.
+      for (const auto& s : report.consensus->suspects) {
+        if (line.empty() && s.device.host == report.host && s.device.rank == report.rank) {
+          line = "SDC: " + s.device.uuid + " " + s.probes.front() + " consensus";
+        }
+      }
+      if (line.empty() && report.collective && report.collective->any_failed) {
+        line = std::string("SDC: ") + kAllreduceProbe + " links " + report.collective->links_text();
+      }
+      if (line.empty()) line = "SDC: consensus inconclusive";
+    }
   }
   if (line.size() > kNpdVerdictMax) line.resize(kNpdVerdictMax);
   return line;
@@ -128,23 +159,32 @@ nlohmann::json report_json(const RunReport& report) {
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : report.results) results.push_back(to_json(r));
   const int code = exit_code_of(report);
-  return {{"tool", "sdcprobe"},
-          {"version", kVersion},
-          {"mode", report.mode},
-          {"host", report.host},
-          {"seed", report.seed},
-          {"seed_hex", hex_seed(report.seed)},
-          {"level", level_name(report.level)},
-          {"started_at", report.started_at},
-          {"duration_s", report.duration_s},
-          {"verdict", code == 0   ? "pass"
-                      : code == 1 ? "fail"
-                                  : "could_not_test"},
-          {"exit_code", code},
-          {"verdict_line", verdict_line(report)},
-          {"injections", report.injections},
-          {"devices", std::move(devices)},
-          {"results", std::move(results)}};
+  nlohmann::json j = {{"tool", "sdcprobe"},
+                      {"version", kVersion},
+                      {"mode", report.mode},
+                      {"host", report.host},
+                      {"seed", report.seed},
+                      {"seed_hex", hex_seed(report.seed)},
+                      {"level", level_name(report.level)},
+                      {"started_at", report.started_at},
+                      {"duration_s", report.duration_s},
+                      {"verdict", code == 0   ? "pass"
+                                  : code == 1 ? "fail"
+                                              : "could_not_test"},
+                      {"exit_code", code},
+                      {"verdict_line", verdict_line(report)},
+                      {"injections", report.injections},
+                      {"devices", std::move(devices)},
+                      {"results", std::move(results)}};
+  if (report.consensus) {
+    j["rank"] = report.rank;
+    j["consensus"] = to_json(*report.consensus);
+  }
+  if (report.collective) {
+    j["rank"] = report.rank;
+    j["collective"] = report.collective->to_json();
+  }
+  return j;
 }
 
 }  // namespace sdc

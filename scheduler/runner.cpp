@@ -47,6 +47,9 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
   const auto start = std::chrono::steady_clock::now();
   try {
     probe.run(ctx, result);
+    if (result.digest && options.injector != nullptr) {
+      options.injector->corrupt_digest(probe.id(), device.identity().index, device.identity().uuid, *result.digest);
+    }
     result.settle();
   } catch (const InputError&) {
     device.set_injection(nullptr, "");
@@ -73,6 +76,7 @@ RunReport new_report(const RunOptions& options, const std::string& mode) {
   report.seed = options.seed;
   report.level = options.level;
   report.started_at = utc_now();
+  report.rank = options.rank;
   if (options.injector != nullptr) {
     for (const auto& s : options.injector->specs()) report.injections.push_back(s.text);
   }

@@ -11,6 +11,8 @@
 #include "host/device.hpp"
 #include "host/injection.hpp"
 #include "probes/probe.hpp"
+#include "scheduler/collective.hpp"
+#include "scheduler/consensus.hpp"
 
 namespace sdc {
 
@@ -20,6 +22,7 @@ struct RunOptions {
   std::optional<uint64_t> size_bytes;
   std::optional<uint32_t> iterations;
   Injector* injector = nullptr;
+  int rank = 0;  // this process's rank under MPI (0 otherwise)
   // Called before each probe starts: (done, total, device, probe id).
   std::function<void(size_t, size_t, const Device&, const std::string&)> on_start;
 };
@@ -34,6 +37,9 @@ struct RunReport {
   std::vector<DeviceIdentity> devices;
   std::vector<ProbeResult> results;
   std::vector<std::string> injections;  // the active --inject clauses, so a report is never mistaken for a real fault
+  int rank = 0;
+  std::optional<ConsensusOutcome> consensus;   // qualify --consensus
+  std::optional<CollectiveResult> collective;  // qualify --consensus: coll.allreduce_exact
 };
 
 // The seed a probe uses: a pure function of the run seed and the probe id, the same on every device.
@@ -50,7 +56,8 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
 RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<std::unique_ptr<Device>>& devices,
                      const RunOptions& options, const std::string& mode);
 
-// 0 pass; 1 a fault found (fail or device_error); 2 could not test (no device, or a probe skipped).
+// 0 pass; 1 a fault found (fail or device_error, or consensus names a device of this host and rank
+// or cannot decide a vote it took part in); 2 could not test (no device, or a probe skipped).
 int exit_code_of(const RunReport& report);
 // One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id.
 std::string verdict_line(const RunReport& report);

@@ -109,13 +109,16 @@ class CudaDevice final : public Device {
     return collect(words, 64);
   }
 
-  MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens) override {
+  MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens, Digest128* digest) override {
     // The same preconditions as the CPU backend, so a job valid on one is valid on the other.
     if (job.seeds == 0 || job.seeds % 64 != 0) throw InputError("chain seeds must be a positive multiple of 64");
     if (goldens.size() != static_cast<size_t>(job.seeds) * kChainOutputsPerCopy) {
       throw std::invalid_argument("run_chains: need kChainOutputsPerCopy goldens per seed");
     }
-    if (job.copies == 0) return MismatchReport{};
+    if (job.copies == 0) {
+      if (digest != nullptr) *digest = Digest128{};
+      return MismatchReport{};
+    }
     const unsigned width = chain_width_bits(job.kind);
     const uint64_t elements = job.copies * kChainOutputsPerCopy;
     DeviceGuard guard(ordinal_);
@@ -132,7 +135,9 @@ class CudaDevice final : public Device {
     inject(out, elements, width, kChainOutputsPerCopy);
     SDC_CUDA_TRY(launch_check_chains(out.data(), width, job.copies, device_goldens.as<uint64_t>(), job.seeds, producers,
                                      log_.as<DeviceMismatchLog>(), shape_, stream()));
-    return collect(elements, width);
+    MismatchReport report = collect(elements, width);
+    if (digest != nullptr) *digest = this->digest(out, elements * width / 64);
+    return report;
   }
 
   Digest128 digest(DeviceBuffer& buf, size_t words) override {

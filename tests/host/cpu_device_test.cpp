@@ -105,9 +105,11 @@ TEST_F(CpuDeviceTest, VectorChainsMatchScalarGoldens) {
     job.seeds = 128;
     job.copies = 1000;  // not a multiple of the vector block: exercises the tail
     job.iterations = 300;
-    const MismatchReport r = dev().run_chains(job, chain_goldens(job));
+    Digest128 digest;
+    const MismatchReport r = dev().run_chains(job, chain_goldens(job), &digest);
     EXPECT_EQ(r.checked, 2000u);
     EXPECT_EQ(r.mismatches, 0u) << static_cast<int>(kind);
+    EXPECT_EQ(digest, chain_output_digest(job, chain_goldens(job))) << static_cast<int>(kind);
   }
 }
 
@@ -120,7 +122,9 @@ TEST_F(CpuDeviceTest, ChainFaultNamesElementBitAndLane) {
   job.iterations = 100;
   Injector inj(parse_injection_specs("model=bitflip,bit=22,index=777"), 1);
   dev().set_injection(&inj, "alu.fma32");
-  const MismatchReport r = dev().run_chains(job, chain_goldens(job));
+  Digest128 digest;
+  const MismatchReport r = dev().run_chains(job, chain_goldens(job), &digest);
+  EXPECT_NE(digest, chain_output_digest(job, chain_goldens(job)));  // the digest is of the corrupted output
   ASSERT_EQ(r.mismatches, 1u);
   EXPECT_EQ(r.records[0].index, 777u);
   EXPECT_EQ(r.records[0].width_bits, 32u);
@@ -137,7 +141,7 @@ TEST_F(CpuDeviceTest, LaneMaskCorruptsExactlyOneLane) {
   job.iterations = 10;
   Injector inj(parse_injection_specs("model=lane,lane=3,lanes=32,mask=0x100"), 1);
   dev().set_injection(&inj, "alu.int64");
-  const MismatchReport r = dev().run_chains(job, chain_goldens(job));
+  const MismatchReport r = dev().run_chains(job, chain_goldens(job), nullptr);
   EXPECT_EQ(r.mismatches, 640u / 32 * 2);  // copies 3, 35, 67, ...: both outputs of each
   for (const auto& rec : r.records) {
     EXPECT_EQ(rec.index / 2 % 32, 3u);

@@ -67,6 +67,24 @@ TEST(InjectionSpec, BadSpecsNameTheField) {
   }
 }
 
+TEST(Injector, DigestCorruptionChangesOnlyTheMatchingDigest) {
+  Injector inj(parse_injection_specs("model=digest,probe=gemm.*,device=1,rank=3"), 5, 3);
+  EXPECT_TRUE(inj.plan(point("gemm.exact.fp32", 1)).empty());  // the output is left alone
+  const Digest128 clean{11, 22};
+  Digest128 d = clean;
+  inj.corrupt_digest("gemm.exact.fp32", 0, "GPU-x", d);
+  EXPECT_EQ(d, clean);  // another device
+  inj.corrupt_digest("alu.fma32", 1, "GPU-x", d);
+  EXPECT_EQ(d, clean);  // another probe
+  inj.corrupt_digest("gemm.exact.fp32", 1, "GPU-x", d);
+  EXPECT_NE(d.lo, clean.lo);
+  EXPECT_NE(d.hi, clean.hi);
+  Injector other_rank(parse_injection_specs("model=digest,rank=3"), 5, 2);
+  Digest128 e = clean;
+  other_rank.corrupt_digest("gemm.exact.fp32", 1, "GPU-x", e);
+  EXPECT_EQ(e, clean);
+}
+
 TEST(Glob, MatchesDottedIds) {
   EXPECT_TRUE(glob_match("*", "mem.march_c"));
   EXPECT_TRUE(glob_match("gemm.*", "gemm.exact.bf16"));

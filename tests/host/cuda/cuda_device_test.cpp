@@ -176,14 +176,16 @@ TEST_F(CudaDeviceTest, ChainsMatchHostGoldensForEveryKind) {
        {ChainKind::kFma32, ChainKind::kFma64, ChainKind::kInt64, ChainKind::kDivSqrt32, ChainKind::kDivSqrt64}) {
     const ChainJob job = chain_job(kind, 1024 * 64 + 96);
     const std::vector<uint64_t> goldens = chain_goldens(job);
-    const MismatchReport g = gpu().run_chains(job, goldens);
+    Digest128 digest;
+    const MismatchReport g = gpu().run_chains(job, goldens, &digest);
     EXPECT_EQ(g.checked, job.copies * kChainOutputsPerCopy);
+    EXPECT_EQ(digest, chain_output_digest(job, goldens)) << "kind " << static_cast<int>(kind);
     EXPECT_EQ(g.mismatches, 0u) << "kind " << static_cast<int>(kind);
     if (!g.records.empty()) {
       ADD_FAILURE() << "first mismatch at " << g.records[0].index << ": expected " << std::hex << g.records[0].expected
                     << " observed " << g.records[0].observed;
     }
-    EXPECT_EQ(cpu().run_chains(job, goldens).mismatches, 0u) << "kind " << static_cast<int>(kind);
+    EXPECT_EQ(cpu().run_chains(job, goldens, nullptr).mismatches, 0u) << "kind " << static_cast<int>(kind);
   }
 }
 
@@ -191,14 +193,14 @@ TEST_F(CudaDeviceTest, ChainsNameTheCopyAndLaneOfAWrongGolden) {
   const ChainJob job = chain_job(ChainKind::kInt64, 1024 * 8);
   std::vector<uint64_t> goldens = chain_goldens(job);
   goldens[5 * kChainOutputsPerCopy + 1] ^= 1ULL << 40;  // seed 5, second output
-  const MismatchReport r = gpu().run_chains(job, goldens);
+  const MismatchReport r = gpu().run_chains(job, goldens, nullptr);
   EXPECT_EQ(r.mismatches, 8u);  // every copy of seed 5
   ASSERT_FALSE(r.records.empty());
   EXPECT_EQ(r.records[0].index, 5 * kChainOutputsPerCopy + 1);
   EXPECT_EQ(r.records[0].syndrome(), 1ULL << 40);
   EXPECT_EQ(r.records[0].lane, 5);  // copy c runs on lane c % 32
   EXPECT_GE(r.records[0].unit, 0);
-  EXPECT_THROW(gpu().run_chains(chain_job(ChainKind::kInt64, 64), {}), std::invalid_argument);
+  EXPECT_THROW(gpu().run_chains(chain_job(ChainKind::kInt64, 64), {}, nullptr), std::invalid_argument);
 }
 
 TEST_F(CudaDeviceTest, DigestEqualsTheCpuDigestAndTheHostSum) {
@@ -282,7 +284,7 @@ TEST_F(CudaDeviceTest, LaneMaskCorruptsEveryOutputOfOneLane) {
   for (int d = 0; d < 2; ++d) {
     Injector injector(parse_injection_specs("model=lane,lane=3,lanes=32,mask=0x10"), 1);
     devices[d]->set_injection(&injector, "alu.fma32");
-    reports[d] = devices[d]->run_chains(job, goldens);
+    reports[d] = devices[d]->run_chains(job, goldens, nullptr);
     devices[d]->set_injection(nullptr, "");
   }
   const MismatchReport& g = reports[0];
@@ -304,8 +306,8 @@ TEST_F(CudaDeviceTest, ChainBitflipNamesTheElementAndTransientFiresOnce) {
   const std::vector<uint64_t> goldens = chain_goldens(job);
   Injector injector(parse_injection_specs("model=bitflip,bit=52,index=5,mode=transient"), 1);
   gpu().set_injection(&injector, "alu.fma64");
-  const MismatchReport first = gpu().run_chains(job, goldens);
-  const MismatchReport second = gpu().run_chains(job, goldens);
+  const MismatchReport first = gpu().run_chains(job, goldens, nullptr);
+  const MismatchReport second = gpu().run_chains(job, goldens, nullptr);
   gpu().set_injection(nullptr, "");
   ASSERT_EQ(first.mismatches, 1u);
   EXPECT_EQ(first.records[0].index, 5u);
