@@ -110,20 +110,50 @@ ConsensusOutcome run_consensus(const RunReport& report, Communicator* mpi, const
 }
 
 // coll.allreduce_exact over the same ranks as the consensus: the world under MPI, else one thread
-// per device.
-CollectiveResult run_collective(const RunReport& report, Communicator* mpi, const RunOptions& options) {
+// per device. GPUs reduce their own memory over NCCL; under MPI each rank uses its first GPU (launch
+// one rank per GPU).
+CollectiveResult run_collective(const std::vector<std::unique_ptr<Device>>& devices, Communicator* mpi,
+                                const RunOptions& options) {
   const uint64_t seed = probe_seed(options.seed, kAllreduceProbe);
-  if (mpi != nullptr) return check_allreduce(*mpi, seed, options.injector);
-  const size_t n = std::max<size_t>(1, report.devices.size());
-  auto ranks = make_local_communicators(static_cast<int>(n));
+  const bool gpus = !devices.empty() && std::all_of(devices.begin(), devices.end(),
+                                                    [](const auto& d) { return d->identity().backend == "cuda"; });
+  if (gpus && !nccl_compiled()) {
+    std::fprintf(stderr,
+                 "sdcprobe: %s reduces host memory: this build has no NCCL, so GPU links go untested (install "
+                 "libnccl-dev and rebuild)\n",
+                 kAllreduceProbe);
+  }
+  const bool nccl = gpus && nccl_compiled();
+  if (mpi != nullptr) {
+    CollectiveResult result;
+    if (nccl) {
+      auto world = make_nccl_world_communicator(*mpi, devices.front()->identity());
+      result = check_allreduce(*world, devices.front().get(), seed, options.injector);
+    } else {
+      result = check_allreduce(*mpi, nullptr, seed, options.injector);
+    }
+    result.transport = nccl ? "nccl" : "mpi";
+    return result;
+  }
+  const size_t n = std::max<size_t>(1, devices.size());
+  std::vector<std::unique_ptr<Communicator>> ranks;
+  if (nccl) {
+    std::vector<DeviceIdentity> identities;
+    for (const auto& d : devices) identities.push_back(d->identity());
+    ranks = make_nccl_local_communicators(identities);
+  } else {
+    ranks = make_local_communicators(static_cast<int>(n));
+  }
   std::vector<CollectiveResult> results(n);
   std::vector<std::thread> threads;
   for (size_t r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] { results[r] = check_allreduce(*ranks[r], seed, options.injector); });
+    threads.emplace_back(
+        [&, r] { results[r] = check_allreduce(*ranks[r], nccl ? devices[r].get() : nullptr, seed, options.injector); });
   }
   for (auto& t : threads) t.join();
   CollectiveResult result = results.front();
   result.local = true;
+  result.transport = nccl ? "nccl" : "threads";
   for (const auto& r : results) result.mismatches = std::max(result.mismatches, r.mismatches);
   return result;
 }
@@ -154,6 +184,8 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
       args.seed ? *args.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   if (golden) options.seed = golden->seed;
   std::unique_ptr<Communicator> mpi;
+  if (args.comm == "mpi" && !args.consensus && !golden)
+    throw InputError("--comm mpi: only with --consensus or --golden");
   if ((args.consensus || golden) && args.comm == "mpi") {
     mpi = make_mpi_communicator();
     options.rank = mpi->rank();
@@ -194,7 +226,7 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   if (progress) std::fprintf(stderr, "\r\033[K");
   if (args.consensus || golden) {
     report.consensus = run_consensus(report, mpi.get(), golden ? &*golden : nullptr);
-    report.collective = run_collective(report, mpi.get(), options);
+    report.collective = run_collective(devices, mpi.get(), options);
   }
   if (report.consensus) {
     for (const auto& m : report.consensus->golden_missing) {

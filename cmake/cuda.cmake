@@ -1,5 +1,6 @@
 # SDC_CUDA=AUTO builds the CUDA backend when nvcc is found; ON requires it; OFF skips it.
 set(SDC_HAVE_CUDA OFF)
+set(SDC_HAVE_NCCL OFF)
 if(NOT SDC_CUDA STREQUAL "OFF")
   # The toolkit's default prefix is not always on PATH (e.g. a service's environment).
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)

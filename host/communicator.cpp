@@ -1,6 +1,5 @@
 #include "host/communicator.hpp"
 
-#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -20,8 +19,20 @@ struct LocalGroup {
   std::vector<std::string> gathered;
   int arrived = 0;
   uint64_t generation = 0;
-  std::map<std::pair<int, int>, std::string> mail;  // (from, to) -> record, for exchange
+  std::map<std::pair<int, int>, std::string> mail;  // (from, to) -> bytes, for send_recv
 };
+
+float float_of(const std::string& bytes, size_t i) {
+  float v;
+  std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
+  return v;
+}
+
+uint16_t bf16_of(const std::string& bytes, size_t i) {
+  uint16_t v;
+  std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
+  return v;
+}
 
 class LocalCommunicator : public Communicator {
  public:
@@ -47,28 +58,38 @@ class LocalCommunicator : public Communicator {
     return g.gathered;
   }
 
-  // Threads share memory: the sum is the gathered contributions added in rank order.
-  void all_reduce_sum(std::vector<float>& data) override {
-    const std::string mine(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
-    const std::vector<std::string> all = all_gather(mine);
-    std::fill(data.begin(), data.end(), 0.0f);
-    std::vector<float> part(data.size());
-    for (const std::string& bytes : all) {
-      if (bytes.size() != data.size() * sizeof(float)) throw std::runtime_error("all_reduce_sum: sizes differ");
-      std::memcpy(part.data(), bytes.data(), bytes.size());
-      for (size_t i = 0; i < data.size(); ++i) data[i] += part[i];
+  void barrier() override { all_gather(std::string()); }
+
+  // Threads share memory: the contributions are gathered and added in rank order, one hop each.
+  void all_reduce_sum(void* data, size_t count, ReduceType type) override {
+    const size_t bytes = count * reduce_type_bytes(type);
+    const std::vector<std::string> all = all_gather(std::string(static_cast<const char*>(data), bytes));
+    for (const std::string& part : all) {
+      if (part.size() != bytes) throw std::runtime_error("all_reduce_sum: ranks gave different counts");
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (type == ReduceType::kFloat32) {
+        float sum = float_of(all[0], i);
+        for (size_t r = 1; r < all.size(); ++r) sum += float_of(all[r], i);
+        std::memcpy(static_cast<char*>(data) + i * sizeof sum, &sum, sizeof sum);
+      } else {
+        uint16_t sum = bf16_of(all[0], i);
+        for (size_t r = 1; r < all.size(); ++r) sum = bf16_add(sum, bf16_of(all[r], i));
+        std::memcpy(static_cast<char*>(data) + i * sizeof sum, &sum, sizeof sum);
+      }
     }
   }
 
-  std::string exchange(int peer, const std::string& record) override {
+  void send_recv(int peer, const void* send, void* recv, size_t bytes) override {
     LocalGroup& g = *group_;
     std::unique_lock<std::mutex> lock(g.mutex);
-    g.mail[{rank_, peer}] = record;
+    g.mail[{rank_, peer}] = std::string(static_cast<const char*>(send), bytes);
     g.changed.notify_all();
     g.changed.wait(lock, [&] { return g.mail.count({peer, rank_}) != 0; });
-    std::string received = std::move(g.mail[{peer, rank_}]);
+    const std::string received = std::move(g.mail[{peer, rank_}]);
     g.mail.erase({peer, rank_});
-    return received;
+    if (received.size() != bytes) throw std::runtime_error("send_recv: the peer sent a different size");
+    std::memcpy(recv, received.data(), bytes);
   }
 
  private:
@@ -77,6 +98,25 @@ class LocalCommunicator : public Communicator {
 };
 
 }  // namespace
+
+const char* reduce_type_name(ReduceType type) { return type == ReduceType::kFloat32 ? "fp32" : "bf16"; }
+
+size_t reduce_type_bytes(ReduceType type) { return type == ReduceType::kFloat32 ? 4 : 2; }
+
+uint16_t bf16_add(uint16_t a, uint16_t b) {
+  const auto widen = [](uint16_t h) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  const float sum = widen(a) + widen(b);
+  uint32_t bits;
+  std::memcpy(&bits, &sum, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // NaN stays NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
 
 std::vector<std::unique_ptr<Communicator>> make_local_communicators(int size) {
   auto group = std::make_shared<LocalGroup>(size);

@@ -22,6 +22,9 @@ class CpuDevice : public Device {
   MismatchReport verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
                         Direction dir) override;
   MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens, Digest128* digest) override;
+  // libm on this device's cores (host/cpu_sfu.cpp).
+  void run_sfu(const SfuJob& job, DeviceBuffer& out) override;
+  std::string math_library() const override;
   Digest128 digest(DeviceBuffer& buf, size_t words) override;
   // OpenBLAS and a blocked FP32 GEMM on this device's cores (host/cpu_gemm.hpp), made on first use.
   GemmEngine* gemm() override;

@@ -61,6 +61,13 @@ unsigned chain_width_bits(ChainKind kind);
 // buffer's 64-bit words (two fp32 elements of one copy share a word, low element first).
 Digest128 chain_output_digest(const ChainJob& job, const std::vector<uint64_t>& goldens);
 
+// sfu.transcendental: `per_function` seeded inputs for each of the kSfuFunctions approximations
+// (kernels/common/sfu.hpp), function f writing fp32 elements [f * per_function, (f + 1) * per_function).
+struct SfuJob {
+  uint64_t seed = 0;
+  uint64_t per_function = 0;
+};
+
 // What injection did to a device's outputs, for coverage campaigns: a fault that changed no
 // element (a stuck bit already at its stuck value) was masked, not missed.
 struct InjectionTally {
@@ -105,6 +112,16 @@ class Device {
   // receives the digest of the output (after injection) as 64-bit words: chain_output_digest's
   // layout, so consensus can compare it across devices and with the host's golden digest.
   virtual MismatchReport run_chains(const ChainJob& job, const std::vector<uint64_t>& goldens, Digest128* digest) = 0;
+
+  // The transcendental approximations of `job` into the first kSfuFunctions * job.per_function
+  // floats of `out` (CUDA: the SFU intrinsics; CPU: libm's sinf, cosf, expf, log2f, 1 / sqrtf and
+  // x / y), then injection. They are not correctly rounded: the caller checks them against FP64
+  // within the documented bounds, and compares digests across devices.
+  virtual void run_sfu(const SfuJob& job, DeviceBuffer& out) = 0;
+  // The math library run_sfu's results come from where it is not the device itself ("glibc 2.36"
+  // on the CPU), so that hosts with different libms are never compared; empty on CUDA, whose
+  // compute capability, driver and runtime already name the SFU's behaviour.
+  virtual std::string math_library() const { return ""; }
 
   // Order-independent digest of the first `words` 64-bit words.
   virtual Digest128 digest(DeviceBuffer& buf, size_t words) = 0;

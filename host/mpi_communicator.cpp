@@ -1,4 +1,5 @@
-// The MPI communicator: OpenMPI (or any MPI) world ranks, records moved with MPI_Allgatherv.
+// The MPI communicator: OpenMPI (or any MPI) world ranks. Records move with MPI_Allgatherv; data
+// buffers are host memory (GPU data goes over NCCL: host/cuda/nccl_communicator.cpp).
 #include <mpi.h>
 
 #include <stdexcept>
@@ -12,19 +13,31 @@ void mpi_check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI: ") + what + " failed");
 }
 
+// MPI has no BF16 type: a user operation over 16-bit words, each hop rounded as NCCL rounds it.
+void bf16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *count; ++i) b[i] = bf16_add(a[i], b[i]);
+}
+
+int live_communicators = 0;  // MPI_Finalize waits for the last one
+
 class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator() {
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) mpi_check(MPI_Init(nullptr, nullptr), "MPI_Init");
+    ++live_communicators;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    mpi_check(MPI_Op_create(bf16_sum, 1, &bf16_sum_), "MPI_Op_create");
   }
   ~MpiCommunicator() override {
+    MPI_Op_free(&bf16_sum_);
     int finalised = 0;
     MPI_Finalized(&finalised);
-    if (!finalised) MPI_Finalize();
+    if (--live_communicators == 0 && !finalised) MPI_Finalize();
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -48,26 +61,25 @@ class MpiCommunicator : public Communicator {
     return out;
   }
 
-  void all_reduce_sum(std::vector<float>& data) override {
-    mpi_check(
-        MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-        "MPI_Allreduce");
+  void barrier() override { mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+  void all_reduce_sum(void* data, size_t count, ReduceType type) override {
+    const bool fp32 = type == ReduceType::kFloat32;
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), fp32 ? MPI_FLOAT : MPI_UINT16_T,
+                            fp32 ? MPI_SUM : bf16_sum_, MPI_COMM_WORLD),
+              "MPI_Allreduce");
   }
 
-  std::string exchange(int peer, const std::string& record) override {
-    int mine = static_cast<int>(record.size()), theirs = 0;
-    mpi_check(MPI_Sendrecv(&mine, 1, MPI_INT, peer, 0, &theirs, 1, MPI_INT, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+  void send_recv(int peer, const void* send, void* recv, size_t bytes) override {
+    mpi_check(MPI_Sendrecv(send, static_cast<int>(bytes), MPI_BYTE, peer, 0, recv, static_cast<int>(bytes), MPI_BYTE,
+                           peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
               "MPI_Sendrecv");
-    std::string received(static_cast<size_t>(theirs), '\0');
-    mpi_check(MPI_Sendrecv(record.data(), mine, MPI_CHAR, peer, 1, received.data(), theirs, MPI_CHAR, peer, 1,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-              "MPI_Sendrecv");
-    return received;
   }
 
  private:
   int rank_ = 0;
   int size_ = 1;
+  MPI_Op bf16_sum_ = MPI_OP_NULL;
 };
 
 }  // namespace

@@ -74,6 +74,11 @@ cudaError_t launch_digest(const uint64_t* data, uint64_t words, Digest128* devic
 cudaError_t launch_corruption(void* data, unsigned width_bits, uint64_t elements, const CorruptionPlan& plan,
                               LaunchShape shape, cudaStream_t stream);
 
+// sfu.transcendental: writes the six hardware approximations of kernels/common/sfu.hpp for
+// `per_function` seeded inputs each to out (device memory, kSfuFunctions * per_function floats;
+// function f at [f * per_function, (f + 1) * per_function)). Element i runs on lane i % 32.
+cudaError_t launch_sfu(uint64_t seed, uint64_t per_function, float* out, LaunchShape shape, cudaStream_t stream);
+
 // Peak FP32 FMA loop: every thread of exactly shape.max_blocks x shape.threads runs
 // kPeakFmaChains independent chains of `iterations` FMAs and writes one float to out[thread].
 inline constexpr unsigned kPeakFmaChains = 8;

@@ -18,6 +18,7 @@ std::unique_ptr<Probe> make_alu_fma32_probe();
 std::unique_ptr<Probe> make_alu_fma64_probe();
 std::unique_ptr<Probe> make_alu_int64_probe();
 std::unique_ptr<Probe> make_alu_divsqrt_probe();
+std::unique_ptr<Probe> make_sfu_transcendental_probe();
 // One family per file; a family with one probe per data type returns them in order.
 std::vector<std::unique_ptr<Probe>> make_gemm_exact_probes();
 std::vector<std::unique_ptr<Probe>> make_gemm_random_probes();

@@ -13,6 +13,7 @@ void register_builtin_probes(ProbeRegistry& registry) {
   registry.add(make_alu_fma64_probe());
   registry.add(make_alu_int64_probe());
   registry.add(make_alu_divsqrt_probe());
+  registry.add(make_sfu_transcendental_probe());
   for (auto& p : make_gemm_exact_probes()) registry.add(std::move(p));
   for (auto& p : make_gemm_random_probes()) registry.add(std::move(p));
   registry.add(make_gemm_dense_probe());

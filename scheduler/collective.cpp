@@ -1,6 +1,7 @@
 #include "scheduler/collective.hpp"
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/common/random.hpp"
@@ -8,67 +9,127 @@
 namespace sdc {
 namespace {
 
-std::vector<float> contribution(uint64_t seed, int rank) {
-  std::vector<float> v(kAllreduceElements);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(mix64(seed ^ mix64(rank + 1u) ^ i) % 17);
-  return v;
+using Bytes = std::vector<uint8_t>;
+
+// The largest value one rank contributes, so that the sum over `ranks` stays exact.
+uint32_t max_value(ReduceType type, int ranks) { return type == ReduceType::kFloat32 ? 16 : 255u / ranks; }
+
+// Integer `v` as one element of `type` (exact: v < 2^24 for FP32, v <= 256 for BF16).
+void store(ReduceType type, Bytes& out, size_t i, uint32_t v) {
+  const float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if (type == ReduceType::kFloat32) {
+    std::memcpy(&out[i * 4], &bits, 4);
+  } else {
+    const uint16_t high = static_cast<uint16_t>(bits >> 16);
+    std::memcpy(&out[i * 2], &high, 2);
+  }
+}
+
+uint32_t value(uint64_t seed, ReduceType type, int rank, int ranks, size_t i) {
+  return static_cast<uint32_t>(mix64(seed ^ mix64(rank + 1u) ^ i) % (max_value(type, ranks) + 1));
+}
+
+Bytes contribution(uint64_t seed, ReduceType type, int rank, int ranks) {
+  Bytes out(kAllreduceElements * reduce_type_bytes(type));
+  for (size_t i = 0; i < kAllreduceElements; ++i) store(type, out, i, value(seed, type, rank, ranks, i));
+  return out;
+}
+
+Bytes expected_sum(uint64_t seed, ReduceType type, int ranks) {
+  Bytes out(kAllreduceElements * reduce_type_bytes(type));
+  for (size_t i = 0; i < kAllreduceElements; ++i) {
+    uint32_t sum = 0;
+    for (int r = 0; r < ranks; ++r) sum += value(seed, type, r, ranks, i);
+    store(type, out, i, sum);
+  }
+  return out;
 }
 
 // The data as it leaves this rank, after the injector's corruption (if any matches).
-std::vector<float> outgoing(uint64_t seed, int rank, Injector* injector) {
-  std::vector<float> v = contribution(seed, rank);
+Bytes outgoing(uint64_t seed, ReduceType type, const Communicator& comm, Injector* injector) {
+  Bytes v = contribution(seed, type, comm.rank(), comm.size());
   if (injector == nullptr || injector->empty()) return v;
   InjectionPoint point;
   point.probe = kAllreduceProbe;
-  point.device_index = rank;
-  point.elements = v.size();
-  point.width_bits = 32;
+  point.device_index = comm.rank();
+  point.elements = kAllreduceElements;
+  point.width_bits = static_cast<unsigned>(reduce_type_bytes(type) * 8);
+  const size_t width = reduce_type_bytes(type);
   for (const auto& x : injector->plan(point).xors) {
-    uint32_t bits;
-    std::memcpy(&bits, &v[x.index], sizeof bits);
-    bits ^= static_cast<uint32_t>(x.mask);
-    std::memcpy(&v[x.index], &bits, sizeof bits);
+    for (size_t b = 0; b < width; ++b) v[x.index * width + b] ^= static_cast<uint8_t>(x.mask >> (8 * b));
   }
   return v;
 }
 
-uint64_t differing(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::max(a.size(), b.size());
+uint64_t differing(const Bytes& a, const Bytes& b, size_t width) {
   uint64_t n = 0;
-  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  for (size_t i = 0; i < a.size(); i += width) n += std::memcmp(&a[i], &b[i], width) != 0;
   return n;
 }
 
+// The memory the communicator moves: host bytes, or a buffer on this rank's GPU.
+class Staging {
+ public:
+  Staging(const Communicator& comm, Device* gpu, size_t bytes) : host_(bytes) {
+    if (!comm.gpu_memory()) return;
+    if (gpu == nullptr) throw std::logic_error("check_allreduce: a GPU communicator needs its device");
+    gpu_ = gpu;
+    buffer_ = gpu->allocate(bytes);
+  }
+  void* data() { return buffer_ ? buffer_->data() : host_.data(); }
+  void put(const Bytes& bytes) {
+    host_ = bytes;
+    if (buffer_) gpu_->upload(*buffer_, host_.data(), host_.size());
+  }
+  const Bytes& get() {
+    if (buffer_) gpu_->download(host_.data(), *buffer_, host_.size());
+    return host_;
+  }
+
+ private:
+  Bytes host_;
+  Device* gpu_ = nullptr;
+  std::unique_ptr<DeviceBuffer> buffer_;
+};
+
 }  // namespace
 
-CollectiveResult check_allreduce(Communicator& comm, uint64_t seed, Injector* injector) {
+CollectiveResult check_allreduce(Communicator& comm, Device* gpu, uint64_t seed, Injector* injector) {
   CollectiveResult result;
   const int me = comm.rank();
-  std::vector<float> data = outgoing(seed, me, injector);
-  comm.all_reduce_sum(data);
-  std::vector<float> expected(kAllreduceElements, 0.0f);
-  for (int r = 0; r < comm.size(); ++r) {
-    const std::vector<float> c = contribution(seed, r);
-    for (size_t i = 0; i < expected.size(); ++i) expected[i] += c[i];
+  std::vector<ReduceType> types = {ReduceType::kFloat32};
+  if (comm.size() <= kBf16MaxRanks) types.push_back(ReduceType::kBFloat16);
+  Bytes sent;  // every type's outgoing data, for the pairwise rounds
+  for (ReduceType type : types) {
+    const Bytes mine = outgoing(seed, type, comm, injector);
+    sent.insert(sent.end(), mine.begin(), mine.end());
+    Staging data(comm, gpu, mine.size());
+    data.put(mine);
+    comm.all_reduce_sum(data.data(), kAllreduceElements, type);
+    result.types.push_back(reduce_type_name(type));
+    result.checked += kAllreduceElements;
+    result.mismatches += differing(data.get(), expected_sum(seed, type, comm.size()), reduce_type_bytes(type));
   }
-  result.checked = expected.size();
-  result.mismatches = differing(data, expected);
   for (const std::string& n : comm.all_gather(std::to_string(result.mismatches))) {
     result.any_failed = result.any_failed || n != "0";
   }
   if (!result.any_failed) return result;
   // Pairwise rounds in lexicographic order of the pair: each rank takes its pairs in that one total
   // order, so the smallest pending pair can always proceed and no round deadlocks.
-  const std::vector<float> mine = outgoing(seed, me, injector);
-  const std::string bytes(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(float));
+  Staging send(comm, gpu, sent.size()), received(comm, gpu, sent.size());
+  send.put(sent);
   std::vector<std::string> found;
   for (int peer = 0; peer < comm.size(); ++peer) {
     if (peer == me) continue;
-    const std::string got = comm.exchange(peer, bytes);
-    std::vector<float> theirs(got.size() / sizeof(float));
-    std::memcpy(theirs.data(), got.data(), theirs.size() * sizeof(float));
-    if (differing(theirs, contribution(seed, peer)) != 0)
-      found.push_back(std::to_string(peer) + ">" + std::to_string(me));
+    comm.send_recv(peer, send.data(), received.data(), sent.size());
+    Bytes theirs;
+    for (ReduceType type : types) {
+      const Bytes c = contribution(seed, type, peer, comm.size());
+      theirs.insert(theirs.end(), c.begin(), c.end());
+    }
+    if (received.get() != theirs) found.push_back(std::to_string(peer) + ">" + std::to_string(me));
   }
   // Every rank learns every failing link.
   for (const std::string& text : comm.all_gather(nlohmann::json(found).dump())) {
@@ -100,11 +161,8 @@ std::string CollectiveResult::links_text() const {
 nlohmann::json CollectiveResult::to_json() const {
   nlohmann::json links = nlohmann::json::array();
   for (const auto& [from, to] : bad_links) links.push_back({{"from_rank", from}, {"to_rank", to}});
-  return {{"probe", kAllreduceProbe},
-          {"checked", checked},
-          {"mismatches", mismatches},
-          {"any_failed", any_failed},
-          {"bad_links", links}};
+  return {{"probe", kAllreduceProbe}, {"types", types},           {"transport", transport}, {"checked", checked},
+          {"mismatches", mismatches}, {"any_failed", any_failed}, {"bad_links", links}};
 }
 
 }  // namespace sdc

@@ -207,7 +207,8 @@ nlohmann::json to_json(const ConsensusOutcome& outcome) {
                         {"accusers", s.accusers},
                         {"probes", s.probes}});
   }
-  nlohmann::json j = {{"votes", votes}, {"suspects", suspects}, {"inconclusive", outcome.inconclusive()}};
+  nlohmann::json j = {
+      {"probe", kConsensusProbe}, {"votes", votes}, {"suspects", suspects}, {"inconclusive", outcome.inconclusive()}};
   if (!outcome.golden_missing.empty()) j["golden_missing"] = outcome.golden_missing;
   return j;
 }

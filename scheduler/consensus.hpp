@@ -18,6 +18,8 @@
 
 namespace sdc {
 
+inline constexpr const char* kConsensusProbe = "xdev.consensus";
+
 struct ConsensusRecord {
   std::string host;
   int rank = 0;

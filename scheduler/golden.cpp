@@ -9,7 +9,9 @@
 
 namespace sdc {
 
-std::vector<std::string> golden_probe_globs() { return {"alu.*", "gemm.exact.*", "gemm.repeat.*", "gemm.simt.*"}; }
+std::vector<std::string> golden_probe_globs() {
+  return {"alu.*", "gemm.exact.*", "gemm.repeat.*", "gemm.simt.*", "sfu.*"};
+}
 
 GoldenFile golden_from_outcome(const ConsensusOutcome& outcome, uint64_t seed, Level level,
                                std::optional<uint64_t> size_bytes, std::optional<uint32_t> iterations) {

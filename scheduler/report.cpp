@@ -57,12 +57,12 @@ std::string verdict_line(const RunReport& report) {
   if (report.consensus) {
     for (const auto& s : report.consensus->suspects) {
       const ConsensusRecord& d = s.device;
-      line += " consensus suspect " + d.host + " rank " + std::to_string(d.rank) + " " + d.uuid + " " + d.pci_bus_id +
-              " (" + std::to_string(s.accusers) + " accusers);";
+      line += std::string(" ") + kConsensusProbe + " suspect " + d.host + " rank " + std::to_string(d.rank) + " " +
+              d.uuid + " " + d.pci_bus_id + " (" + std::to_string(s.accusers) + " accusers);";
     }
     for (const auto& v : report.consensus->votes) {
       if (v.kind != VoteKind::kInconclusive) continue;
-      line += " consensus inconclusive on " + v.probe + " among";
+      line += std::string(" ") + kConsensusProbe + " inconclusive on " + v.probe + " among";
       for (size_t i : v.members) line += " " + report.consensus->records[i].uuid;
       line += ";";
     }

@@ -18,6 +18,7 @@
 #include "host/device.hpp"
 #include "host/error.hpp"
 #include "kernels/common/chains.hpp"
+#include "kernels/common/sfu.hpp"
 #include "kernels/launch.hpp"
 
 namespace sdc {
@@ -138,6 +139,15 @@ class CudaDevice final : public Device {
     MismatchReport report = collect(elements, width);
     if (digest != nullptr) *digest = this->digest(out, elements * width / 64);
     return report;
+  }
+
+  void run_sfu(const SfuJob& job, DeviceBuffer& out) override {
+    const uint64_t total = job.per_function * kSfuFunctions;
+    CudaBuffer& b = own(out, total * sizeof(float));
+    DeviceGuard guard(ordinal_);
+    SDC_CUDA_TRY(launch_sfu(job.seed, job.per_function, static_cast<float*>(b.data()), shape_, stream()));
+    synchronize();  // a fault in the kernel surfaces here, not in the injector
+    inject(out, total, 32, 1);
   }
 
   Digest128 digest(DeviceBuffer& buf, size_t words) override {

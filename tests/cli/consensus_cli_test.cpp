@@ -40,7 +40,7 @@ TEST_F(ConsensusTest, APermanentFaultOnDeviceTwoOfFourNamesDeviceTwoAndNoOther) 
   EXPECT_EQ(s["pci_bus_id"], j["devices"][2]["pci_bus_id"]);
   EXPECT_EQ(s["host"], j["host"]);
   EXPECT_EQ(s["accusers"], 3);
-  EXPECT_NE(r.out.find("consensus suspect"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("xdev.consensus suspect"), std::string::npos) << r.out;
 }
 
 TEST_F(ConsensusTest, DigestCorruptionAloneIsFoundByConsensus) {
@@ -79,11 +79,19 @@ TEST_F(ConsensusTest, CleanDevicesPassAndNameNoDevice) {
   const auto r = test::sdcprobe("--backend cpu --cpu-devices 4" + kQualify + "--json " + json_path);
   EXPECT_EQ(r.code, 0) << r.out;
   const auto j = report();
+  EXPECT_EQ(j["consensus"]["probe"], "xdev.consensus");
   EXPECT_TRUE(j["consensus"]["suspects"].empty());
   EXPECT_FALSE(j["consensus"]["inconclusive"].get<bool>());
   EXPECT_FALSE(j["consensus"]["votes"].empty());
   EXPECT_FALSE(j["collective"]["any_failed"].get<bool>());
-  EXPECT_EQ(j["collective"]["checked"], 4096);
+  EXPECT_EQ(j["collective"]["checked"], 8192);  // 4096 elements in FP32, then in BF16
+  EXPECT_EQ(j["collective"]["transport"], "threads");
+}
+
+TEST_F(ConsensusTest, CommMpiWithoutConsensusIsAnInputError) {
+  const auto r = test::sdcprobe("--backend cpu --cpu-devices 2 qualify --comm mpi");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--comm mpi: only with --consensus or --golden"), std::string::npos) << r.out;
 }
 
 TEST_F(ConsensusTest, TwoDevicesSplitAreDecidedByTheCpuGolden) {
@@ -94,7 +102,9 @@ TEST_F(ConsensusTest, TwoDevicesSplitAreDecidedByTheCpuGolden) {
   EXPECT_EQ(suspects(j), std::vector<int>{1}) << r.out;
   EXPECT_FALSE(j["consensus"]["inconclusive"].get<bool>());
   for (const auto& v : j["consensus"]["votes"]) {
-    if (v["probe"] == "alu.int64") EXPECT_EQ(v["kind"], "golden");
+    if (v["probe"] == "alu.int64") {
+      EXPECT_EQ(v["kind"], "golden");
+    }
   }
 }
 
@@ -105,7 +115,7 @@ TEST_F(ConsensusTest, TwoDevicesSplitWithoutAGoldenAreInconclusive) {
   const auto j = report();
   EXPECT_TRUE(j["consensus"]["suspects"].empty()) << r.out;
   EXPECT_TRUE(j["consensus"]["inconclusive"].get<bool>());
-  EXPECT_NE(r.out.find("consensus inconclusive on gemm.exact.fp32 among"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("xdev.consensus inconclusive on gemm.exact.fp32 among"), std::string::npos) << r.out;
 }
 
 TEST_F(ConsensusTest, MpiWithoutMpiIsAnErrorSayingWhatToInstall) {
@@ -270,6 +280,8 @@ TEST_F(ConsensusTest, UnderMpiCleanRanksPass) {
   const auto r = run_shell(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(report()["consensus"]["suspects"].empty()) << r.out;
+  EXPECT_EQ(report()["collective"]["transport"], "mpi");
+  EXPECT_EQ(report()["collective"]["types"], nlohmann::json({"fp32", "bf16"}));
 }
 
 }  // namespace

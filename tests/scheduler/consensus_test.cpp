@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "host/backend.hpp"
@@ -127,39 +129,76 @@ TEST(LocalCommunicator, EveryRankGetsEveryRecordInRankOrderRoundAfterRound) {
   }
 }
 
-TEST(LocalCommunicator, AllReduceSumsAndExchangeSwapsPairs) {
+TEST(LocalCommunicator, AllReduceSumsInBothTypesAndSendRecvSwapsPairs) {
   auto ranks = make_local_communicators(3);
   std::vector<std::vector<float>> sums(3);
+  std::vector<std::vector<uint16_t>> bf16_sums(3);
   std::vector<std::vector<std::string>> received(3);
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
       sums[r] = {1.0f * r, 10.0f};
-      ranks[r]->all_reduce_sum(sums[r]);
+      ranks[r]->all_reduce_sum(sums[r].data(), sums[r].size(), ReduceType::kFloat32);
+      bf16_sums[r] = {0x3f80, 0x4120};  // 1 and 10
+      ranks[r]->all_reduce_sum(bf16_sums[r].data(), bf16_sums[r].size(), ReduceType::kBFloat16);
       for (int peer = 0; peer < 3; ++peer) {
-        if (peer != r) received[r].push_back(ranks[r]->exchange(peer, std::to_string(r) + ">" + std::to_string(peer)));
+        if (peer == r) continue;
+        const std::string mine = std::to_string(r) + ">" + std::to_string(peer);
+        std::string theirs(mine.size(), '?');
+        ranks[r]->send_recv(peer, mine.data(), theirs.data(), mine.size());
+        received[r].push_back(theirs);
       }
     });
   }
   for (auto& t : threads) t.join();
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(sums[r], (std::vector<float>{3.0f, 30.0f}));
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(sums[r], (std::vector<float>{3.0f, 30.0f}));
+    EXPECT_EQ(bf16_sums[r], (std::vector<uint16_t>{0x4040, 0x41f0}));  // 3 and 30
+  }
   EXPECT_EQ(received[0], (std::vector<std::string>{"1>0", "2>0"}));
   EXPECT_EQ(received[1], (std::vector<std::string>{"0>1", "2>1"}));
   EXPECT_EQ(received[2], (std::vector<std::string>{"0>2", "1>2"}));
+}
+
+TEST(LocalCommunicator, NoRankLeavesTheBarrierBeforeEveryRankArrives) {
+  auto ranks = make_local_communicators(4);
+  std::atomic<int> arrived{0};
+  std::vector<int> seen_on_leaving(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r) {
+    threads.emplace_back([&, r] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 * r));  // arrive one after another
+      ++arrived;
+      ranks[r]->barrier();
+      seen_on_leaving[r] = arrived.load();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(seen_on_leaving, (std::vector<int>{4, 4, 4, 4}));
+}
+
+TEST(Bf16Add, RoundsTheFp32SumToNearestEven) {
+  EXPECT_EQ(bf16_add(0x4380, 0x3f80), 0x4380);  // 256 + 1 = 257: a tie, to even 256
+  EXPECT_EQ(bf16_add(0x4380, 0x4000), 0x4381);  // 256 + 2 = 258 exactly
+  EXPECT_EQ(bf16_add(0x4381, 0x3f80), 0x4382);  // 258 + 1 = 259: a tie, to even 260
+  EXPECT_EQ(bf16_add(0x437f, 0x3f80), 0x4380);  // 255 + 1 = 256 exactly
 }
 
 std::vector<CollectiveResult> allreduce_on_four(Injector* injector) {
   auto ranks = make_local_communicators(4);
   std::vector<CollectiveResult> results(4);
   std::vector<std::thread> threads;
-  for (int r = 0; r < 4; ++r) threads.emplace_back([&, r] { results[r] = check_allreduce(*ranks[r], 99, injector); });
+  for (int r = 0; r < 4; ++r) {
+    threads.emplace_back([&, r] { results[r] = check_allreduce(*ranks[r], nullptr, 99, injector); });
+  }
   for (auto& t : threads) t.join();
   return results;
 }
 
-TEST(AllreduceExact, CleanRanksAgreeBitForBit) {
+TEST(AllreduceExact, CleanRanksAgreeBitForBitInFp32AndBf16) {
   for (const auto& r : allreduce_on_four(nullptr)) {
-    EXPECT_EQ(r.checked, kAllreduceElements);
+    EXPECT_EQ(r.types, (std::vector<std::string>{"fp32", "bf16"}));
+    EXPECT_EQ(r.checked, 2 * kAllreduceElements);
     EXPECT_EQ(r.mismatches, 0u);
     EXPECT_FALSE(r.any_failed);
     EXPECT_FALSE(r.implicates(0));
@@ -167,14 +206,41 @@ TEST(AllreduceExact, CleanRanksAgreeBitForBit) {
 }
 
 TEST(AllreduceExact, ACorruptContributionFailsAndThePairwiseRoundsNameItsLinks) {
+  // Bit 30 of an FP32 element, bit 14 (30 mod 16) of a BF16 one: the exponent's top bit in both.
   Injector inj(parse_injection_specs("probe=coll.allreduce_exact,device=2,model=bitflip,bit=30,index=5"), 1);
   const auto results = allreduce_on_four(&inj);
   for (const auto& r : results) {
-    EXPECT_EQ(r.mismatches, 1u);
+    EXPECT_EQ(r.mismatches, 2u);  // element 5 of each type
     EXPECT_TRUE(r.any_failed);
     EXPECT_EQ(r.bad_links, (std::vector<std::pair<int, int>>{{2, 0}, {2, 1}, {2, 3}}));
     EXPECT_TRUE(r.implicates(2));
     EXPECT_FALSE(r.implicates(0));
+  }
+}
+
+TEST(AllreduceExact, Bf16SumsStayExactAtTheLargestRankCount) {
+  // 255 ranks contribute up to 1 each: every partial sum is an integer of at most 255.
+  auto ranks = make_local_communicators(kBf16MaxRanks);
+  std::vector<CollectiveResult> results(kBf16MaxRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kBf16MaxRanks; ++r) {
+    threads.emplace_back([&, r] { results[r] = check_allreduce(*ranks[r], nullptr, 7, nullptr); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) {
+    EXPECT_EQ(r.types, (std::vector<std::string>{"fp32", "bf16"}));
+    EXPECT_EQ(r.mismatches, 0u);
+  }
+}
+
+TEST(NcclCommunicator, WithoutNcclSaysWhatIsMissing) {
+  if (nccl_compiled()) GTEST_SKIP() << "built with NCCL (it needs GPUs: tests/host/cuda runs it)";
+  auto control = make_local_communicators(1);
+  try {
+    make_nccl_world_communicator(*control.front(), DeviceIdentity{});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("libnccl-dev"), std::string::npos);
   }
 }
 
