@@ -6,6 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "kernels/common/gemm_elements.hpp"  // bf16_to_float, bits_of_float
+
 namespace sdc {
 namespace {
 
@@ -22,14 +24,10 @@ struct LocalGroup {
   std::map<std::pair<int, int>, std::string> mail;  // (from, to) -> bytes, for send_recv
 };
 
-float float_of(const std::string& bytes, size_t i) {
-  float v;
-  std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
-  return v;
-}
-
-uint16_t bf16_of(const std::string& bytes, size_t i) {
-  uint16_t v;
+// Element i of a rank's contribution, as gathered.
+template <typename T>
+T element_of(const std::string& bytes, size_t i) {
+  T v;
   std::memcpy(&v, bytes.data() + i * sizeof v, sizeof v);
   return v;
 }
@@ -69,12 +67,12 @@ class LocalCommunicator : public Communicator {
     }
     for (size_t i = 0; i < count; ++i) {
       if (type == ReduceType::kFloat32) {
-        float sum = float_of(all[0], i);
-        for (size_t r = 1; r < all.size(); ++r) sum += float_of(all[r], i);
+        float sum = element_of<float>(all[0], i);
+        for (size_t r = 1; r < all.size(); ++r) sum += element_of<float>(all[r], i);
         std::memcpy(static_cast<char*>(data) + i * sizeof sum, &sum, sizeof sum);
       } else {
-        uint16_t sum = bf16_of(all[0], i);
-        for (size_t r = 1; r < all.size(); ++r) sum = bf16_add(sum, bf16_of(all[r], i));
+        uint16_t sum = element_of<uint16_t>(all[0], i);
+        for (size_t r = 1; r < all.size(); ++r) sum = bf16_add(sum, element_of<uint16_t>(all[r], i));
         std::memcpy(static_cast<char*>(data) + i * sizeof sum, &sum, sizeof sum);
       }
     }
@@ -104,15 +102,7 @@ const char* reduce_type_name(ReduceType type) { return type == ReduceType::kFloa
 size_t reduce_type_bytes(ReduceType type) { return type == ReduceType::kFloat32 ? 4 : 2; }
 
 uint16_t bf16_add(uint16_t a, uint16_t b) {
-  const auto widen = [](uint16_t h) {
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-  };
-  const float sum = widen(a) + widen(b);
-  uint32_t bits;
-  std::memcpy(&bits, &sum, sizeof bits);
+  uint32_t bits = bits_of_float(bf16_to_float(a) + bf16_to_float(b));
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // NaN stays NaN
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);

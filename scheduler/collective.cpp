@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/common/gemm_elements.hpp"  // bits_of_float
 #include "kernels/common/random.hpp"
 
 namespace sdc {
@@ -16,9 +17,7 @@ uint32_t max_value(ReduceType type, int ranks) { return type == ReduceType::kFlo
 
 // Integer `v` as one element of `type` (exact: v < 2^24 for FP32, v <= 256 for BF16).
 void store(ReduceType type, Bytes& out, size_t i, uint32_t v) {
-  const float f = static_cast<float>(v);
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
+  const uint32_t bits = bits_of_float(static_cast<float>(v));
   if (type == ReduceType::kFloat32) {
     std::memcpy(&out[i * 4], &bits, 4);
   } else {

@@ -230,16 +230,6 @@ std::string mpirun(const std::string& args) {
   return "mpirun -np 4 --oversubscribe --allow-run-as-root " + std::string(SDC_BINARY_DIR) + "/cli/sdcprobe " + args;
 }
 
-test::Outcome run_shell(const std::string& cmd) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 std::vector<int> suspect_ranks(const nlohmann::json& j) {
   std::vector<int> v;
   for (const auto& s : j.at("consensus").at("suspects")) v.push_back(s.at("rank").get<int>());
@@ -248,16 +238,16 @@ std::vector<int> suspect_ranks(const nlohmann::json& j) {
 
 TEST_F(ConsensusTest, UnderMpiAFaultOnRankThreeNamesRankThree) {
   if (!mpi_compiled()) GTEST_SKIP() << "built without MPI";
-  const auto r = run_shell(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path +
-                                  " --inject 'rank=3,probe=alu.fma32,model=bitflip,bit=20,mode=permanent'"));
+  const auto r = test::run_command(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path +
+                                          " --inject 'rank=3,probe=alu.fma32,model=bitflip,bit=20,mode=permanent'"));
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_EQ(suspect_ranks(report()), std::vector<int>{3}) << r.out;
 }
 
 TEST_F(ConsensusTest, UnderMpiDigestCorruptionOnRankThreeNamesRankThree) {
   if (!mpi_compiled()) GTEST_SKIP() << "built without MPI";
-  const auto r = run_shell(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path +
-                                  " --inject 'rank=3,probe=gemm.exact.fp32,model=digest'"));
+  const auto r = test::run_command(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path +
+                                          " --inject 'rank=3,probe=gemm.exact.fp32,model=digest'"));
   EXPECT_NE(r.code, 0) << r.out;
   const auto j = report();
   EXPECT_EQ(suspect_ranks(j), std::vector<int>{3}) << r.out;
@@ -266,8 +256,8 @@ TEST_F(ConsensusTest, UnderMpiDigestCorruptionOnRankThreeNamesRankThree) {
 
 TEST_F(ConsensusTest, UnderMpiACorruptAllreduceContributionOnRankThreeNamesItsLinks) {
   if (!mpi_compiled()) GTEST_SKIP() << "built without MPI";
-  const auto r = run_shell(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path +
-                                  " --inject 'rank=3,probe=coll.allreduce_exact,model=bitflip,bit=29'"));
+  const auto r = test::run_command(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path +
+                                          " --inject 'rank=3,probe=coll.allreduce_exact,model=bitflip,bit=29'"));
   EXPECT_NE(r.code, 0) << r.out;
   const auto c = report()["collective"];
   ASSERT_EQ(c["bad_links"].size(), 3u) << c.dump();
@@ -277,7 +267,7 @@ TEST_F(ConsensusTest, UnderMpiACorruptAllreduceContributionOnRankThreeNamesItsLi
 
 TEST_F(ConsensusTest, UnderMpiCleanRanksPass) {
   if (!mpi_compiled()) GTEST_SKIP() << "built without MPI";
-  const auto r = run_shell(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path));
+  const auto r = test::run_command(mpirun("--backend cpu" + kQualify + "--comm mpi --json " + json_path));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(report()["consensus"]["suspects"].empty()) << r.out;
   EXPECT_EQ(report()["collective"]["transport"], "mpi");

@@ -137,15 +137,7 @@ void expect_prom_parses(const fs::path& file) {
   const std::string text = read_file(file);
   ASSERT_NO_THROW(sdc::test::parse_prometheus_text(text)) << text;
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) return;
-  const Outcome r = [&] {
-    FILE* pipe = popen(("promtool check metrics < " + file.string() + " 2>&1").c_str(), "r");
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-    const int status = pclose(pipe);
-    return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-  }();
+  const Outcome r = sdc::test::run_command("promtool check metrics < " + file.string());
   EXPECT_TRUE(r.code == 0 || r.code == 3) << r.out;  // 3: lint findings only
   std::istringstream lines(r.out);
   std::string line;

@@ -13,15 +13,19 @@ struct Outcome {
   std::string out;  // stdout and stderr together
 };
 
-inline Outcome sdcprobe(const std::string& args) {
-  const std::string cmd = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
+// Runs a shell command line, stderr joined to stdout.
+inline Outcome run_command(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
   std::string out;
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline Outcome sdcprobe(const std::string& args) {
+  return run_command(std::string(SDC_BINARY_DIR) + "/cli/sdcprobe " + args);
 }
 
 }  // namespace sdc::test
