@@ -67,9 +67,9 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
     const auto devices = open_devices({global.backend, global.cpu_devices});
     if (devices.empty()) throw InputError("sweep: no device to test");
     const auto catalogue = level_catalogue(options.level, devices);
-    exit_code = run_sweep(options, devices, catalogue, [&global, &options](const RunOptions& run) {
-      return make_worker_command(global, run, options.inject, true);
-    });
+    const WorkerSetup setup{this_executable(), {global.backend, global.cpu_devices}, options.inject, true};
+    exit_code = run_sweep(options, devices, catalogue,
+                          [&setup](const RunOptions& run) { return make_worker_command(setup, run); });
   });
 }
 

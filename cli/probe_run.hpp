@@ -1,4 +1,5 @@
-// What `run` and `qualify` share: options, seed, progress, table, verdict and JSON report.
+// What `run` and `qualify` share: options, seed line, progress, table, verdict and JSON report. The
+// work itself is a qualify session (scheduler/qualify_session.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -9,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "probes/probe.hpp"
-#include "scheduler/isolation.hpp"
+#include "scheduler/qualify_session.hpp"
 
 namespace sdc::cli {
 
@@ -33,15 +34,6 @@ struct ProbeRunArgs {
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);
 // --probe-timeout, for the commands that isolate devices; watchdog_seconds applies its default.
 void add_watchdog_option(CLI::App* sub, double& probe_timeout_s);
-double watchdog_seconds(double probe_timeout_s, Level level);
-
-// The probes the level includes on at least one of `devices`, in catalogue order.
-std::vector<const Probe*> level_catalogue(Level level, const std::vector<std::unique_ptr<Device>>& devices);
-
-// The command line of this binary's hidden `worker` subcommand for one device: the same backend,
-// seed, level, sizes and injections as the parent's run.
-WorkerCommand make_worker_command(const GlobalOptions& global, const RunOptions& options, const std::string& inject,
-                                  bool retry_failures);
 
 // Runs `probes` (or, when empty, every probe included at `level` on each device), prints the
 // table and verdict (npd: the verdict first, on one short line), writes the JSON report, and returns

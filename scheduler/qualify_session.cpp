@@ -1,0 +1,206 @@
+#include "scheduler/qualify_session.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "host/error.hpp"
+#include "scheduler/catalogue.hpp"
+
+namespace sdc {
+namespace {
+
+uint64_t random_seed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
+
+// local: one thread per device, each a rank that contributes its device's records, as devices of
+// separate processes would over MPI. mpi: this process's records, one rank among the world's.
+ConsensusOutcome run_consensus(const RunReport& report, Communicator* mpi, const GoldenFile* golden) {
+  std::vector<ConsensusRecord> records = consensus_records(report.devices, report.results, report.host, report.rank);
+  std::vector<std::string> missing;
+  if (golden != nullptr) missing = apply_golden(*golden, records);
+  ConsensusOutcome outcome;
+  if (mpi != nullptr) {
+    outcome = gather_and_vote(*mpi, records);
+  } else {
+    const size_t n = std::max<size_t>(1, report.devices.size());
+    auto ranks = make_local_communicators(static_cast<int>(n));
+    std::vector<ConsensusOutcome> outcomes(n);
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        std::vector<ConsensusRecord> mine;
+        for (const auto& c : records) {
+          if (r < report.devices.size() && c.uuid == report.devices[r].uuid) mine.push_back(c);
+        }
+        outcomes[r] = gather_and_vote(*ranks[r], mine);
+      });
+    }
+    for (auto& t : threads) t.join();
+    outcome = std::move(outcomes.front());
+  }
+  outcome.golden_missing = std::move(missing);
+  return outcome;
+}
+
+// coll.allreduce_exact over the same ranks as the consensus: the world under MPI, else one thread
+// per device. GPUs reduce their own memory over NCCL; under MPI each rank uses its first GPU (launch
+// one rank per GPU).
+CollectiveResult run_collective(const std::vector<std::unique_ptr<Device>>& devices, Communicator* mpi,
+                                const RunOptions& options) {
+  const uint64_t seed = probe_seed(options.seed, kAllreduceProbe);
+  const bool gpus = !devices.empty() && std::all_of(devices.begin(), devices.end(),
+                                                    [](const auto& d) { return d->identity().backend == "cuda"; });
+  if (gpus && !nccl_compiled()) {
+    std::fprintf(stderr,
+                 "sdcprobe: %s reduces host memory: this build has no NCCL, so GPU links go untested (install "
+                 "libnccl-dev and rebuild)\n",
+                 kAllreduceProbe);
+  }
+  const bool nccl = gpus && nccl_compiled();
+  if (mpi != nullptr) {
+    CollectiveResult result;
+    if (nccl) {
+      auto world = make_nccl_world_communicator(*mpi, devices.front()->identity());
+      result = check_allreduce(*world, devices.front().get(), seed, options.injector);
+    } else {
+      result = check_allreduce(*mpi, nullptr, seed, options.injector);
+    }
+    result.transport = nccl ? "nccl" : "mpi";
+    return result;
+  }
+  const size_t n = std::max<size_t>(1, devices.size());
+  std::vector<std::unique_ptr<Communicator>> ranks;
+  if (nccl) {
+    std::vector<DeviceIdentity> identities;
+    for (const auto& d : devices) identities.push_back(d->identity());
+    ranks = make_nccl_local_communicators(identities);
+  } else {
+    ranks = make_local_communicators(static_cast<int>(n));
+  }
+  std::vector<CollectiveResult> results(n);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < n; ++r) {
+    threads.emplace_back(
+        [&, r] { results[r] = check_allreduce(*ranks[r], nccl ? devices[r].get() : nullptr, seed, options.injector); });
+  }
+  for (auto& t : threads) t.join();
+  CollectiveResult result = results.front();
+  result.local = true;
+  result.transport = nccl ? "nccl" : "threads";
+  for (const auto& r : results) result.mismatches = std::max(result.mismatches, r.mismatches);
+  return result;
+}
+
+}  // namespace
+
+double watchdog_seconds(double probe_timeout_s, Level level) {
+  if (probe_timeout_s > 0) return probe_timeout_s;
+  return level == Level::kQuick ? 30 : 300;
+}
+
+std::vector<const Probe*> level_catalogue(Level level, const std::vector<std::unique_ptr<Device>>& devices) {
+  // A probe that fits no device is left out, not skipped.
+  std::vector<const Probe*> probes;
+  for (const auto& p : builtin_registry().probes()) {
+    for (const auto& d : devices) {
+      if (p->included_at(level, *d)) {
+        probes.push_back(p.get());
+        break;
+      }
+    }
+  }
+  return probes;
+}
+
+std::string this_executable() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this executable (/proc/self/exe) to start workers");
+  return std::string(exe, static_cast<size_t>(n));
+}
+
+WorkerCommand make_worker_command(const WorkerSetup& setup, const RunOptions& options) {
+  std::vector<std::string> base = {setup.executable, "--backend", setup.backend.backend, "--cpu-devices",
+                                   std::to_string(setup.backend.cpu_devices)};
+  base.insert(base.end(), {"worker", "--seed", std::to_string(options.seed), "--level", level_name(options.level)});
+  if (!setup.inject.empty())
+    base.insert(base.end(), {"--inject", setup.inject, "--rank", std::to_string(options.rank)});
+  if (options.size_bytes) base.insert(base.end(), {"--size", std::to_string(*options.size_bytes)});
+  if (options.iterations) base.insert(base.end(), {"--iterations", std::to_string(*options.iterations)});
+  if (setup.retry_failures) base.push_back("--retry-failures");
+  return [base](const DeviceIdentity& device, const std::vector<std::string>& probe_ids) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), {"--device", device.uuid, "--"});
+    argv.insert(argv.end(), probe_ids.begin(), probe_ids.end());
+    return argv;
+  };
+}
+
+QualifySession::QualifySession(QualifyOptions options) : options_(std::move(options)) {
+  const ProbeRegistry& registry = builtin_registry();
+  // Parse everything the operator wrote before touching a device.
+  if (!options_.inject.empty()) specs_ = parse_injection_specs(options_.inject);
+  if (!options_.probe_globs.empty()) probes_ = registry.select(options_.probe_globs);
+  if (!options_.golden_path.empty()) {
+    golden_ = load_golden(options_.golden_path);
+    if (options_.seed && *options_.seed != golden_->seed)
+      throw InputError("--seed differs from the golden file's seed");
+    if (options_.size_bytes && options_.size_bytes != golden_->size_bytes)
+      throw InputError("--size differs from the golden file's size_bytes");
+    if (options_.iterations && options_.iterations != golden_->iterations)
+      throw InputError("--iterations differs from the golden file's iterations");
+    options_.level = golden_->level;
+    options_.seed = golden_->seed;
+    options_.size_bytes = golden_->size_bytes;
+    options_.iterations = golden_->iterations;
+    options_.consensus = true;
+  }
+  if (options_.comm == "mpi" && !options_.consensus) throw InputError("--comm mpi: only with --consensus or --golden");
+
+  run_options_.seed = options_.seed ? *options_.seed : random_seed();
+  if (options_.consensus && options_.comm == "mpi") {
+    mpi_ = make_mpi_communicator();
+    run_options_.rank = mpi_->rank();
+    // Every rank must run the same seed, or no digest could agree: rank 0's wins.
+    run_options_.seed = std::stoull(mpi_->all_gather(std::to_string(run_options_.seed)).front());
+  }
+  run_options_.level = options_.level;
+  run_options_.size_bytes = options_.size_bytes;
+  run_options_.iterations = options_.iterations;
+  injector_ = std::make_unique<Injector>(specs_, run_options_.seed, run_options_.rank);
+  if (!specs_.empty()) run_options_.injector = injector_.get();
+
+  devices_ = select_devices(open_devices(options_.backend), options_.device);
+  if (options_.probe_globs.empty()) probes_ = level_catalogue(options_.level, devices_);
+}
+
+QualifySession::~QualifySession() = default;
+
+RunReport QualifySession::run(const ProgressFn& on_start) {
+  RunOptions options = run_options_;
+  if (on_start) {
+    options.on_start = [&on_start](size_t done, size_t total, const Device& d, const std::string& probe) {
+      on_start(done, total, d.identity(), probe);
+    };
+  }
+  RunReport report;
+  if (options_.isolate) {
+    IsolationLimits limits;
+    limits.probe_timeout_s = watchdog_seconds(options_.probe_timeout_s, options_.level);
+    WorkerSetup setup{options_.worker_executable, options_.backend, options_.inject, false};
+    report =
+        run_probes_isolated(probes_, devices_, options, options_.mode, make_worker_command(setup, options), limits);
+  } else {
+    report = run_probes(probes_, devices_, options, options_.mode);
+  }
+  if (options_.consensus) {
+    report.consensus = run_consensus(report, mpi_.get(), golden_ ? &*golden_ : nullptr);
+    report.collective = run_collective(devices_, mpi_.get(), options);
+  }
+  return report;
+}
+
+}  // namespace sdc
