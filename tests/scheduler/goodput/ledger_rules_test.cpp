@@ -179,7 +179,7 @@ TEST(GoodputRules, InFlightReworkEndsAtTheFault) {
 
 // The same in seconds: 10 s steps, a crash seen 1 s into step 3, 60 s of teardown. Rework is 1 s,
 // not the median 10 s running on past the fault.
-TEST(GoodputRules, CrashOneSecondIntoAStep) {
+TEST(GoodputRules, FaultSeenOneSecondIntoAStep) {
   const int64_t s = 1'000'000'000;
   const std::string log = ev(0, "alloc_granted") + st(0, 10 * s, 1) + st(10 * s, 20 * s, 2) +
                           ev(20 * s, "ckpt_commit", step(2)) + ev(20 * s, "step_begin", step(3)) +
