@@ -20,13 +20,13 @@ namespace {
 
 double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
-// The history of `state_dir`; reading commands never create one.
-std::unique_ptr<History> open_history(const std::string& state_dir) {
+// The history of `state_dir`; reading commands never create one, and open it read-only.
+std::unique_ptr<History> open_history(const std::string& state_dir, History::Access access) {
   const std::string path = (std::filesystem::path(state_dir) / kHistoryFile).string();
   if (!std::filesystem::exists(path)) {
     throw InputError("--state-dir: no history at " + path + " (sdcprobe sweep creates it)");
   }
-  return std::make_unique<History>(path);
+  return std::make_unique<History>(path, 10000, access);
 }
 
 // "24h" (that long ago), "2026-11-28" or "2026-11-28T10:00:00Z".
@@ -66,7 +66,7 @@ void add_history_commands(CLI::App& app, int& exit_code) {
     sub->add_flag("--json", args->json, "Print JSON");
     sub->callback([&exit_code, args] {
       const double since = args->since.empty() ? 0 : parse_since(args->since);
-      const auto history = open_history(args->state_dir);
+      const auto history = open_history(args->state_dir, History::Access::kReadOnly);
       const auto rows = history->results(args->device, since);
       if (args->json) {
         nlohmann::json out = nlohmann::json::array();
@@ -112,7 +112,7 @@ void add_history_commands(CLI::App& app, int& exit_code) {
     add_state_dir_option(sub, args->state_dir);
     sub->add_flag("--json", args->json, "Print JSON");
     sub->callback([&exit_code, args] {
-      const auto history = open_history(args->state_dir);
+      const auto history = open_history(args->state_dir, History::Access::kReadOnly);
       const auto statuses = device_statuses(*history, QuarantinePolicy::stored(*history), unix_now());
       bool quarantined = false;
       nlohmann::json out = nlohmann::json::array();
@@ -151,7 +151,7 @@ void add_history_commands(CLI::App& app, int& exit_code) {
       for (const char* var : {"SUDO_USER", "USER"}) {
         if (by.empty() && std::getenv(var) != nullptr) by = std::getenv(var);
       }
-      const auto history = open_history(args->state_dir);
+      const auto history = open_history(args->state_dir, History::Access::kReadWrite);
       release_device(*history, QuarantinePolicy::stored(*history), args->uuid, args->force, by, unix_now());
       std::printf("released %s\n", args->uuid.c_str());
       exit_code = 0;

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "host/error.hpp"
@@ -175,7 +177,11 @@ ResultRecord to_record(const ProbeResult& result, int attempt, std::string fault
   return r;
 }
 
-History::History(const std::string& path, int busy_timeout_ms) : path_(path) {
+History::History(const std::string& path, int busy_timeout_ms, Access access) : path_(path) {
+  if (access == Access::kReadOnly) {
+    open_read_only(busy_timeout_ms);
+    return;
+  }
   const int rc =
       sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
@@ -199,6 +205,66 @@ History::History(const std::string& path, int busy_timeout_ms) : path_(path) {
     sqlite3_close(db_);
     db_ = nullptr;
     throw;
+  }
+}
+
+namespace {
+
+// A URI filename for `path` with query `params` ('%', '?' and '#' escaped).
+std::string file_uri(const std::string& path, const std::string& params) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", static_cast<unsigned char>(c));
+      uri += hex;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?" + params;
+}
+
+}  // namespace
+
+void History::open_read_only(int busy_timeout_ms) {
+  // Opens with URI `params` and reads once (the first read is what needs the -shm file); false with
+  // `why` set when that fails.
+  std::string why;
+  auto try_open = [&](const char* params) {
+    int rc = sqlite3_open_v2(file_uri(path_, params).c_str(), &db_,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_busy_timeout(db_, busy_timeout_ms);
+      sqlite3_stmt* read = nullptr;
+      rc = sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &read, nullptr);
+      if (rc == SQLITE_OK) rc = sqlite3_step(read) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(db_);
+      sqlite3_finalize(read);
+      if (rc == SQLITE_OK) return true;
+    }
+    why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    if ((rc & 0xff) == SQLITE_BUSY) {
+      throw HistoryBusy("history database " + path_ + " is locked by another process (" + why + ")");
+    }
+    return false;
+  };
+  // A WAL database is read through its -shm index, which a reader creates when no writer has. A
+  // reader that may not create it (a read-only directory or mount, another user) reads the file as
+  // immutable instead; that is exact when there is no -wal file, since every commit is then in the
+  // database file.
+  const bool wal_present = ::access((path_ + "-wal").c_str(), F_OK) == 0;
+  if (!try_open("mode=ro") && (wal_present || !try_open("mode=ro&immutable=1"))) {
+    throw InputError("cannot read history database " + path_ + ": " + why);
+  }
+  const int version = schema_version();
+  if (version != kSchemaVersion) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw InputError("history database " + path_ + " has schema version " + std::to_string(version) +
+                     "; this sdcprobe reads version " + std::to_string(kSchemaVersion) +
+                     (version < kSchemaVersion ? " (a sweep of this version migrates it)" : ""));
   }
 }
 

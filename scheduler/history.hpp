@@ -89,9 +89,14 @@ class History {
  public:
   static constexpr int kSchemaVersion = 2;
 
+  enum class Access { kReadWrite, kReadOnly };
+
   // Opens `path`, creating and migrating it. Throws InputError when it cannot be opened or is newer
   // than this build, HistoryBusy when another process holds it past `busy_timeout_ms`.
-  explicit History(const std::string& path, int busy_timeout_ms = 10000);
+  // kReadOnly (history, status) opens an existing database and never writes it: no WAL switch, no
+  // migration, no -wal or -shm file created, so it works on a read-only file or mount and for a
+  // user who may not write the state directory. Its schema must then be this build's.
+  explicit History(const std::string& path, int busy_timeout_ms = 10000, Access access = Access::kReadWrite);
   ~History();
   History(const History&) = delete;
   History& operator=(const History&) = delete;
@@ -129,6 +134,7 @@ class History {
 
  private:
   void migrate();
+  void open_read_only(int busy_timeout_ms);
 
   std::string path_;
   sqlite3* db_ = nullptr;

@@ -3,7 +3,9 @@
 #include <simdjson.h>
 
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "host/error.hpp"
@@ -40,12 +42,33 @@ int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
   return era * 146097 + doe - 719468;
 }
 
+bool leap_year(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+int64_t days_in_month(int64_t y, int64_t m) {
+  constexpr int64_t kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && leap_year(y) ? 29 : kDays[m - 1];
+}
+
 int64_t field_int(simdjson::ondemand::value value, const char* name) {
   int64_t out = 0;
   if (value.get_int64().get(out) != simdjson::SUCCESS) {
     throw InputError(std::string("\"") + name + "\" must be an integer");
   }
   return out;
+}
+
+// Times and steps are differenced and offset by the ledger; keeping them non-negative means no
+// difference or "step - 1" can overflow.
+int64_t field_time(simdjson::ondemand::value value) {
+  const int64_t t = field_int(value, "t");
+  if (t < 0) throw InputError("\"t\" " + std::to_string(t) + " is out of range " + std::string(kTimeRange));
+  return t;
+}
+
+int64_t field_step(simdjson::ondemand::value value, const char* name) {
+  const int64_t step = field_int(value, name);
+  if (step < 0) throw InputError(std::string("\"") + name + "\" must not be negative");
+  return step;
 }
 
 Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t size, size_t capacity) {
@@ -76,7 +99,7 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
         if (value.get_string().get(text) != simdjson::SUCCESS) throw InputError("bad \"t\" string");
         event.t = parse_rfc3339_ns(text);
       } else {
-        event.t = field_int(value, "t");
+        event.t = field_time(value);
       }
       have_t = true;
     } else if (key == "event") {
@@ -87,9 +110,9 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
       event.kind = *kind;
       have_kind = true;
     } else if (key == "step") {
-      event.step = field_int(value, "step");
+      event.step = field_step(value, "step");
     } else if (key == "last_good_step") {
-      event.last_good_step = field_int(value, "last_good_step");
+      event.last_good_step = field_step(value, "last_good_step");
     }
   }
   // Trailing garbage after the object ("{...} x") is malformed too.
@@ -139,7 +162,10 @@ int64_t parse_rfc3339_ns(std::string_view s) {
   const int64_t minute = digits(14, 2);
   expect(16, ":");
   const int64_t second = digits(17, 2);
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) fail();
+  if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 ||
+      second > 60) {
+    fail();
+  }
   size_t pos = 19;
   int64_t frac_ns = 0;
   if (pos < s.size() && s[pos] == '.') {
@@ -161,14 +187,20 @@ int64_t parse_rfc3339_ns(std::string_view s) {
     const int64_t oh = digits(pos + 1, 2);
     expect(pos + 3, ":");
     const int64_t om = digits(pos + 4, 2);
+    if (oh > 23 || om > 59) fail();
     offset_s = sign * (oh * 3600 + om * 60);
     pos += 6;
   } else {
     fail();
   }
   if (pos != s.size()) fail();
+  // Four-digit years keep `secs` far from overflow; the nanoseconds must fit the event time range.
   const int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_s;
-  return secs * 1000000000 + frac_ns;
+  constexpr int64_t kNsPerS = 1000000000;
+  if (secs < 0 || secs > (INT64_MAX - frac_ns) / kNsPerS) {
+    throw InputError("time \"" + std::string(s) + "\" is out of range " + std::string(kTimeRange));
+  }
+  return secs * kNsPerS + frac_ns;
 }
 
 EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {

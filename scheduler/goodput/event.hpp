@@ -47,11 +47,15 @@ std::optional<EventKind> event_kind(std::string_view name);
 struct Event {
   int64_t t = 0;  // Unix nanoseconds
   EventKind kind = EventKind::kJobEligible;
-  std::optional<int64_t> step;
-  std::optional<int64_t> last_good_step;  // sdc_detected only
+  std::optional<int64_t> step;            // >= 0
+  std::optional<int64_t> last_good_step;  // sdc_detected only; >= 0
 };
 
-// "2026-11-29T15:51:31.123456789Z" or with a "+02:00" offset; throws InputError when malformed.
+// Event times are non-negative int64 Unix nanoseconds: this range, both ends included.
+inline constexpr std::string_view kTimeRange = "(1970-01-01T00:00:00Z to 2262-04-11T23:47:16.854775807Z)";
+
+// "2026-11-29T15:51:31.123456789Z" or with a "+02:00" offset; throws InputError when malformed, when
+// the date does not exist (2027-02-31) or when the time is outside kTimeRange.
 int64_t parse_rfc3339_ns(std::string_view text);
 
 // Parses JSON Lines with simdjson, one line at a time, so memory does not grow with the input.

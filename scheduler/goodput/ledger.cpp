@@ -67,6 +67,11 @@ uint8_t Ledger::activity_bit(EventKind kind) {
 }
 
 void Ledger::check(const Event& event) const {
+  // The reader enforces these ranges; events built in code must keep them too (no overflow below).
+  if (event.t < 0) throw InputError("\"t\" " + std::to_string(event.t) + " is out of range " + std::string(kTimeRange));
+  if ((event.step && *event.step < 0) || (event.last_good_step && *event.last_good_step < 0)) {
+    throw InputError("a step must not be negative");
+  }
   if (phase_ == Phase::kEnded) throw InputError(std::string(event_name(event.kind)) + " after job_end");
   if (started_ && event.t < t_last_) {
     throw InputError("time goes backwards (" + std::to_string(event.t) + " ns after " + std::to_string(t_last_) +
@@ -176,6 +181,30 @@ void Ledger::leave_training(uint8_t keep_open) {
   open_ &= keep_open;
 }
 
+void Ledger::abandon_pending(int64_t t) {
+  // Time since the last progress was not progress: detection & teardown, except a step in flight
+  // (rework for the median step time m or until t, whichever comes first) and probe time (always
+  // blocking overhead).
+  rework_from_ = rework_until_ = 0;
+  if (open_ & kStepBit) {
+    rework_from_ = step_begin_;
+    rework_until_ = step_begin_ + std::min(median_.median(), t - step_begin_);
+  }
+  for (const Segment& s : pending_) {
+    const int64_t len = s.end - s.begin;
+    if (s.work == Work::kProbe) {
+      settle(Category::kBlockingOverhead, len, true);
+      continue;
+    }
+    const int64_t rework = overlap(s.begin, s.end, rework_from_, rework_until_);
+    settle(Category::kRework, rework, incident_sdc_);
+    settle(Category::kDetectionTeardown, len - rework, incident_sdc_);
+  }
+  pending_.clear();
+  // Whatever was running has stopped; a late *_end from the dying process is ignored.
+  leave_training(0);
+}
+
 void Ledger::start_incident(bool sdc, const Event& event) {
   if (sdc) {
     incident_sdc_ = true;
@@ -188,26 +217,7 @@ void Ledger::start_incident(bool sdc, const Event& event) {
   incident_ = true;
   restored_ = false;
   if (phase_ == Phase::kTraining) {
-    // Time since the last progress was not progress: detection & teardown, except the first m ns
-    // of a step in flight (rework) and probe time (always blocking overhead).
-    rework_from_ = rework_until_ = 0;
-    if (open_ & kStepBit) {
-      rework_from_ = step_begin_;
-      rework_until_ = step_begin_ + median_.median();
-    }
-    for (const Segment& s : pending_) {
-      const int64_t len = s.end - s.begin;
-      if (s.work == Work::kProbe) {
-        settle(Category::kBlockingOverhead, len, true);
-        continue;
-      }
-      const int64_t rework = overlap(s.begin, s.end, rework_from_, rework_until_);
-      settle(Category::kRework, rework, incident_sdc_);
-      settle(Category::kDetectionTeardown, len - rework, incident_sdc_);
-    }
-    pending_.clear();
-    // The fault ends whatever was running; a late *_end from the dying process is ignored.
-    leave_training(0);
+    abandon_pending(event.t);
     phase_ = Phase::kIncident;
   } else if (phase_ == Phase::kWarmup) {
     rework_from_ = rework_until_ = 0;
@@ -282,7 +292,8 @@ void Ledger::add(const Event& event) {
       break;
     case EventKind::kAllocReleased:
     case EventKind::kProcessStart:
-      if (phase_ == Phase::kTraining) commit_pending();
+      // Training stopped with no fault event: an unreported failure, detected here.
+      if (phase_ == Phase::kTraining) abandon_pending(event.t);
       leave_training(0);
       phase_ = event.kind == EventKind::kAllocReleased ? Phase::kQueue : Phase::kWarmup;
       break;

@@ -72,6 +72,8 @@ class Ledger {
   void label_until(int64_t t);
   void settle(Category category, int64_t ns, bool sdc);
   void commit_pending();
+  // Labels the training time since the last progress when training stops at `t` without progress.
+  void abandon_pending(int64_t t);
   void start_incident(bool sdc, const Event& event);
   // Index of the newest record whose step is <= `step` (optionally only committed ones), or -1.
   static int64_t newest_at_or_before(const std::deque<Record>& records, int64_t step, bool committed_only);
@@ -103,7 +105,7 @@ class Ledger {
   bool restored_ = false;
   bool have_last_good_ = false;
   int64_t last_good_step_ = 0;
-  int64_t rework_from_ = 0;  // in-flight step at the fault: rework in [rework_from_, rework_until_)
+  int64_t rework_from_ = 0;  // in-flight step at the stop: rework in [rework_from_, rework_until_)
   int64_t rework_until_ = 0;
   StepMedian median_;
 };

@@ -151,7 +151,8 @@ void Simulation::incident(int64_t detected, int64_t in_flight, bool sdc, int64_t
   const int64_t stopped = detected + jitter(p_.teardown_ns, p_.teardown_ns / 4);
   if (sdc) event(detected + (stopped - detected) / 2, "node_quarantined", nullptr, 0, ",\"device\":\"GPU-5e2c0d1a\"");
   int64_t rework = 0;
-  if (in_flight >= 0) rework = std::max<int64_t>(0, std::min(stopped, in_flight + median()) - in_flight);
+  // The step in flight is rework for the median step time or until the fault is detected.
+  if (in_flight >= 0) rework = std::max<int64_t>(0, std::min(detected, in_flight + median()) - in_flight);
   add(Category::kRework, rework, sdc);
   add(Category::kDetectionTeardown, stopped - last_progress - rework - probe_ns, sdc);
 

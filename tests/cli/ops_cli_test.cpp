@@ -187,6 +187,66 @@ TEST_F(OpsCliTest, SweepOnceFillsTheHistoryAndWritesMetrics) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "prom"), fs::directory_iterator()), 1);
 }
 
+// Files in `dir`, by name, with their contents.
+std::vector<std::pair<std::string, std::string>> snapshot(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    files.emplace_back(entry.path().filename().string(), read_file(entry.path()));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// history and status never write the database. As root, file permissions prove nothing, so: (1) on a
+// database in rollback-journal mode they change no byte and create no -wal, -shm or -journal file
+// (they used to switch it to WAL); (2) run as another user (nobody) on a read-only copy in a
+// read-only directory, where SQLite may not create the -shm index, they still read it.
+TEST_F(OpsCliTest, HistoryAndStatusOpenTheDatabaseReadOnly) {
+  ASSERT_EQ(sdcprobe(sweep_args()).code, 0);
+  const std::string results = query(db(), "SELECT COUNT(*) FROM results");
+  ASSERT_EQ(query(db(), "PRAGMA journal_mode"), "wal");
+
+  // (2) first, on a copy of the WAL-mode database (no -wal file: the sweep closed it).
+  const fs::path ro = dir_ / "ro";
+  fs::create_directories(ro);
+  fs::copy_file(db(), ro / "history.db");
+  fs::permissions(ro / "history.db", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                          fs::perms::others_read | fs::perms::others_exec);
+  std::string as_user;
+  if (::geteuid() == 0) {
+    ASSERT_EQ(std::system("command -v setpriv >/dev/null"), 0) << "setpriv (util-linux) is needed to drop root";
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  const std::string ro_state = " --state-dir " + ro.string();
+  const Outcome s = sdc::test::run_command(as_user + kBinary + " status" + ro_state);
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_EQ(std::count(s.out.begin(), s.out.end(), '\n'), 2) << s.out;
+  EXPECT_TRUE(std::regex_search(s.out, std::regex("healthy: no fault"))) << s.out;
+  const Outcome h = sdc::test::run_command(as_user + kBinary + " history --json" + ro_state);
+  ASSERT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(std::to_string(nlohmann::json::parse(h.out).size()), results);
+  EXPECT_EQ(snapshot(ro).size(), 1u);
+  fs::permissions(ro, fs::perms::owner_all, fs::perm_options::add);
+
+  // (1) rollback-journal mode, then the readers as root.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  const auto before = snapshot(dir_ / "state");
+  EXPECT_EQ(sdcprobe("status " + state()).code, 0);
+  EXPECT_EQ(sdcprobe("history " + state()).code, 0);
+  EXPECT_EQ(sdcprobe("history --json " + state()).code, 0);
+  const auto after = snapshot(dir_ / "state");
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].first, before[i].first);
+    EXPECT_TRUE(after[i].second == before[i].second) << after[i].first << " changed";
+  }
+  EXPECT_EQ(query(db(), "PRAGMA journal_mode"), "delete");
+}
+
 TEST_F(OpsCliTest, PersistentFaultQuarantinesExactlyThatDeviceAndStatusSaysWhy) {
   const Outcome r =
       sdcprobe(sweep_args() + " --clean-sweeps 1 --inject 'device=1,probe=alu.fma32,model=bitflip,bit=7'");

@@ -1,6 +1,7 @@
 // Bad event logs: a clear error naming the line, or with lenient reading, skipped and counted.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <random>
 #include <sstream>
 #include <string>
@@ -51,6 +52,117 @@ TEST(GoodputBadInput, MalformedLineNamesItsLine) {
   EXPECT_EQ(error_of(with_line("{\"t\":\"yesterday\",\"event\":\"init_begin\"}", 2)),
             "line 2: bad RFC 3339 time \"yesterday\"");
   EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"step_begin\"}", 2)), "line 2: step_begin needs \"step\"");
+}
+
+// Times outside non-negative int64 nanoseconds, and dates that do not exist, are errors naming the
+// line: the ledger differences and offsets times, which must never overflow.
+TEST(GoodputBadInput, OutOfRangeAndInvalidTimesNameTheirLine) {
+  const std::string range = " is out of range (1970-01-01T00:00:00Z to 2262-04-11T23:47:16.854775807Z)";
+  auto at = [](const std::string& t) { return "{\"t\":" + t + ",\"event\":\"init_begin\"}"; };
+  EXPECT_EQ(error_of(with_line(at("\"0000-01-01T00:00:00Z\""), 1)), "line 1: time \"0000-01-01T00:00:00Z\"" + range);
+  EXPECT_EQ(error_of(with_line(at("\"1677-09-21T00:12:43.145224192Z\""), 1)),
+            "line 1: time \"1677-09-21T00:12:43.145224192Z\"" + range);
+  EXPECT_EQ(error_of(with_line(at("\"1969-12-31T23:59:59.999999999Z\""), 1)),
+            "line 1: time \"1969-12-31T23:59:59.999999999Z\"" + range);
+  EXPECT_EQ(error_of(with_line(at("\"1970-01-01T00:30:00+01:00\""), 1)),
+            "line 1: time \"1970-01-01T00:30:00+01:00\"" + range);
+  EXPECT_EQ(error_of(kGood + at("\"2262-04-11T23:47:16.854775808Z\"")),
+            "line 5: time \"2262-04-11T23:47:16.854775808Z\"" + range);
+  EXPECT_EQ(error_of(kGood + at("\"9999-12-31T23:59:59Z\"")), "line 5: time \"9999-12-31T23:59:59Z\"" + range);
+  EXPECT_EQ(error_of(with_line(at("-1"), 2)), "line 2: \"t\" -1" + range);
+  EXPECT_EQ(error_of(with_line(at("-9223372036854775808"), 2)), "line 2: \"t\" -9223372036854775808" + range);
+  EXPECT_EQ(error_of(with_line(at("9223372036854775808"), 2)), "line 2: \"t\" must be an integer");
+  EXPECT_EQ(error_of(with_line(at("\"2027-02-31T00:00:00Z\""), 2)),
+            "line 2: bad RFC 3339 time \"2027-02-31T00:00:00Z\"");
+  EXPECT_EQ(error_of(with_line(at("\"2027-02-29T00:00:00Z\""), 2)),
+            "line 2: bad RFC 3339 time \"2027-02-29T00:00:00Z\"");
+  EXPECT_EQ(error_of(with_line(at("\"2100-02-29T00:00:00Z\""), 2)),
+            "line 2: bad RFC 3339 time \"2100-02-29T00:00:00Z\"");
+  EXPECT_EQ(error_of(with_line(at("\"2027-04-31T00:00:00Z\""), 2)),
+            "line 2: bad RFC 3339 time \"2027-04-31T00:00:00Z\"");
+  EXPECT_EQ(error_of(with_line(at("\"2027-01-01T00:00:00+24:00\""), 2)),
+            "line 2: bad RFC 3339 time \"2027-01-01T00:00:00+24:00\"");
+  // The ends of the range and real leap days are accepted.
+  EXPECT_EQ(parse_rfc3339_ns("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(parse_rfc3339_ns("2262-04-11T23:47:16.854775807Z"), INT64_MAX);
+  EXPECT_EQ(parse_rfc3339_ns("2028-02-29T00:00:00Z"), 1'835'395'200LL * 1'000'000'000LL);
+  EXPECT_EQ(parse_rfc3339_ns("2000-02-29T00:00:00Z"), 951'782'400LL * 1'000'000'000LL);
+}
+
+// The whole range is usable: a wall time from 0 to INT64_MAX sums exactly.
+TEST(GoodputBadInput, ExtremeButValidTimesSumExactly) {
+  std::istringstream in(
+      "{\"t\":0,\"event\":\"alloc_granted\"}\n"
+      "{\"t\":0,\"event\":\"step_begin\",\"step\":0}\n"
+      "{\"t\":9223372036854775807,\"event\":\"step_end\",\"step\":0}\n");
+  const Breakdown b = analyze(in).breakdown;
+  EXPECT_TRUE(b.balanced());
+  EXPECT_EQ(b.wall_ns, INT64_MAX);
+  EXPECT_EQ(b.productive_ns, INT64_MAX);
+}
+
+// A step in flight at a fault after a huge median step: the rework end is capped at the fault
+// instead of overflowing step_begin + median.
+TEST(GoodputBadInput, HugeMedianStepDoesNotOverflow) {
+  const int64_t big = 4'000'000'000'000'000'000;
+  std::istringstream in(
+      "{\"t\":0,\"event\":\"alloc_granted\"}\n"
+      "{\"t\":0,\"event\":\"step_begin\",\"step\":1}\n"
+      "{\"t\":" +
+      std::to_string(2 * big) +
+      ",\"event\":\"step_end\",\"step\":1}\n"
+      "{\"t\":" +
+      std::to_string(2 * big) +
+      ",\"event\":\"ckpt_commit\",\"step\":1}\n"
+      "{\"t\":" +
+      std::to_string(2 * big) +
+      ",\"event\":\"step_begin\",\"step\":2}\n"
+      "{\"t\":" +
+      std::to_string(2 * big + 10) +
+      ",\"event\":\"fault_detected\"}\n"
+      "{\"t\":" +
+      std::to_string(INT64_MAX) + ",\"event\":\"teardown_end\"}\n");
+  const Breakdown b = analyze(in).breakdown;
+  EXPECT_TRUE(b.balanced());
+  EXPECT_EQ(b.productive_ns, 2 * big);
+  EXPECT_EQ(b[Category::kRework].ns, 10);  // the 10 ns of step 2 before the fault
+  EXPECT_EQ(b[Category::kDetectionTeardown].ns, INT64_MAX - 2 * big - 10);
+}
+
+// Steps are non-negative: "step - 1" and "last_good_step" comparisons must never overflow.
+TEST(GoodputBadInput, NegativeStepsNameTheirLine) {
+  EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"ckpt_commit\",\"step\":-1}", 2)),
+            "line 2: \"step\" must not be negative");
+  EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"step_begin\",\"step\":-9223372036854775808}", 2)),
+            "line 2: \"step\" must not be negative");
+  EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"sdc_detected\",\"last_good_step\":-3}", 2)),
+            "line 2: \"last_good_step\" must not be negative");
+  EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"restore_end\",\"step\":18446744073709551615}", 2)),
+            "line 2: \"step\" must be an integer");
+  // The largest step is fine, and step 0 re-run after a restart is a rollback to the start.
+  std::istringstream in(
+      "{\"t\":0,\"event\":\"alloc_granted\"}\n"
+      "{\"t\":0,\"event\":\"step_begin\",\"step\":9223372036854775807}\n"
+      "{\"t\":10,\"event\":\"step_end\",\"step\":9223372036854775807}\n"
+      "{\"t\":10,\"event\":\"step_begin\",\"step\":0}\n"
+      "{\"t\":30,\"event\":\"step_end\",\"step\":0}\n");
+  const Breakdown b = analyze(in).breakdown;
+  EXPECT_TRUE(b.balanced());
+  EXPECT_EQ(b.productive_ns, 20);
+  EXPECT_EQ(b[Category::kRework].ns, 10);
+}
+
+// Events built in code get the same ranges from the ledger itself.
+TEST(GoodputBadInput, LedgerRejectsOutOfRangeEvents) {
+  Ledger ledger;
+  Event bad_t;
+  bad_t.t = -5;
+  EXPECT_THROW(ledger.add(bad_t), InputError);
+  Event bad_step;
+  bad_step.kind = EventKind::kStepBegin;
+  bad_step.step = INT64_MIN;
+  EXPECT_THROW(ledger.add(bad_step), InputError);
+  EXPECT_EQ(ledger.finish().wall_ns, 0);
 }
 
 TEST(GoodputBadInput, UnknownEventNamesItsLine) {

@@ -166,14 +166,72 @@ TEST(GoodputRules, HungStepIsReworkForTheMedianThenDetection) {
   expect_labels(ledger_of(log), {1300, 500, 0, 600, 100, 100, 0});
 }
 
-// Rule 5: the in-flight rework stops where teardown ends; the median of an even count is the
-// lower middle value.
-TEST(GoodputRules, InFlightReworkEndsAtTeardown) {
+// Rule 5: the in-flight rework stops at the fault when the fault comes before the median step time;
+// detection & teardown starts there. The median of an even count is the lower middle value.
+TEST(GoodputRules, InFlightReworkEndsAtTheFault) {
   const std::string log = ev(0, "alloc_granted") + st(0, 100, 1) + st(100, 400, 2) + ev(400, "ckpt_commit", step(2)) +
                           ev(410, "step_begin", step(3)) + ev(440, "fault_detected") + ev(460, "teardown_end") +
                           ev(460, "job_end");
-  // Median of 100 and 300 is 100, but teardown ends 50 ns into the step: rework 50, D&T 400..460 - 50.
-  expect_labels(ledger_of(log), {460, 400, 0, 10, 0, 50, 0});
+  // Median of 100 and 300 is 100, but the fault comes 30 ns into step 3: rework 410..440 = 30;
+  // D&T 400..410 and 440..460 = 30 (it used to count rework up to the median, through teardown).
+  expect_labels(ledger_of(log), {460, 400, 0, 30, 0, 30, 0});
+}
+
+// The same in seconds: 10 s steps, a crash seen 1 s into step 3, 60 s of teardown. Rework is 1 s,
+// not the median 10 s running on past the fault.
+TEST(GoodputRules, FaultSeenOneSecondIntoAStep) {
+  const int64_t s = 1'000'000'000;
+  const std::string log = ev(0, "alloc_granted") + st(0, 10 * s, 1) + st(10 * s, 20 * s, 2) +
+                          ev(20 * s, "ckpt_commit", step(2)) + ev(20 * s, "step_begin", step(3)) +
+                          ev(21 * s, "fault_detected", "\"kind\":\"xid\"") + ev(81 * s, "teardown_end") +
+                          ev(81 * s, "job_end");
+  // productive 0..20 s; rework 20..21 s; D&T 21..81 s = 60 s.
+  expect_labels(ledger_of(log), {81 * s, 20 * s, 0, 60 * s, 0, 1 * s, 0});
+}
+
+// A restart with no fault event: silence after a committed save, then process_start and a restore
+// to that same step. The silence is an unreported failure's detection & teardown; nothing was
+// discarded, so it is not rework and not a rollback. A fault_detected at the restart gives the same.
+TEST(GoodputRules, SilentRestartAfterCommittedSaveIsDetection) {
+  const std::string head = ev(0, "alloc_granted") + ev(0, "process_start") + st(10, 110, 1) +
+                           ev(110, "ckpt_begin", step(1)) + ev(130, "ckpt_end", step(1)) +
+                           ev(130, "ckpt_commit", step(1));
+  const std::string tail = ev(1130, "process_start") + ev(1140, "restore_begin") + ev(1150, "restore_end", step(1)) +
+                           st(1160, 1260, 2) + ev(1260, "job_end");
+  // warm-up 0..10 and 1130..1160 = 40; productive steps 1 and 2 = 200; blocking the save 110..130 =
+  // 20; D&T the silence 130..1130 = 1000. 40 + 200 + 20 + 1000 = 1260.
+  const Breakdown silent = ledger_of(head + tail);
+  expect_labels(silent, {1260, 200, 0, 1000, 40, 0, 20});
+  EXPECT_EQ(silent.rollbacks, 0);
+  const Breakdown reported = ledger_of(head + ev(1130, "fault_detected") + tail);
+  expect_labels(reported, {1260, 200, 0, 1000, 40, 0, 20});
+  EXPECT_EQ(reported.rollbacks, 0);
+}
+
+// The same with step 2 in flight when the process restarts: the step is rework for the median step
+// time (100), the rest of the silence detection & teardown; still no rollback.
+TEST(GoodputRules, SilentRestartWithAStepInFlight) {
+  const std::string log = ev(0, "alloc_granted") + st(0, 100, 1) + ev(100, "ckpt_commit", step(1)) +
+                          ev(100, "step_begin", step(2)) + ev(1100, "process_start") +
+                          ev(1150, "restore_end", step(1)) + st(1150, 1250, 2) + ev(1250, "job_end");
+  // productive 0..100 and 1150..1250 = 200; rework 100..200 = 100; D&T 200..1100 = 900; warm-up
+  // 1100..1150 = 50. 200 + 100 + 900 + 50 = 1250.
+  const Breakdown b = ledger_of(log);
+  expect_labels(b, {1250, 200, 0, 900, 50, 100, 0});
+  EXPECT_EQ(b.rollbacks, 0);
+}
+
+// A silent restart that then restores an older checkpoint discards the kept steps after it: that is
+// rework and a rollback; the silence stays detection & teardown.
+TEST(GoodputRules, SilentRestartToAnOlderCheckpointIsARollback) {
+  const std::string log = ev(0, "alloc_granted") + st(0, 100, 1) + ev(100, "ckpt_commit", step(1)) + st(100, 200, 2) +
+                          ev(200, "ckpt_commit", step(2)) + ev(700, "process_start") + ev(750, "restore_end", step(1)) +
+                          st(750, 850, 2) + ev(850, "job_end");
+  // productive 0..100 and 750..850 = 200; rework step 2 100..200 = 100; D&T 200..700 = 500; warm-up
+  // 700..750 = 50. 200 + 100 + 500 + 50 = 850.
+  const Breakdown b = ledger_of(log);
+  expect_labels(b, {850, 200, 0, 500, 50, 100, 0});
+  EXPECT_EQ(b.rollbacks, 1);
 }
 
 // Rule 5: alloc_released ends detection & teardown as teardown_end does; the time after is queue.

@@ -1,0 +1,280 @@
+// Seeded mutation fuzzing of the goodput reader and ledger. Each case starts from a corpus log in
+// tests/fuzz/goodput/ and applies a few mutations aimed at what broke before: extreme and invalid
+// times, extreme steps, reordered, repeated and missing lines, other event names, and raw bytes.
+// Every case must either be accepted with labels that sum exactly to the wall time, or fail with an
+// InputError naming its line; nothing else (no other exception, no crash, no hang: ctest's timeout).
+// A sample of the cases also runs through `sdcprobe goodput`: exit 0 with balanced JSON, or exit 2
+// with one `sdcprobe: error: ... line N: ...` line.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/error.hpp"
+#include "scheduler/goodput/analyze.hpp"
+
+namespace sdc::goodput {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kSeed = 20261201;
+constexpr int kCases = 3000;
+constexpr int kCliEvery = 50;  // every 50th case also through the binary: 60 processes
+
+std::vector<std::string> corpus() {
+  std::vector<std::string> logs;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(fs::path(SDC_SOURCE_DIR) / "tests/fuzz/goodput")) {
+    files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());  // the seed alone decides the cases
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    logs.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return logs;
+}
+
+std::vector<std::string> split_lines(const std::string& log) {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+class Mutator {
+ public:
+  explicit Mutator(uint64_t seed) : rng_(seed) {}
+
+  std::string mutate(const std::string& log) {
+    std::vector<std::string> lines = split_lines(log);
+    const int n = 1 + static_cast<int>(pick(3));
+    for (int i = 0; i < n && !lines.empty(); ++i) mutate_once(lines);
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    if (!out.empty() && pick(8) == 0) out.resize(pick(out.size()));  // truncated mid-line
+    return out;
+  }
+
+ private:
+  uint64_t pick(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+  template <size_t N>
+  const char* one_of(const char* const (&items)[N]) {
+    return items[pick(N)];
+  }
+
+  // Replaces the value after `"key":` in `line` (a number, or a quoted string) by `value`.
+  static bool replace_value(std::string& line, const std::string& key, const std::string& value) {
+    const size_t k = line.find("\"" + key + "\":");
+    if (k == std::string::npos) return false;
+    const size_t begin = k + key.size() + 3;
+    size_t end = begin;
+    if (end < line.size() && line[end] == '"') {
+      end = line.find('"', end + 1);
+      end = end == std::string::npos ? line.size() : end + 1;
+    } else {
+      while (end < line.size() && line[end] != ',' && line[end] != '}') ++end;
+    }
+    line.replace(begin, end - begin, value);
+    return true;
+  }
+
+  void mutate_once(std::vector<std::string>& lines) {
+    static const char* const kTimes[] = {"0",
+                                         "-1",
+                                         "1",
+                                         "9223372036854775807",
+                                         "-9223372036854775808",
+                                         "9223372036854775808",
+                                         "1e30",
+                                         "1.5",
+                                         "-0",
+                                         "18446744073709551615",
+                                         "4611686018427387904",
+                                         "1798761600000000000",
+                                         "\"0000-01-01T00:00:00Z\"",
+                                         "\"2027-02-31T00:00:00Z\"",
+                                         "\"2027-02-29T00:00:00Z\"",
+                                         "\"2028-02-29T00:00:00Z\"",
+                                         "\"1677-09-21T00:12:43.145224192Z\"",
+                                         "\"1969-12-31T23:59:59.999999999Z\"",
+                                         "\"2262-04-11T23:47:16.854775807Z\"",
+                                         "\"2262-04-11T23:47:16.854775808Z\"",
+                                         "\"9999-12-31T23:59:60Z\"",
+                                         "\"2027-01-01T00:00:00+99:99\"",
+                                         "\"2027-01-01T00:00:00.0000000000000000001Z\"",
+                                         "\"2027-13-01T00:00:00Z\"",
+                                         "\"1970-01-01T00:00:00+00:01\"",
+                                         "\"2027-01-01T24:00:00Z\"",
+                                         "\"2027-01-01T00:00:00\"",
+                                         "\"\"",
+                                         "null",
+                                         "true",
+                                         "[]",
+                                         "{}"};
+    static const char* const kSteps[] = {"0",
+                                         "-1",
+                                         "1",
+                                         "2",
+                                         "3",
+                                         "9223372036854775807",
+                                         "-9223372036854775808",
+                                         "9223372036854775806",
+                                         "18446744073709551616",
+                                         "2.0",
+                                         "\"4\"",
+                                         "null"};
+    static const char* const kEvents[] = {"job_eligible",    "alloc_granted",
+                                          "alloc_released",  "job_end",
+                                          "process_start",   "init_begin",
+                                          "init_end",        "restore_begin",
+                                          "restore_end",     "step_begin",
+                                          "step_end",        "ckpt_begin",
+                                          "ckpt_end",        "ckpt_commit",
+                                          "eval_begin",      "eval_end",
+                                          "data_wait_begin", "data_wait_end",
+                                          "probe_begin",     "probe_end",
+                                          "fault_detected",  "sdc_detected",
+                                          "teardown_end",    "node_quarantined",
+                                          "coffee_break",    ""};
+    std::string& line = lines[pick(lines.size())];
+    switch (pick(11)) {
+      case 0: replace_value(line, "t", one_of(kTimes)); break;
+      case 1:
+        if (!replace_value(line, "step", one_of(kSteps))) line.insert(line.size() - 1, ",\"step\":1");
+        break;
+      case 2: replace_value(line, "event", std::string("\"") + one_of(kEvents) + "\""); break;
+      case 3: lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(pick(lines.size()))); break;
+      case 4: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(pick(lines.size())), line); break;
+      case 5: std::swap(line, lines[pick(lines.size())]); break;
+      case 6:
+        if (!line.empty()) line[pick(line.size())] = static_cast<char>(pick(256));
+        break;
+      case 7:
+        if (!line.empty()) line.erase(pick(line.size()), 1 + pick(8));
+        break;
+      case 8: {
+        // A new event with a time near the neighbours' or an extreme one.
+        std::string extra = pick(2) ? ",\"step\":" + std::string(one_of(kSteps)) : "";
+        if (pick(4) == 0) extra += ",\"last_good_step\":" + std::string(one_of(kSteps));
+        lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(pick(lines.size() + 1)),
+                     "{\"t\":" + std::string(pick(2) ? one_of(kTimes) : std::to_string(pick(4000))) + ",\"event\":\"" +
+                         one_of(kEvents) + "\"" + extra + "}");
+        break;
+      }
+      case 9: replace_value(line, "last_good_step", one_of(kSteps)); break;
+      default: line += pick(2) ? "\r" : " x"; break;
+    }
+  }
+
+  std::mt19937_64 rng_;
+};
+
+// "line N: ..." with 1 <= N <= the number of lines (a last line without '\n' counts too).
+::testing::AssertionResult names_a_line(const std::string& message, const std::string& log) {
+  static const std::regex kLine("^line ([0-9]+): .+");
+  std::smatch m;
+  if (!std::regex_search(message, m, kLine)) return ::testing::AssertionFailure() << "no line: " << message;
+  const uint64_t n = std::stoull(m[1]);
+  const uint64_t lines =
+      static_cast<uint64_t>(std::count(log.begin(), log.end(), '\n')) + (!log.empty() && log.back() != '\n' ? 1 : 0);
+  if (n < 1 || n > lines) return ::testing::AssertionFailure() << "line " << n << " of " << lines << ": " << message;
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult sums_exactly(const Breakdown& b) {
+  int64_t sum = b.productive_ns;
+  int64_t sdc = 0;
+  for (const CategoryNs& c : b.categories) {
+    if (c.ns < 0 || c.sdc_ns < 0 || c.sdc_ns > c.ns) return ::testing::AssertionFailure() << "bad category";
+    sum += c.ns;
+    sdc += c.sdc_ns;
+  }
+  if (b.wall_ns < 0 || b.productive_ns < 0 || sum != b.wall_ns || sdc != b.sdc_lost_ns()) {
+    return ::testing::AssertionFailure() << "labels " << sum << " != wall " << b.wall_ns;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// One case, in process: accepted and balanced, or an InputError naming a line. Lenient reading of
+// the same log never throws for a bad line and is balanced too.
+void check_in_process(const std::string& log, int index) {
+  SCOPED_TRACE("case " + std::to_string(index) + ":\n" + log);
+  std::istringstream in(log);
+  try {
+    EXPECT_TRUE(sums_exactly(analyze(in).breakdown));
+  } catch (const InputError& e) {
+    EXPECT_TRUE(names_a_line(e.what(), log));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "unexpected exception: " << e.what();
+  }
+  std::istringstream again(log);
+  try {
+    EXPECT_TRUE(sums_exactly(analyze(again, {}, true).breakdown));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "lenient: unexpected exception: " << e.what();
+  }
+}
+
+TEST(GoodputFuzz, MutatedLogsAreReadExactlyOrRejectedWithTheirLine) {
+  const std::vector<std::string> seeds = corpus();
+  ASSERT_GE(seeds.size(), 3u);
+  for (const auto& s : seeds) check_in_process(s, -1);  // the corpus itself is valid
+  Mutator mutator(kSeed);
+  for (int i = 0; i < kCases; ++i) {
+    check_in_process(mutator.mutate(seeds[static_cast<size_t>(i) % seeds.size()]), i);
+    if (::testing::Test::HasFailure()) break;  // one reproducible case is enough to report
+  }
+}
+
+// The same cases through the binary: the exit code and the one error line a user sees.
+TEST(GoodputFuzz, MutatedLogsThroughTheCli) {
+  const std::vector<std::string> seeds = corpus();
+  const fs::path dir = fs::temp_directory_path() / ("sdcprobe-goodput-fuzz-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path log_path = dir / "events.jsonl";
+  const fs::path out_path = dir / "out.txt";
+  const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  Mutator mutator(kSeed);
+  for (int i = 0; i < kCases; ++i) {
+    const std::string log = mutator.mutate(seeds[static_cast<size_t>(i) % seeds.size()]);
+    if (i % kCliEvery != 0) continue;
+    SCOPED_TRACE("case " + std::to_string(i) + ":\n" + log);
+    std::ofstream(log_path, std::ios::binary) << log;
+    // stdout and stderr apart: stderr must be the single error line.
+    const std::string cmd = "timeout 60 " + binary + " goodput --json " + log_path.string() + " >" + out_path.string() +
+                            " 2>" + (dir / "err.txt").string();
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal";
+    const int code = WEXITSTATUS(status);
+    std::ifstream out_file(out_path), err_file(dir / "err.txt");
+    const std::string out(std::istreambuf_iterator<char>(out_file), {});
+    const std::string err(std::istreambuf_iterator<char>(err_file), {});
+    if (code == 0) {
+      const auto j = nlohmann::json::parse(out);
+      int64_t sum = j["productive_ns"].get<int64_t>();
+      for (const auto& [name, c] : j["categories"].items()) sum += c["ns"].get<int64_t>();
+      EXPECT_EQ(sum, j["wall_ns"].get<int64_t>()) << out;
+    } else {
+      ASSERT_EQ(code, 2) << err;
+      EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+      EXPECT_TRUE(std::regex_search(err, std::regex("^sdcprobe: error: .*line [0-9]+: "))) << err;
+      EXPECT_TRUE(out.empty()) << out;
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sdc::goodput
