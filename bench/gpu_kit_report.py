@@ -170,8 +170,10 @@ def summary(work, out, exit_code, seconds):
             lines.append("%-24s %9.1f %9.1f %7.3f %8.3f %.2fx" % (g["name"], g["bare_TFLOP/s"], g["probe_TFLOP/s"],
                                                                g["gemm_ratio"], g["verify_fraction"],
                                                                g["end_to_end_ratio"]))
-    for e in bench_errors:
+    for e in bench_errors[:4]:
         lines.append("benchmark error: %s" % e[:110])
+    if len(bench_errors) > 4:
+        lines.append("... and %d more benchmark errors (summary.json)" % (len(bench_errors) - 4))
     clean = inline.get("clean")
     if clean:
         lines.append("inline (every %s steps, %d probes): probes %.4f of training time; step %.3f ms vs %.3f ms "
