@@ -259,10 +259,10 @@ step_sanitizer() {
   return $fail
 }
 
-# The image's own PyTorch, which loads its own CUDA libraries: LD_LIBRARY_PATH is cleared so that
-# libsdcprobe.so shares them.
+# The image's own PyTorch, which loads its CUDA libraries from its wheels: LD_LIBRARY_PATH holds
+# only those folders, so that libsdcprobe.so shares torch's libraries and never the toolkit's.
 step_inline() {
-  local rc fail=0 py="env -u LD_LIBRARY_PATH SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
+  local rc fail=0 py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
   $py -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 2)' ||
     { echo "kit: torch sees no CUDA device"; return 2; }
   echo "--- clean"
@@ -320,7 +320,8 @@ step_bench() {
 }
 
 # Finds each CUDA library in the toolkit, then the Python wheels (nvidia-*), then the loader's
-# cache; prints where, and sets LIB_DIRS. Returns 1 naming what is missing.
+# cache; prints where, and sets LIB_DIRS (and WHEEL_DIRS: every wheel's library folder). Returns 1
+# naming what is missing.
 locate_cuda_libs() {
   local dirs=() d lib found missing=() sp
   for d in "${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
@@ -328,7 +329,10 @@ locate_cuda_libs() {
   done
   while read -r sp; do
     [ -d "$sp/nvidia" ] || continue
-    while read -r d; do dirs+=("$d"); done < <(find "$sp/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u)
+    while read -r d; do
+      dirs+=("$d")
+      WHEEL_DIRS+="${WHEEL_DIRS:+:}$d"
+    done < <(find "$sp/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u)
   done < <(python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
   LIB_DIRS=""
   for lib in "${cuda_libs[@]}"; do
@@ -354,7 +358,7 @@ kit_run() {
   cd "$repo"
   export OUT=${OUT:-$(mktemp -d /tmp/sdc-kit-out.XXXXXX)}
   mkdir -p "$OUT"
-  export WORK LOGS KIT SDC
+  export WORK LOGS KIT SDC WHEEL_DIRS=""
   WORK=$(mktemp -d /tmp/sdc-kit.XXXXXX)
   LOGS=$WORK/logs
   KIT=$WORK/kit
