@@ -1,17 +1,19 @@
 // GPU probe throughput as ratios of the device's own ceilings, all measured in the same run:
 // memory probes and memory ops against device-to-device cudaMemcpy bandwidth on a buffer of the
 // same size (bytes read plus written), alu.fma32 against a peak-FMA kernel, and cuBLAS SGEMM as a
-// reference rate. Without a GPU every benchmark is skipped with the reason.
-// Run: build/bench/gpu_bench (bench/gpu_check.sh runs it and prints the table).
+// reference rate on random data. Without a GPU every benchmark is skipped with the reason.
+// Run: build/release/bench/gpu_bench --benchmark_format=json (bench/gpu_kit.sh run prints the table).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "host/backend.hpp"
 #include "host/cuda/cuda_raii.hpp"
+#include "kernels/common/random.hpp"
 #include "kernels/launch.hpp"
 #include "scheduler/catalogue.hpp"
 #include "scheduler/runner.hpp"
@@ -100,9 +102,12 @@ Ceilings measure_ceilings(size_t buffer_bytes, int sm_count) {
   {
     const size_t bytes = sizeof(float) * kSgemmN * kSgemmN;
     sdc::DeviceMemory a(kOrdinal, bytes), b(kOrdinal, bytes), out(kOrdinal, bytes);
-    // 0x3c3c3c3c is about 0.0115: finite operands, so no special-value paths.
-    SDC_CUDA_TRY(cudaMemsetAsync(a.get(), 0x3c, bytes, stream.get()));
-    SDC_CUDA_TRY(cudaMemsetAsync(b.get(), 0x3c, bytes, stream.get()));
+    // Random operands in [-1, 1): zeros or a constant draw less power and would flatter the ceiling.
+    std::vector<float> host(size_t{kSgemmN} * kSgemmN);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = sdc::random_float(1, i, -1.0f, 1.0f);
+    SDC_CUDA_TRY(cudaMemcpy(a.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < host.size(); ++i) host[i] = sdc::random_float(2, i, -1.0f, 1.0f);
+    SDC_CUDA_TRY(cudaMemcpy(b.get(), host.data(), bytes, cudaMemcpyHostToDevice));
     sdc::CublasHandle blas(kOrdinal);
     SDC_CUBLAS_TRY(cublasSetStream(blas.get(), stream.get()));
     // Default math: FP32 throughout, no TF32 tensor cores.

@@ -1,6 +1,6 @@
 // GEMM probe throughput on the first CUDA device against a bare cuBLASLt GEMM of the same type and
-// size measured in the same run (heuristic's first algorithm, same workspace size), and the
-// verification overhead, for gemm.random.bf16 and gemm.random.e4m3 at n = 8192 (override with
+// size on random operands, measured in the same run (heuristic's first algorithm, same workspace
+// size), and the verification overhead, for gemm.random.bf16 and gemm.random.e4m3 at n = 8192 (override with
 // SDC_GEMM_BENCH_N). Counters: bare_TFLOP/s, probe_TFLOP/s (the probe's GEMM alone),
 // gemm_ratio = probe GEMM rate / bare rate, verify_fraction = verification / GEMM time,
 // end_to_end_ratio = whole probe / bare GEMM. Without a device every benchmark is skipped.
@@ -10,10 +10,15 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "host/backend.hpp"
 #include "host/gemm.hpp"
+#include "kernels/common/random.hpp"
 #include "scheduler/catalogue.hpp"
 #include "scheduler/runner.hpp"
 
@@ -29,7 +34,34 @@ uint32_t bench_n() {
 bool ok(cudaError_t e) { return e == cudaSuccess; }
 bool ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
-// Seconds per bare cuBLASLt GEMM (TN, FP32 output and compute), averaged over `reps`; < 0 on failure.
+// Random finite operands in [-1, 1): a GEMM's rate depends on its data (zeros or a constant draw
+// less power and run faster), and the probe multiplies full-significand random values. Generated
+// once per type and seed, since every repetition uploads them again.
+cudaError_t upload_random(void* dst, sdc::GemmType type, size_t elements, uint64_t seed) {
+  static std::map<std::pair<sdc::GemmType, uint64_t>, std::vector<uint8_t>> cache;
+  std::vector<uint8_t>& host = cache[{type, seed}];
+  if (host.size() != elements * sdc::gemm_input_bytes(type)) {
+    host.resize(elements * sdc::gemm_input_bytes(type));
+    for (size_t i = 0; i < elements; ++i) {
+      const float v = sdc::random_float(seed, i, -1.0f, 1.0f);
+      uint32_t bits = 0;
+      std::memcpy(&bits, &v, sizeof bits);
+      if (type == sdc::GemmType::kBf16) {
+        const uint16_t bf16 = static_cast<uint16_t>(bits >> 16);
+        std::memcpy(&host[2 * i], &bf16, sizeof bf16);
+      } else {
+        // A random E4M3 byte: every value but the NaN encoding 0x7f / 0xff (largest magnitude 448).
+        uint8_t byte = static_cast<uint8_t>(sdc::counter_random(seed, i));
+        if ((byte & 0x7f) == 0x7f) byte ^= 1;
+        host[i] = byte;
+      }
+    }
+  }
+  return cudaMemcpy(dst, host.data(), host.size(), cudaMemcpyHostToDevice);
+}
+
+// Seconds per bare cuBLASLt GEMM (TN, FP32 output and compute) on random operands, averaged over
+// `reps`; < 0 on failure.
 double bare_gemm_seconds(sdc::GemmType type, uint32_t n, int reps) {
   const cudaDataType_t in = type == sdc::GemmType::kBf16 ? CUDA_R_16BF : CUDA_R_8F_E4M3;
   const size_t in_bytes = static_cast<size_t>(n) * n * sdc::gemm_input_bytes(type);
@@ -47,8 +79,9 @@ double bare_gemm_seconds(sdc::GemmType type, uint32_t n, int reps) {
   const float one = 1, zero = 0;
   float ms = 0;
   if (ok(cudaMalloc(&a, in_bytes)) && ok(cudaMalloc(&b, in_bytes)) && ok(cudaMalloc(&c, size_t{4} * n * n)) &&
-      ok(cudaMalloc(&ws, kWorkspace)) && ok(cudaMemset(a, 0x38, in_bytes)) && ok(cudaMemset(b, 0x38, in_bytes)) &&
-      ok(cublasLtCreate(&lt)) && ok(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
+      ok(cudaMalloc(&ws, kWorkspace)) && ok(upload_random(a, type, size_t{n} * n, 1)) &&
+      ok(upload_random(b, type, size_t{n} * n, 2)) && ok(cublasLtCreate(&lt)) &&
+      ok(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
       ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) &&
       ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) &&
       ok(cublasLtMatrixLayoutCreate(&la, in, n, n, n)) && ok(cublasLtMatrixLayoutCreate(&lb, in, n, n, n)) &&

@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   python3
+  patchelf  # scripts/bundle.sh: relocatable bundles and the GPU lease kit
   python3-torch  # the inline probe's PyTorch example and its test
 )
 

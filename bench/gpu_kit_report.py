@@ -1,0 +1,208 @@
+"""Reads the GPU lease kit's outputs (bench/gpu_kit.sh run): gtest results, benchmark ratios, summary.
+
+    gpu_kit_report.py gtest LOGS NAME...        exit 1 when a test failed, crashed or skipped without
+                                                a documented reason (KIT_SKIP_REASONS, a regex)
+    gpu_kit_report.py bench LOGS                exit 1 when a benchmark reported an error
+    gpu_kit_report.py summary WORK OUT EXIT SECONDS
+                                                writes OUT/summary.json and OUT/summary.md and prints
+                                                the one-screen table
+"""
+
+import csv
+import json
+import os
+import re
+import sys
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def skip_messages(log_text):
+    """{test: message} for every test gtest printed as SKIPPED, from its plain-text output."""
+    messages = {}
+    for m in re.finditer(r"^\[ RUN      \] (\S+)\n(.*?)^\[  SKIPPED \] \1", log_text, re.S | re.M):
+        body = [line for line in m.group(2).splitlines() if line.strip() and not line.endswith(": Skipped")]
+        messages[m.group(1)] = " ".join(body).strip()
+    return messages
+
+
+def gtest(logs, names):
+    allowed = re.compile(os.environ.get("KIT_SKIP_REASONS", "$^"))
+    bad = 0
+    totals = {"passed": 0, "failed": 0, "skipped": 0, "allowed_skips": 0}
+    for name in names:
+        report = load_json(os.path.join(logs, "gtest-%s.json" % name))
+        try:
+            with open(os.path.join(logs, "gtest-%s.log" % name), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        if report is None:
+            print("%s: no gtest JSON (crashed or timed out)" % name)
+            print("\n".join(text.splitlines()[-15:]))
+            bad += 1
+            continue
+        skips = skip_messages(text)
+        for suite in report.get("testsuites", []):
+            for test in suite.get("testsuite", []):
+                full = "%s.%s" % (suite["name"], test["name"])
+                if test.get("failures"):
+                    totals["failed"] += 1
+                    bad += 1
+                    print("FAILED  %s: %s" % (full, test["failures"][0].get("failure", "")[:300]))
+                elif test.get("result") == "SKIPPED":
+                    reason = skips.get(full, "")
+                    if reason and allowed.search(reason):
+                        totals["allowed_skips"] += 1
+                        print("skipped %s: %s (documented reason)" % (full, reason))
+                    else:
+                        totals["skipped"] += 1
+                        bad += 1
+                        print("SKIPPED %s: %s (counts as a failure)" % (full, reason or "no reason given"))
+                else:
+                    totals["passed"] += 1
+    print("kit: %(passed)d passed, %(failed)d failed, %(skipped)d skipped (failures), "
+          "%(allowed_skips)d skipped for a documented reason" % totals)
+    return 1 if bad else 0
+
+
+def bench_rows(logs):
+    """Rows (probe, rate, ratio, reference) and the ceilings from gpu_bench / gpu_gemm_bench JSON."""
+    rows, ceilings, errors = [], {}, []
+    runs = (load_json(os.path.join(logs, "gpu_bench.json")) or {}).get("benchmarks", [])
+    for b in runs:
+        name = b["name"]
+        if b.get("error_occurred"):
+            errors.append("%s: %s" % (name, b.get("error_message", "")))
+        elif name.startswith("BM_Ceilings"):
+            ceilings = {k: b[k] for k in ("memcpy_GB/s", "peak_fma_TFLOP/s", "sgemm_TFLOP/s") if k in b}
+        elif name.startswith("BM_MemoryProbe"):
+            rows.append(("mem." + name.split("/")[1], "%.0f GB/s" % b["GB/s"], b["ratio_to_memcpy"], "D2D copy"))
+        elif name.startswith("BM_MemoryOp"):
+            rows.append(("op " + name.split("/")[1], "%.0f GB/s" % b["GB/s"], b["ratio_to_memcpy"], "D2D copy"))
+        elif name.startswith("BM_Fma32Probe"):
+            rows.append(("alu.fma32", "%.2f TFLOP/s" % b["TFLOP/s"], b["ratio_to_peak_fma"], "peak FP32 FMA"))
+    gemm = []
+    for b in (load_json(os.path.join(logs, "gpu_gemm_bench.json")) or {}).get("benchmarks", []):
+        if b.get("error_occurred"):
+            errors.append("%s: %s" % (b["name"], b.get("error_message", "")))
+            continue
+        gemm.append({"name": "gemm.random." + b["name"].split("/")[1], "bare_TFLOP/s": b["bare_TFLOP/s"], "probe_TFLOP/s": b["probe_TFLOP/s"],
+                     "gemm_ratio": b["gemm_ratio"], "verify_fraction": b["verify_fraction"],
+                     "end_to_end_ratio": b["end_to_end_ratio"]})
+    return rows, ceilings, gemm, errors
+
+
+def bench(logs):
+    rows, ceilings, gemm, errors = bench_rows(logs)
+    for e in errors:
+        print("benchmark error: %s" % e)
+    if not rows and not gemm:
+        print("kit: no benchmark results")
+        return 1
+    print("kit: %d probe rates, %d GEMM probes against bare cuBLASLt" % (len(rows), len(gemm)))
+    return 1 if errors else 0
+
+
+def summary(work, out, exit_code, seconds):
+    logs = os.path.join(work, "logs")
+    with open(os.path.join(work, "steps.tsv")) as f:
+        steps = [dict(r, seconds=int(r["seconds"])) for r in csv.DictReader(f, delimiter="\t")]
+    devices = load_json(os.path.join(work, "devices.json")) or []
+    gpu = next((d for d in devices if d.get("backend") == "cuda"), None)
+    manifest = ""
+    try:
+        with open(os.path.join(work, "kit", "MANIFEST")) as f:
+            manifest = f.read()
+    except OSError:
+        pass
+    rows, ceilings, gemm, bench_errors = bench_rows(logs)
+    inline = {k: load_json(os.path.join(logs, "inline-%s.json" % k)) for k in ("clean", "fault")}
+    goodput = load_json(os.path.join(logs, "goodput-fault.json"))
+    result = {
+        "exit_code": exit_code,
+        "meaning": {0: "every step passed", 1: "a check failed", 2: "something could not run"}[exit_code],
+        "seconds": seconds,
+        "kit": manifest.strip().splitlines(),
+        "gpu": gpu,
+        "steps": steps,
+        "ceilings": ceilings,
+        "probes": [{"probe": r[0], "rate": r[1], "ratio": r[2], "of": r[3]} for r in rows],
+        "gemm": gemm,
+        "benchmark_errors": bench_errors,
+        "inline": inline,
+        "goodput_sdc_lost_s": goodput["sdc_lost_ns"] / 1e9 if goodput and "sdc_lost_ns" in goodput else None,
+    }
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(result, f, indent=2)
+
+    lines = []
+    title = "sdcprobe GPU lease kit"
+    if gpu:
+        title += ": %s %s, sm %s, driver %s" % (gpu["name"], gpu["uuid"], gpu["compute_capability"],
+                                                gpu.get("driver_version", "?"))
+    lines.append(title)
+    if manifest:
+        lines.append(manifest.splitlines()[0])
+    lines.append("")
+    lines.append("%-10s %-14s %5s  %s" % ("step", "status", "time", "note"))
+    for s in steps:
+        lines.append("%-10s %-14s %4ds  %s" % (s["step"], s["status"], s["seconds"], s["note"][:90]))
+    if ceilings:
+        lines.append("")
+        lines.append("ceilings (same run): D2D copy %.0f GB/s, peak FP32 FMA %.1f TFLOP/s, SGEMM %.1f TFLOP/s"
+                     % (ceilings.get("memcpy_GB/s", 0), ceilings.get("peak_fma_TFLOP/s", 0),
+                        ceilings.get("sgemm_TFLOP/s", 0)))
+    if rows:
+        lines.append("%-24s %-14s %s" % ("probe / op", "rate", "ratio to ceiling"))
+        for r in rows:
+            lines.append("%-24s %-14s %.3f of %s" % (r[0], r[1], r[2], r[3]))
+    if gemm:
+        lines.append("%-24s %9s %9s %7s %8s %s" % ("GEMM probe, random data", "bare TF/s", "probe TF/s",
+                                                  "ratio", "verify", "end to end vs bare"))
+        for g in gemm:
+            lines.append("%-24s %9.1f %9.1f %7.3f %8.3f %.2fx" % (g["name"], g["bare_TFLOP/s"], g["probe_TFLOP/s"],
+                                                               g["gemm_ratio"], g["verify_fraction"],
+                                                               g["end_to_end_ratio"]))
+    for e in bench_errors[:4]:
+        lines.append("benchmark error: %s" % e[:110])
+    if len(bench_errors) > 4:
+        lines.append("... and %d more benchmark errors (summary.json)" % (len(bench_errors) - 4))
+    clean = inline.get("clean")
+    if clean:
+        lines.append("inline (every %s steps, %d probes): probes %.4f of training time; step %.3f ms vs %.3f ms "
+                     "without (x%.3f)" % (clean["every"], clean["probes_run"], clean["probe_share"], clean["probed_step_ms"],
+                                          clean["baseline_step_ms"], clean["step_time_ratio"]))
+    if result["goodput_sdc_lost_s"] is not None:
+        fault = inline.get("fault") or {}
+        lines.append("inline fault caught at step %s; goodput attributes %.3f s to SDC"
+                     % (fault.get("caught_at_step"), result["goodput_sdc_lost_s"]))
+    lines.append("")
+    lines.append("exit %d: %s (%d s); logs.tar.gz holds every log, gtest and benchmark JSON"
+                 % (exit_code, result["meaning"], seconds))
+    text = "\n".join(lines)
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write("```\n%s\n```\n" % text)
+    print(text)
+    return 0
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "gtest":
+        return gtest(argv[2], argv[3:])
+    if len(argv) == 3 and argv[1] == "bench":
+        return bench(argv[2])
+    if len(argv) == 6 and argv[1] == "summary":
+        return summary(argv[2], argv[3], int(argv[4]), int(argv[5]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
