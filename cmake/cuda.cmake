@@ -15,6 +15,11 @@ if(NOT SDC_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES "80;90")
     endif()
+    # One CUDA runtime in the process: CUDA::cudart is the shared one, so objects nvcc links must
+    # not bring a static copy with its own state (device, contexts, error).
+    if(NOT DEFINED CMAKE_CUDA_RUNTIME_LIBRARY)
+      set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    endif()
     enable_language(CUDA)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

@@ -16,15 +16,25 @@ struct BackendOptions {
 };
 
 // The CPU as `count` virtual devices, each a group of cores (cores are shared when count > cores).
-std::vector<std::unique_ptr<Device>> make_cpu_devices(int count);
+// Those in `fail_open` are failed devices (make_failed_device), as a GPU on which no context can be
+// made: a test seam proving that one bad device leaves the others tested.
+std::vector<std::unique_ptr<Device>> make_cpu_devices(int count, const std::vector<int>& fail_open = {});
 
 bool cuda_backend_compiled();
-// Every CUDA device the driver reports; empty without a driver or device.
+// Every CUDA device the driver reports; empty without a driver or device. A GPU that cannot be
+// read becomes a failed device (make_failed_device), never an exception. No context is made here:
+// each device makes its own on first use.
 std::vector<std::unique_ptr<Device>> make_cuda_devices();
+// CUDA device `ordinal` alone, reading no other GPU and making no context until first use.
+// Throws NoDeviceError when the ordinal does not exist, CudaError when its properties cannot be read.
+std::unique_ptr<Device> open_cuda_device(int ordinal);
 // Why no CUDA device is available (for "could not test" messages).
 std::string cuda_unavailable_reason();
 
 // auto: CUDA devices when any, else the CPU. cuda: throws InputError when none is available.
 std::vector<std::unique_ptr<Device>> open_devices(const BackendOptions& options);
+// Device `index` alone (a CUDA ordinal, or a CPU virtual device of options.cpu_devices), chosen as
+// open_devices chooses the backend. Throws NoDeviceError when it does not exist.
+std::unique_ptr<Device> open_device(const BackendOptions& options, int index);
 
 }  // namespace sdc

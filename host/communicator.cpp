@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "kernels/common/gemm_elements.hpp"  // bf16_to_float, bits_of_float
 
@@ -22,6 +23,12 @@ struct LocalGroup {
   int arrived = 0;
   uint64_t generation = 0;
   std::map<std::pair<int, int>, std::string> mail;  // (from, to) -> bytes, for send_recv
+  std::string aborted;                              // why the group was aborted; empty while it runs
+
+  // Under `mutex`: a call cannot complete once the group is aborted.
+  void throw_if_aborted() const {
+    if (!aborted.empty()) throw CommunicatorAborted("communicator aborted: " + aborted);
+  }
 };
 
 // Element i of a rank's contribution, as gathered.
@@ -41,6 +48,7 @@ class LocalCommunicator : public Communicator {
   std::vector<std::string> all_gather(const std::string& record) override {
     LocalGroup& g = *group_;
     std::unique_lock<std::mutex> lock(g.mutex);
+    g.throw_if_aborted();
     const uint64_t generation = g.generation;
     g.slots[static_cast<size_t>(rank_)] = record;
     if (++g.arrived == g.size) {
@@ -49,7 +57,8 @@ class LocalCommunicator : public Communicator {
       ++g.generation;
       g.changed.notify_all();
     } else {
-      g.changed.wait(lock, [&] { return g.generation != generation; });
+      g.changed.wait(lock, [&] { return g.generation != generation || !g.aborted.empty(); });
+      if (g.generation == generation) g.throw_if_aborted();
     }
     // Copied under the lock: the next generation cannot overwrite it before every rank has left,
     // since it needs every rank to arrive again.
@@ -81,13 +90,22 @@ class LocalCommunicator : public Communicator {
   void send_recv(int peer, const void* send, void* recv, size_t bytes) override {
     LocalGroup& g = *group_;
     std::unique_lock<std::mutex> lock(g.mutex);
+    g.throw_if_aborted();
     g.mail[{rank_, peer}] = std::string(static_cast<const char*>(send), bytes);
     g.changed.notify_all();
-    g.changed.wait(lock, [&] { return g.mail.count({peer, rank_}) != 0; });
+    g.changed.wait(lock, [&] { return g.mail.count({peer, rank_}) != 0 || !g.aborted.empty(); });
+    g.throw_if_aborted();
     const std::string received = std::move(g.mail[{peer, rank_}]);
     g.mail.erase({peer, rank_});
     if (received.size() != bytes) throw std::runtime_error("send_recv: the peer sent a different size");
     std::memcpy(recv, received.data(), bytes);
+  }
+
+  void abort(const std::string& why) override {
+    LocalGroup& g = *group_;
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (g.aborted.empty()) g.aborted = why;  // the first failure is the cause; later ones are its echoes
+    g.changed.notify_all();
   }
 
  private:
@@ -106,6 +124,32 @@ uint16_t bf16_add(uint16_t a, uint16_t b) {
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // NaN stays NaN
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
+}
+
+std::vector<std::string> run_ranks(const std::vector<std::unique_ptr<Communicator>>& ranks,
+                                   const std::function<void(int rank, Communicator& comm)>& body) {
+  std::vector<std::string> errors(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    threads.emplace_back([&, r] {
+      Communicator& comm = *ranks[r];
+      try {
+        body(static_cast<int>(r), comm);
+      } catch (const CommunicatorAborted& e) {
+        errors[r] = e.what();  // released by another rank's failure, which already aborted the group
+      } catch (const std::exception& e) {
+        const std::string name = "rank " + std::to_string(r) + ": ";
+        const std::string what = e.what();
+        errors[r] = what.rfind(name, 0) == 0 ? what : name + what;
+        comm.abort(errors[r]);
+      } catch (...) {
+        errors[r] = "rank " + std::to_string(r) + ": unknown exception";
+        comm.abort(errors[r]);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
 }
 
 std::vector<std::unique_ptr<Communicator>> make_local_communicators(int size) {

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,13 @@ size_t reduce_type_bytes(ReduceType type);
 
 // One reduction hop in BF16 as NCCL computes it: the FP32 sum rounded to nearest even.
 uint16_t bf16_add(uint16_t a, uint16_t b);
+
+// Thrown in a rank whose group was aborted (another rank failed, a peer died, NCCL timed out): the
+// message names the rank that failed and why.
+class CommunicatorAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Communicator {
  public:
@@ -36,7 +45,19 @@ class Communicator {
   virtual void all_reduce_sum(void* data, size_t count, ReduceType type) = 0;
   // Sends `bytes` bytes to `peer` and receives as many from it: both must call it with each other.
   virtual void send_recv(int peer, const void* send, void* recv, size_t bytes) = 0;
+
+  // Called by a rank that cannot go on (it threw), so that no other rank waits for it: every rank
+  // blocked in, or later entering, a call of this group throws CommunicatorAborted carrying `why`.
+  // NCCL aborts its communicators (ncclCommAbort). Safe from any thread.
+  virtual void abort(const std::string& why) = 0;
 };
+
+// Runs body(rank, communicator) on one thread per rank and joins them all. A rank that throws
+// aborts the group with "rank r: <what>", so the others are released rather than left blocked.
+// Returns each rank's error ("" when it finished): the failing rank's own, and the others'
+// CommunicatorAborted messages, which name it.
+std::vector<std::string> run_ranks(const std::vector<std::unique_ptr<Communicator>>& ranks,
+                                   const std::function<void(int rank, Communicator& comm)>& body);
 
 // `size` in-process ranks; rank r's communicator is element r, to be used by one thread only.
 std::vector<std::unique_ptr<Communicator>> make_local_communicators(int size);

@@ -31,6 +31,24 @@ Digest128 chain_output_digest(const ChainJob& job, const std::vector<uint64_t>& 
   return d;
 }
 
+namespace {
+
+class PlainHostBuffer final : public HostBuffer {
+ public:
+  explicit PlainHostBuffer(size_t bytes) : bytes_(bytes) {}
+  void* data() override { return bytes_.data(); }
+  size_t bytes() const override { return bytes_.size(); }
+
+ private:
+  std::vector<unsigned char> bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<HostBuffer> make_host_buffer(size_t bytes) { return std::make_unique<PlainHostBuffer>(bytes); }
+
+std::unique_ptr<HostBuffer> Device::allocate_host(size_t bytes) { return make_host_buffer(bytes); }
+
 DeviceBuffer& Device::scratch(size_t bytes) {
   if (!scratch_ || scratch_->bytes() < bytes) {
     scratch_.reset();  // free first: the old and new buffers may not fit together

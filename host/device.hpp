@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ class DeviceBuffer {
   virtual void* data() = 0;
   virtual size_t bytes() const = 0;
 };
+
+// Host memory for staging copies to and from a device.
+class HostBuffer {
+ public:
+  virtual ~HostBuffer() = default;
+  virtual void* data() = 0;
+  virtual size_t bytes() const = 0;
+};
+
+// Ordinary host memory, zeroed.
+std::unique_ptr<HostBuffer> make_host_buffer(size_t bytes);
 
 enum class Direction { kUp, kDown };
 
@@ -85,6 +97,11 @@ class Device {
 
   const DeviceIdentity& identity() const { return identity_; }
 
+  // Why the device could not be opened (no context could be made on it, its properties were
+  // unreadable); empty for a working device. The runner reports every probe of such a device as
+  // device_error with this text, and tests the other devices.
+  virtual std::string open_error() const { return ""; }
+
   // The runner scopes injection to one probe at a time; nullptr disables it.
   void set_injection(Injector* injector, std::string probe_id) {
     injector_ = injector;
@@ -98,6 +115,10 @@ class Device {
   // A buffer of at least `bytes` that the device keeps for the next caller, so consecutive memory
   // probes pay for one allocation (and its page faults), not one each.
   DeviceBuffer& scratch(size_t bytes);
+  // Host memory this device copies fastest: pinned (cudaMallocHost) on CUDA, so that a copy never
+  // waits on pageable memory; ordinary memory elsewhere. Like allocate(), it may synchronise the
+  // device: allocate before concurrent work (NCCL ranks) starts.
+  virtual std::unique_ptr<HostBuffer> allocate_host(size_t bytes);
   virtual void upload(DeviceBuffer& dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DeviceBuffer& src, size_t bytes) = 0;
 
@@ -132,6 +153,12 @@ class Device {
   virtual void* mark_stream(void* /*stream*/) { return nullptr; }
   virtual void wait_for_marker(void* /*marker*/) {}
 
+  // The device (identity().index, the CUDA ordinal) that a caller's stream belongs to
+  // (cudaStreamGetDevice; a null stream is the calling thread's current device), so that a probe
+  // started after the caller's work can refuse a stream of another GPU. nullopt for a backend
+  // without streams.
+  virtual std::optional<int> stream_device(void* /*stream*/) { return std::nullopt; }
+
   // GEMM operations for the gemm.* probes; nullptr when the backend offers none.
   virtual GemmEngine* gemm() { return nullptr; }
 
@@ -150,5 +177,9 @@ class Device {
   std::string probe_id_;
   InjectionTally tally_;
 };
+
+// A device that failed to open: it keeps the identity known of it, open_error() is `error`, and
+// every operation throws a sticky CudaError carrying `error`.
+std::unique_ptr<Device> make_failed_device(DeviceIdentity identity, std::string error);
 
 }  // namespace sdc

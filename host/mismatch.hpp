@@ -13,8 +13,11 @@ struct MismatchRecord {
   uint64_t expected = 0;  // zero-extended element bits
   uint64_t observed = 0;
   unsigned width_bits = 64;
-  int unit = -1;  // CUDA: SM id (%smid); CPU: core id
+  int unit = -1;  // CUDA: SM id (%smid) that computed it; CPU: core id; -1 for memory words
   int lane = -1;  // CUDA: warp lane (%laneid); CPU: SIMD lane
+  // CUDA chains: the producing warp read a different %smid at its end than at its start (it was
+  // preempted and moved), so no SM can be named (unit is -1).
+  bool preempted = false;
 
   uint64_t syndrome() const { return expected ^ observed; }
   std::vector<int> bit_positions() const;

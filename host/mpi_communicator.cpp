@@ -2,6 +2,7 @@
 // buffers are host memory (GPU data goes over NCCL: host/cuda/nccl_communicator.cpp).
 #include <mpi.h>
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "host/communicator.hpp"
@@ -74,6 +75,13 @@ class MpiCommunicator : public Communicator {
     mpi_check(MPI_Sendrecv(send, static_cast<int>(bytes), MPI_BYTE, peer, 0, recv, static_cast<int>(bytes), MPI_BYTE,
                            peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
               "MPI_Sendrecv");
+  }
+
+  // MPI has no way to release ranks blocked in a collective: ending the job is the only way that no
+  // rank waits forever for this one.
+  void abort(const std::string& why) override {
+    std::fprintf(stderr, "sdcprobe: rank %d aborts the MPI job: %s\n", rank_, why.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
 
  private:

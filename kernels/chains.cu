@@ -15,8 +15,9 @@ __global__ void rotation_chain_kernel(uint64_t seed, uint32_t seeds, uint64_t co
                                       uint32_t* producers) {
   const uint64_t stride = grid_stride();
   for (uint64_t c = grid_thread(); c < copies; c += stride) {
+    const unsigned start_sm = sm_id();
     rotation_chain_run<T>(rotation_chain_seed<T>(seed, c % seeds), iterations, out + c * kChainOutputsPerCopy);
-    producers[c] = producer_tag();
+    producers[c] = producer_tag_of(start_sm, sm_id(), lane_id());
   }
 }
 
@@ -24,8 +25,9 @@ __global__ void int64_chain_kernel(uint64_t seed, uint32_t seeds, uint64_t copie
                                    uint32_t* producers) {
   const uint64_t stride = grid_stride();
   for (uint64_t c = grid_thread(); c < copies; c += stride) {
+    const unsigned start_sm = sm_id();
     int64_chain_run(int64_chain_seed(seed, c % seeds), iterations, out + c * kChainOutputsPerCopy);
-    producers[c] = producer_tag();
+    producers[c] = producer_tag_of(start_sm, sm_id(), lane_id());
   }
 }
 
@@ -34,8 +36,9 @@ __global__ void divsqrt_chain_kernel(uint64_t seed, uint32_t seeds, uint64_t cop
                                      uint32_t* producers) {
   const uint64_t stride = grid_stride();
   for (uint64_t c = grid_thread(); c < copies; c += stride) {
+    const unsigned start_sm = sm_id();
     divsqrt_chain_run<T>(divsqrt_chain_seed<T>(seed, c % seeds), iterations, out + c * kChainOutputsPerCopy);
-    producers[c] = producer_tag();
+    producers[c] = producer_tag_of(start_sm, sm_id(), lane_id());
   }
 }
 
@@ -46,11 +49,9 @@ __global__ void check_chains_kernel(const void* out, unsigned width_bits, uint64
     const uint64_t copy = i / kChainOutputsPerCopy;
     const uint64_t expected = goldens[(copy % seeds) * kChainOutputsPerCopy + i % kChainOutputsPerCopy];
     const uint64_t observed = load_element(out, i, width_bits);
-    if (observed != expected) {
-      // Name the SM and lane that computed the copy, not the ones that checked it.
-      const uint32_t tag = producers[copy];
-      record_mismatch(log, i, expected, observed, tag >> 5, tag & 31u);
-    }
+    // Name the SM and lane that computed the copy, not the ones that checked it.
+    const uint32_t tag = observed != expected ? producers[copy] : 0;
+    record_mismatch_if(observed != expected, log, i, expected, observed, producer_unit(tag), producer_lane(tag));
   }
 }
 

@@ -20,20 +20,29 @@ __device__ __forceinline__ unsigned lane_id() {
   return id;
 }
 
-// Producer tag stored per chain copy: SM id above, lane in the low 5 bits.
-__device__ __forceinline__ uint32_t producer_tag() { return (sm_id() << 5) | lane_id(); }
-
 __device__ __forceinline__ uint64_t grid_thread() {
   return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
 __device__ __forceinline__ uint64_t grid_stride() { return static_cast<uint64_t>(gridDim.x) * blockDim.x; }
 
-// Counts the mismatch and, while slots remain, records it in the slot its count claimed.
-__device__ __forceinline__ void record_mismatch(DeviceMismatchLog* log, uint64_t index, uint64_t expected,
-                                                uint64_t observed, unsigned unit, unsigned lane) {
-  const unsigned long long slot = atomicAdd(&log->mismatches, 1ULL);
-  if (slot < kDeviceMismatchSlots) log->records[slot] = DeviceMismatch{index, expected, observed, unit, lane};
+// Called by every active lane of the warp, mismatch or not: the lanes that found one share one
+// atomicAdd (warp_slot), so a fault in every word costs one atomic per warp, not per word, and
+// records go only to the slots that exist. The count stays exact.
+__device__ __forceinline__ void record_mismatch_if(bool mismatch, DeviceMismatchLog* log, uint64_t index,
+                                                   uint64_t expected, uint64_t observed, unsigned unit, unsigned lane) {
+  const unsigned active = __activemask();
+  const unsigned hits = __ballot_sync(active, mismatch);
+  if (hits == 0) return;
+  if (!mismatch) return;
+  // From here only the hit lanes run: the leader's atomic result is shared among exactly them.
+  const unsigned me = lane_id();
+  const unsigned leader = warp_leader(hits);
+  unsigned long long base = 0;
+  if (me == leader) base = atomicAdd(&log->mismatches, static_cast<unsigned long long>(popcount32(hits)));
+  base = __shfl_sync(hits, base, leader);
+  const unsigned long long slot = warp_slot(base, hits, me);
+  if (slot_recorded(slot)) log->records[slot] = DeviceMismatch{index, expected, observed, unit, lane};
 }
 
 // Enough blocks for `n` elements at one per thread, at most shape.max_blocks, at least one.

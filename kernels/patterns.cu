@@ -27,7 +27,8 @@ __device__ __forceinline__ void verify_word(uint64_t* data, uint64_t i, const Pa
                                             const Pattern& write, bool do_write, DeviceMismatchLog* log) {
   const uint64_t observed = data[i];
   const uint64_t expected = word_of<K>(expect, invert, i);
-  if (observed != expected) record_mismatch(log, i, expected, observed, sm_id(), lane_id());
+  // No SM or lane: they are the reader's; the word's address (8 * i) locates the fault.
+  record_mismatch_if(observed != expected, log, i, expected, observed, kNoUnit, kNoUnit);
   if (do_write) data[i] = pattern_word(write, i);
 }
 

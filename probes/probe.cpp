@@ -39,8 +39,13 @@ nlohmann::json to_json(const ProbeResult& r) {
   for (const auto& m : r.report.records) {
     nlohmann::json rec = {{"index", m.index},         {"expected", m.expected},    {"observed", m.observed},
                           {"syndrome", m.syndrome()}, {"bits", m.bit_positions()}, {"width_bits", m.width_bits}};
-    if (m.unit >= 0) rec["unit"] = m.unit;
-    if (m.lane >= 0) rec["lane"] = m.lane;
+    if (is_memory_probe(r.probe)) {
+      rec["byte_offset"] = m.index * 8;
+    } else {
+      if (m.unit >= 0) rec["unit"] = m.unit;
+      if (m.lane >= 0) rec["lane"] = m.lane;
+      if (m.preempted) rec["preempted"] = true;
+    }
     records.push_back(std::move(rec));
   }
   nlohmann::json j = {{"probe", r.probe},

@@ -17,6 +17,10 @@ enum class Outcome { kPass, kFail, kSkipped, kDeviceError };
 
 const char* outcome_name(Outcome o);
 
+// mem.* probes test memory words: their records are located by address, never by the SM or core
+// that happened to read them.
+inline bool is_memory_probe(const std::string& probe_id) { return probe_id.rfind("mem.", 0) == 0; }
+
 struct ProbeResult {
   std::string probe;
   int device_index = 0;

@@ -68,34 +68,45 @@ uint64_t differing(const Bytes& a, const Bytes& b, size_t width) {
   return n;
 }
 
-// The memory the communicator moves: host bytes, or a buffer on this rank's GPU.
-class Staging {
- public:
-  Staging(const Communicator& comm, Device* gpu, size_t bytes) : host_(bytes) {
-    if (!comm.gpu_memory()) return;
-    if (gpu == nullptr) throw std::logic_error("check_allreduce: a GPU communicator needs its device");
-    gpu_ = gpu;
-    buffer_ = gpu->allocate(bytes);
-  }
-  void* data() { return buffer_ ? buffer_->data() : host_.data(); }
-  void put(const Bytes& bytes) {
-    host_ = bytes;
-    if (buffer_) gpu_->upload(*buffer_, host_.data(), host_.size());
-  }
-  const Bytes& get() {
-    if (buffer_) gpu_->download(host_.data(), *buffer_, host_.size());
-    return host_;
-  }
+void* area_data(AllreduceStaging::Area& area) { return area.gpu ? area.gpu->data() : area.host->data(); }
 
- private:
-  Bytes host_;
-  Device* gpu_ = nullptr;
-  std::unique_ptr<DeviceBuffer> buffer_;
-};
+void put(AllreduceStaging& staging, AllreduceStaging::Area& area, const Bytes& bytes) {
+  if (bytes.size() > area.host->bytes()) throw std::logic_error("check_allreduce: staging too small");
+  std::memcpy(area.host->data(), bytes.data(), bytes.size());
+  if (area.gpu) staging.device->upload(*area.gpu, area.host->data(), bytes.size());
+}
+
+Bytes get(AllreduceStaging& staging, AllreduceStaging::Area& area, size_t bytes) {
+  if (area.gpu) staging.device->download(area.host->data(), *area.gpu, bytes);
+  const auto* p = static_cast<const uint8_t*>(area.host->data());
+  return Bytes(p, p + bytes);
+}
 
 }  // namespace
 
-CollectiveResult check_allreduce(Communicator& comm, Device* gpu, uint64_t seed, Injector* injector) {
+AllreduceStaging make_allreduce_staging(const Communicator& comm, Device* gpu) {
+  AllreduceStaging staging;
+  if (comm.gpu_memory() && gpu == nullptr)
+    throw std::logic_error("check_allreduce: a GPU communicator needs its device");
+  // Sized for both types: FP32 is the widest element, and the pairwise rounds carry every type.
+  const size_t widest = kAllreduceElements * reduce_type_bytes(ReduceType::kFloat32);
+  const size_t every = widest + kAllreduceElements * reduce_type_bytes(ReduceType::kBFloat16);
+  staging.device = comm.gpu_memory() ? gpu : nullptr;
+  for (auto [area, bytes] : {std::pair{&staging.data, widest}, {&staging.send, every}, {&staging.received, every}}) {
+    area->host = staging.device ? staging.device->allocate_host(bytes) : make_host_buffer(bytes);
+    if (staging.device) area->gpu = staging.device->allocate(bytes);
+  }
+  return staging;
+}
+
+CollectiveResult check_allreduce(Communicator& comm, Device* gpu, uint64_t seed, Injector* injector,
+                                 AllreduceStaging* staging) {
+  AllreduceStaging own;
+  if (staging == nullptr) {
+    own = make_allreduce_staging(comm, gpu);
+    staging = &own;
+  }
+  AllreduceStaging& st = *staging;
   CollectiveResult result;
   const int me = comm.rank();
   std::vector<ReduceType> types = {ReduceType::kFloat32};
@@ -104,31 +115,32 @@ CollectiveResult check_allreduce(Communicator& comm, Device* gpu, uint64_t seed,
   for (ReduceType type : types) {
     const Bytes mine = outgoing(seed, type, comm, injector);
     sent.insert(sent.end(), mine.begin(), mine.end());
-    Staging data(comm, gpu, mine.size());
-    data.put(mine);
-    comm.all_reduce_sum(data.data(), kAllreduceElements, type);
+    put(st, st.data, mine);
+    comm.all_reduce_sum(area_data(st.data), kAllreduceElements, type);
     result.types.push_back(reduce_type_name(type));
     result.checked += kAllreduceElements;
-    result.mismatches += differing(data.get(), expected_sum(seed, type, comm.size()), reduce_type_bytes(type));
+    result.mismatches +=
+        differing(get(st, st.data, mine.size()), expected_sum(seed, type, comm.size()), reduce_type_bytes(type));
   }
   for (const std::string& n : comm.all_gather(std::to_string(result.mismatches))) {
     result.any_failed = result.any_failed || n != "0";
   }
+  // This all_gather is the final barrier of a clean run: no rank returns (and frees its staging)
+  // while a peer's reduction may still read it. A failing run ends with the links' all_gather.
   if (!result.any_failed) return result;
   // Pairwise rounds in lexicographic order of the pair: each rank takes its pairs in that one total
   // order, so the smallest pending pair can always proceed and no round deadlocks.
-  Staging send(comm, gpu, sent.size()), received(comm, gpu, sent.size());
-  send.put(sent);
+  put(st, st.send, sent);
   std::vector<std::string> found;
   for (int peer = 0; peer < comm.size(); ++peer) {
     if (peer == me) continue;
-    comm.send_recv(peer, send.data(), received.data(), sent.size());
+    comm.send_recv(peer, area_data(st.send), area_data(st.received), sent.size());
     Bytes theirs;
     for (ReduceType type : types) {
       const Bytes c = contribution(seed, type, peer, comm.size());
       theirs.insert(theirs.end(), c.begin(), c.end());
     }
-    if (received.get() != theirs) found.push_back(std::to_string(peer) + ">" + std::to_string(me));
+    if (get(st, st.received, sent.size()) != theirs) found.push_back(std::to_string(peer) + ">" + std::to_string(me));
   }
   // Every rank learns every failing link.
   for (const std::string& text : comm.all_gather(nlohmann::json(found).dump())) {

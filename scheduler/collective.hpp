@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,8 +43,26 @@ struct CollectiveResult {
   nlohmann::json to_json() const;
 };
 
+// The memory check_allreduce moves: host memory (pinned on a GPU), mirrored by a buffer on the
+// rank's GPU when the communicator moves GPU memory (NCCL). Make every rank's before the rank
+// threads start and free them after they are joined: cudaMalloc and cudaFree synchronise a GPU,
+// and one rank's allocation while another rank's NCCL kernels wait for it can deadlock them.
+struct AllreduceStaging {
+  struct Area {
+    std::unique_ptr<HostBuffer> host;
+    std::unique_ptr<DeviceBuffer> gpu;  // null for host communicators
+  };
+  Device* device = nullptr;  // owner of the gpu areas
+  Area data;                 // the reduction, in place
+  Area send, received;       // the pairwise rounds
+};
+AllreduceStaging make_allreduce_staging(const Communicator& comm, Device* gpu);
+
 // Collective: every rank of `comm` must call it with the same seed. `gpu` is this rank's device
-// when comm.gpu_memory() (NCCL), where the data is staged; otherwise it is not used.
-CollectiveResult check_allreduce(Communicator& comm, Device* gpu, uint64_t seed, Injector* injector);
+// when comm.gpu_memory() (NCCL), where the data is staged; otherwise it is not used. It ends with
+// an all_gather, a barrier: no rank returns while a peer may still read its staging. Without
+// `staging` it makes its own, inside the rank (fine for host communicators).
+CollectiveResult check_allreduce(Communicator& comm, Device* gpu, uint64_t seed, Injector* injector,
+                                 AllreduceStaging* staging = nullptr);
 
 }  // namespace sdc

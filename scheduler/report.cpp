@@ -133,9 +133,15 @@ std::string results_table(const RunReport& report) {
                     static_cast<unsigned long long>(m.index), static_cast<unsigned long long>(m.expected),
                     static_cast<unsigned long long>(m.observed), static_cast<unsigned long long>(m.syndrome()));
       out << row;
-      if (m.unit >= 0)
-        out << (report.devices.empty() || report.devices[0].backend == "cpu" ? " core " : " sm ") << m.unit;
-      if (m.lane >= 0) out << " lane " << m.lane;
+      if (is_memory_probe(r.probe)) {
+        std::snprintf(row, sizeof(row), " byte offset 0x%llx", static_cast<unsigned long long>(m.index * 8));
+        out << row;
+      } else {
+        if (m.unit >= 0)
+          out << (report.devices.empty() || report.devices[0].backend == "cpu" ? " core " : " sm ") << m.unit;
+        if (m.preempted) out << " sm unknown (preempted: the warp moved between SMs)";
+        if (m.lane >= 0) out << " lane " << m.lane;
+      }
       out << "\n";
     }
   }

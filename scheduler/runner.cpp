@@ -42,6 +42,11 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
   result.device_index = device.identity().index;
   result.device_uuid = device.identity().uuid;
   result.seed = probe_seed(options.seed, probe.id());
+  if (!device.open_error().empty()) {
+    result.outcome = Outcome::kDeviceError;
+    result.reason = device.open_error();
+    return result;
+  }
   ProbeContext ctx{device, result.seed, options.level, options.size_bytes, options.iterations};
   device.set_injection(options.injector, probe.id());
   const auto start = std::chrono::steady_clock::now();
@@ -95,7 +100,8 @@ RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<
     for (const Probe* probe : probes) {
       if (options.on_start) options.on_start(done, total, *device, probe->id());
       ++done;
-      if (device_broken) {
+      // A device that failed to open reports its cause on every probe (run_probe), not "skipped".
+      if (device_broken && device->open_error().empty()) {
         ProbeResult skipped;
         skipped.probe = probe->id();
         skipped.device_index = device->identity().index;

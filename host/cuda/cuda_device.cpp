@@ -1,12 +1,15 @@
 // The CUDA backend: one CudaDevice per GPU the runtime reports. Every operation makes its GPU
 // current (DeviceGuard), enqueues on the device's own stream and synchronises before returning,
 // so a result is complete, and an asynchronous error surfaces in the call that caused it. One
-// thread at a time may use a given device.
+// thread at a time may use a given device. Opening a device reads its properties only: its
+// context, stream and buffers are made on first use, so a process that opens a GPU it never uses
+// (a training rank's inline probe, the parent of isolated workers) takes nothing from it.
 #include <cuda_runtime_api.h>
 #include <library_types.h>
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +42,28 @@ class CudaBuffer final : public DeviceBuffer {
   DeviceMemory memory_;
 };
 
+// Page-locked host memory (cudaMallocHost), freed with cudaFreeHost.
+class PinnedHostBuffer final : public HostBuffer {
+ public:
+  PinnedHostBuffer(int ordinal, size_t bytes) : ordinal_(ordinal), bytes_(bytes) {
+    if (bytes == 0) return;
+    DeviceGuard guard(ordinal);
+    SDC_CUDA_TRY(cudaMallocHost(&data_, bytes));
+  }
+  ~PinnedHostBuffer() override {
+    if (data_ != nullptr) detail::release_on(ordinal_, [p = data_] { SDC_CUDA_LOG(cudaFreeHost(p)); });
+  }
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  void* data() override { return data_; }
+  size_t bytes() const override { return bytes_; }
+
+ private:
+  int ordinal_;
+  void* data_ = nullptr;
+  size_t bytes_;
+};
+
 ChainKernel chain_kernel(ChainKind kind) {
   switch (kind) {
     case ChainKind::kFma32: return ChainKernel::kFma32;
@@ -63,10 +88,9 @@ class CudaDevice final : public Device {
   CudaDevice(DeviceIdentity identity, int ordinal)
       : Device(std::move(identity)),
         ordinal_(ordinal),
-        shape_{static_cast<unsigned>(std::max(1, this->identity().compute_units)) * kBlocksPerSm, kThreadsPerBlock},
-        stream_(ordinal),
-        log_(ordinal, sizeof(DeviceMismatchLog)),
-        digest_(ordinal, sizeof(Digest128)) {}
+        shape_{static_cast<unsigned>(std::max(1, this->identity().compute_units)) * kBlocksPerSm, kThreadsPerBlock} {}
+
+  std::string open_error() const override { return open_error_; }
 
   uint64_t free_memory_bytes() const override {
     DeviceGuard guard(ordinal_);
@@ -76,7 +100,13 @@ class CudaDevice final : public Device {
   }
 
   std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override {
+    ready();
     return std::make_unique<CudaBuffer>(ordinal_, bytes);
+  }
+
+  std::unique_ptr<HostBuffer> allocate_host(size_t bytes) override {
+    ready();
+    return std::make_unique<PinnedHostBuffer>(ordinal_, bytes);
   }
 
   void upload(DeviceBuffer& dst, const void* src, size_t bytes) override {
@@ -106,7 +136,7 @@ class CudaDevice final : public Device {
     DeviceGuard guard(ordinal_);
     inject(buf, words, 64, 1);
     SDC_CUDA_TRY(launch_verify(static_cast<uint64_t*>(b.data()), words, expect, then_write, dir == Direction::kDown,
-                               log_.as<DeviceMismatchLog>(), shape_, stream()));
+                               log(), shape_, stream()));
     return collect(words, 64);
   }
 
@@ -135,7 +165,7 @@ class CudaDevice final : public Device {
 
     inject(out, elements, width, kChainOutputsPerCopy);
     SDC_CUDA_TRY(launch_check_chains(out.data(), width, job.copies, device_goldens.as<uint64_t>(), job.seeds, producers,
-                                     log_.as<DeviceMismatchLog>(), shape_, stream()));
+                                     log(), shape_, stream()));
     MismatchReport report = collect(elements, width);
     if (digest != nullptr) *digest = this->digest(out, elements * width / 64);
     return report;
@@ -153,6 +183,7 @@ class CudaDevice final : public Device {
   Digest128 digest(DeviceBuffer& buf, size_t words) override {
     CudaBuffer& b = own(buf, words * sizeof(uint64_t));
     DeviceGuard guard(ordinal_);
+    ready();
     SDC_CUDA_TRY(
         launch_digest(static_cast<const uint64_t*>(b.data()), words, digest_.as<Digest128>(), shape_, stream()));
     Digest128 d;
@@ -169,6 +200,12 @@ class CudaDevice final : public Device {
           });
     }
     return gemm_.get();
+  }
+
+  std::optional<int> stream_device(void* caller_stream) override {
+    int device = -1;
+    SDC_CUDA_TRY(cudaStreamGetDevice(static_cast<cudaStream_t>(caller_stream), &device));
+    return device;
   }
 
   // An event recorded on the caller's stream (a null stream is the legacy default stream).
@@ -229,8 +266,36 @@ class CudaDevice final : public Device {
   }
 
  private:
-  cudaStream_t stream() const { return stream_.get(); }
-  void synchronize() const { SDC_CUDA_TRY(cudaStreamSynchronize(stream())); }
+  // The device's stream and fixed buffers, made on first use. Failing to make the stream (the
+  // first call that needs a context) means none can be had on this GPU: every probe of it is then
+  // a device_error naming the cause. A failed buffer (out of memory) may succeed later.
+  void ready() {
+    if (stream_.get() != nullptr) return;
+    if (!open_error_.empty()) throw_open_error(open_code_);
+    Stream stream;
+    try {
+      stream = Stream(ordinal_);
+    } catch (const CudaError& e) {
+      open_error_ = "could not open " + identity().label() + ": " + e.what();
+      open_code_ = e.code();
+      throw_open_error(open_code_);
+    }
+    log_ = DeviceMemory(ordinal_, sizeof(DeviceMismatchLog));
+    digest_ = DeviceMemory(ordinal_, sizeof(Digest128));
+    stream_ = std::move(stream);
+  }
+  [[noreturn]] void throw_open_error(int code) const {
+    throw CudaError(code, true, "open", __FILE__, __LINE__, open_error_);
+  }
+  cudaStream_t stream() {
+    ready();
+    return stream_.get();
+  }
+  DeviceMismatchLog* log() {
+    ready();
+    return log_.as<DeviceMismatchLog>();
+  }
+  void synchronize() { SDC_CUDA_TRY(cudaStreamSynchronize(stream())); }
 
   // The buffer as this device's own, checked to hold `bytes`.
   CudaBuffer& own(DeviceBuffer& buf, size_t bytes) const {
@@ -264,7 +329,7 @@ class CudaDevice final : public Device {
   // Reads the mismatch log the last verification kernel wrote (after the stream has drained).
   MismatchReport collect(uint64_t checked, unsigned width_bits) {
     DeviceMismatchLog log;
-    SDC_CUDA_TRY(cudaMemcpyAsync(&log, log_.get(), sizeof(log), cudaMemcpyDeviceToHost, stream()));
+    SDC_CUDA_TRY(cudaMemcpyAsync(&log, this->log(), sizeof(log), cudaMemcpyDeviceToHost, stream()));
     synchronize();
     MismatchReport report;
     report.checked = checked;
@@ -277,8 +342,9 @@ class CudaDevice final : public Device {
       r.expected = m.expected;
       r.observed = m.observed;
       r.width_bits = width_bits;
-      r.unit = static_cast<int>(m.unit);
-      r.lane = static_cast<int>(m.lane);
+      r.unit = m.unit == kNoUnit || m.unit == kUnitMoved ? -1 : static_cast<int>(m.unit);
+      r.lane = m.lane == kNoUnit ? -1 : static_cast<int>(m.lane);
+      r.preempted = m.unit == kUnitMoved;
       report.keep(r);
     }
     return report;
@@ -286,6 +352,8 @@ class CudaDevice final : public Device {
 
   int ordinal_;
   LaunchShape shape_;
+  std::string open_error_;  // why no context could be made; empty while none failed
+  int open_code_ = 0;
   Stream stream_;
   DeviceMemory log_;     // DeviceMismatchLog
   DeviceMemory digest_;  // Digest128
@@ -329,6 +397,52 @@ std::string cuda_unavailable_reason() {
   return count == 0 ? "no CUDA device" : "";
 }
 
+namespace {
+
+std::string runtime_text() {
+  int runtime = 0;
+  SDC_CUDA_TRY(cudaRuntimeGetVersion(&runtime));
+  // DeviceIdentity has no library field yet: cuBLAS's version rides with the runtime's.
+  return format_cuda_version(runtime) + " (cuBLAS " + cublas_version() + ")";
+}
+
+std::string driver_text() {
+  int driver = 0;
+  SDC_CUDA_TRY(cudaDriverGetVersion(&driver));
+  return format_cuda_version(driver);
+}
+
+// What is known of a GPU whose properties could not be read: its ordinal, and its PCI bus id when
+// the runtime still gives one, so that the report names the board to pull.
+DeviceIdentity unreadable_identity(int ordinal) {
+  DeviceIdentity id;
+  id.backend = "cuda";
+  id.index = ordinal;
+  id.name = "unreadable GPU";
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess) id.pci_bus_id = bus;
+  (void)cudaGetLastError();
+  id.uuid = "GPU-unreadable-" + std::to_string(ordinal);
+  return id;
+}
+
+}  // namespace
+
+std::unique_ptr<Device> open_cuda_device(int ordinal) {
+  int count = 0;
+  const cudaError_t counted = cudaGetDeviceCount(&count);
+  if (counted != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw NoDeviceError("CUDA device " + std::to_string(ordinal) + ": " + cudaGetErrorName(counted) + ": " +
+                        cudaGetErrorString(counted));
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    throw NoDeviceError("CUDA device " + std::to_string(ordinal) + " does not exist (" + std::to_string(count) +
+                        " visible)");
+  }
+  return std::make_unique<CudaDevice>(identify(ordinal, ordinal, driver_text(), runtime_text()), ordinal);
+}
+
 std::vector<std::unique_ptr<Device>> make_cuda_devices() {
   std::vector<std::unique_ptr<Device>> devices;
   int count = 0;
@@ -337,14 +451,17 @@ std::vector<std::unique_ptr<Device>> make_cuda_devices() {
     (void)cudaGetLastError();
     return devices;
   }
-  int driver = 0, runtime = 0;
-  SDC_CUDA_TRY(cudaDriverGetVersion(&driver));
-  SDC_CUDA_TRY(cudaRuntimeGetVersion(&runtime));
-  // DeviceIdentity has no library field yet: cuBLAS's version rides with the runtime's.
-  const std::string runtime_text = format_cuda_version(runtime) + " (cuBLAS " + cublas_version() + ")";
+  const std::string driver = driver_text();
+  const std::string runtime = runtime_text();
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    devices.push_back(
-        std::make_unique<CudaDevice>(identify(ordinal, ordinal, format_cuda_version(driver), runtime_text), ordinal));
+    // A GPU that cannot be read is reported (device_error on every probe), never a reason to test
+    // none of the others.
+    try {
+      devices.push_back(std::make_unique<CudaDevice>(identify(ordinal, ordinal, driver, runtime), ordinal));
+    } catch (const CudaError& e) {
+      (void)cudaGetLastError();
+      devices.push_back(make_failed_device(unreadable_identity(ordinal), e.what()));
+    }
   }
   return devices;
 }

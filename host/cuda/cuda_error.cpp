@@ -52,7 +52,8 @@ void throw_cublas_error(cublasStatus_t status, const char* expression, const cha
   const cudaError_t context = cudaPeekAtLastError();
   std::string message = describe_cublas(status);
   if (context != cudaSuccess) message += " (CUDA: " + describe_cuda(context) + ")";
-  throw CudaError(static_cast<int>(status), is_sticky_cuda_error(context), expression, file, line, message);
+  throw CudaError(static_cast<int>(status), is_sticky_cuda_error(context), expression, file, line, message,
+                  CudaError::Source::kCublas);
 }
 
 // No allocation here: these run in destructors and must not throw.

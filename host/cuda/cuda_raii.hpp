@@ -9,29 +9,78 @@
 #include <cstddef>
 #include <utility>
 
+#include "host/cuda/cuda_context.hpp"
 #include "host/cuda/cuda_error.hpp"
 
 namespace sdc {
 
-// Makes `device` current for the scope and restores the previous current device.
+namespace detail {
+
+// Makes `device` current unless it already is, and puts back exactly the context that was current
+// before (none, on a fresh thread: restoring "device 0" there would initialise GPU 0). Without the
+// driver's entry points it falls back to the runtime's current device.
+class ContextSwitch {
+ public:
+  // Failures are returned, not thrown, so destructors can use it.
+  cudaError_t enter(int device) noexcept {
+    previous_ = current_cuda_context();
+    if (!previous_.known) {
+      const cudaError_t got = cudaGetDevice(&previous_device_);
+      if (got != cudaSuccess) return got;
+      if (previous_device_ == device) return cudaSuccess;
+    } else if (previous_.context != nullptr) {
+      int current = -1;
+      const cudaError_t got = cudaGetDevice(&current);
+      if (got != cudaSuccess) return got;
+      if (current == device) return cudaSuccess;
+    }
+    const cudaError_t set = cudaSetDevice(device);
+    switched_ = set == cudaSuccess;
+    return set;
+  }
+  cudaError_t leave() noexcept {
+    if (!switched_) return cudaSuccess;
+    switched_ = false;
+    return previous_.known ? restore_cuda_context(previous_) : cudaSetDevice(previous_device_);
+  }
+
+ private:
+  CurrentContext previous_;
+  int previous_device_ = 0;
+  bool switched_ = false;
+};
+
+}  // namespace detail
+
+// Makes `device` current for the scope and restores what was current before; throws CudaError.
 class DeviceGuard {
  public:
-  explicit DeviceGuard(int device) {
-    SDC_CUDA_TRY(cudaGetDevice(&previous_));
-    if (previous_ != device) {
-      SDC_CUDA_TRY(cudaSetDevice(device));
-      switched_ = true;
-    }
-  }
-  ~DeviceGuard() {
-    if (switched_) SDC_CUDA_LOG(cudaSetDevice(previous_));
-  }
+  explicit DeviceGuard(int device) { SDC_CUDA_TRY(switch_.enter(device)); }
+  ~DeviceGuard() { SDC_CUDA_LOG(switch_.leave()); }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
-  int previous_ = 0;
-  bool switched_ = false;
+  detail::ContextSwitch switch_;
+};
+
+// The same for destructors and cleanup paths: failures are logged, nothing throws. ok() says
+// whether `device` is current.
+class NothrowDeviceGuard {
+ public:
+  explicit NothrowDeviceGuard(int device) noexcept {
+    const cudaError_t entered = switch_.enter(device);
+    ok_ = entered == cudaSuccess;
+    if (!ok_) log_cuda_error(entered, "cudaSetDevice(device)", __FILE__, __LINE__);
+  }
+  ~NothrowDeviceGuard() { SDC_CUDA_LOG(switch_.leave()); }
+  NothrowDeviceGuard(const NothrowDeviceGuard&) = delete;
+  NothrowDeviceGuard& operator=(const NothrowDeviceGuard&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  detail::ContextSwitch switch_;
+  bool ok_ = false;
 };
 
 namespace detail {
@@ -39,13 +88,8 @@ namespace detail {
 // Runs `release` with `device` current, for destructors: failures are logged, nothing throws.
 template <typename Release>
 void release_on(int device, Release&& release) noexcept {
-  int previous = 0;
-  const cudaError_t got = cudaGetDevice(&previous);
-  if (got != cudaSuccess) log_cuda_error(got, "cudaGetDevice(&previous)", __FILE__, __LINE__);
-  const bool switched = got == cudaSuccess && previous != device;
-  if (switched) SDC_CUDA_LOG(cudaSetDevice(device));
+  NothrowDeviceGuard guard(device);
   release();
-  if (switched) SDC_CUDA_LOG(cudaSetDevice(previous));
 }
 
 // Move-only ownership of one handle; Traits::release(handle) frees it (logging, not throwing).

@@ -1,10 +1,16 @@
 // NCCL communicators: data buffers are GPU memory and move over NCCL (NVLink, PCIe, the network),
-// records over the control communicator (threads, or MPI).
+// records over the control communicator (threads, or MPI). Communicators are non-blocking: every
+// NCCL call returns at once and the rank polls, with a timeout, for NCCL's asynchronous error and
+// its stream, so that a failed or dead peer ends in an error (ncclCommAbort), never a hang.
 #include <nccl.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "host/communicator.hpp"
 #include "host/cuda/cuda_error.hpp"
@@ -14,8 +20,14 @@
 namespace sdc {
 namespace {
 
+// How long one collective, or the communicators' creation, may take before the rank gives up on
+// its peers. The collectives move a few MiB: minutes mean a peer is gone.
+constexpr std::chrono::seconds kNcclTimeout{300};
+
 void nccl_check(ncclResult_t rc, const char* what) {
-  if (rc != ncclSuccess) throw std::runtime_error(std::string("NCCL: ") + what + ": " + ncclGetErrorString(rc));
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    throw std::runtime_error(std::string("NCCL: ") + what + ": " + ncclGetErrorString(rc));
+  }
 }
 
 // The CUDA ordinal of a device named by its PCI bus id, which stays right whatever
@@ -26,15 +38,86 @@ int ordinal_of(const DeviceIdentity& gpu) {
   return ordinal;
 }
 
+ncclConfig_t nonblocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// What the ranks of one process share: the first failure, which every rank's poll sees.
+struct AbortFlag {
+  std::atomic<bool> raised{false};
+  std::mutex mutex;
+  std::string why;
+
+  void raise(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!raised) why = reason;
+    raised = true;
+  }
+  std::string reason() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return why;
+  }
+};
+
+// Waits until NCCL has finished with `comm` (no ncclInProgress), then, given a stream, until the
+// stream has drained. Returns "" on success, else why it stopped: NCCL's asynchronous error, a
+// CUDA error, the shared abort flag, or the timeout.
+std::string poll(ncclComm_t comm, cudaStream_t stream, AbortFlag* flag, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + kNcclTimeout;
+  for (;;) {
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t got = ncclCommGetAsyncError(comm, &async);
+    if (got != ncclSuccess) return std::string(what) + ": ncclCommGetAsyncError: " + ncclGetErrorString(got);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      return std::string(what) + ": " + ncclGetErrorString(async) + " (" + ncclGetLastError(comm) + ")";
+    }
+    if (async == ncclSuccess) {
+      if (stream == nullptr) return "";
+      const cudaError_t q = cudaStreamQuery(stream);
+      if (q == cudaSuccess) return "";
+      if (q != cudaErrorNotReady) {
+        return std::string(what) + ": " + cudaGetErrorName(q) + ": " + cudaGetErrorString(q);
+      }
+    }
+    if (flag != nullptr && flag->raised) return "communicator aborted: " + flag->reason();
+    if (std::chrono::steady_clock::now() > deadline) {
+      return std::string(what) + ": no progress in " + std::to_string(kNcclTimeout.count()) +
+             " s (a peer failed or died)";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 class NcclCommunicator : public Communicator {
  public:
-  // `owned_control` may be null when the caller keeps `control` alive.
-  NcclCommunicator(ncclComm_t comm, int ordinal, Communicator& control, std::unique_ptr<Communicator> owned_control)
-      : comm_(comm), ordinal_(ordinal), stream_(ordinal), control_(control), owned_control_(std::move(owned_control)) {}
+  // `owned_control` may be null when the caller keeps `control` alive; `flag` is shared by the
+  // ranks of this process (null for a single rank).
+  NcclCommunicator(ncclComm_t comm, int ordinal, Communicator& control, std::unique_ptr<Communicator> owned_control,
+                   std::shared_ptr<AbortFlag> flag)
+      : comm_(comm),
+        ordinal_(ordinal),
+        stream_(ordinal),
+        control_(control),
+        owned_control_(std::move(owned_control)),
+        flag_(std::move(flag)) {}
   ~NcclCommunicator() override {
-    DeviceGuard guard(ordinal_);
-    const ncclResult_t rc = ncclCommDestroy(comm_);
-    if (rc != ncclSuccess) std::fprintf(stderr, "sdcprobe: ncclCommDestroy: %s\n", ncclGetErrorString(rc));
+    NothrowDeviceGuard guard(ordinal_);
+    if (aborted_) return;
+    // A non-blocking communicator is finalised (flushing its work) before it is destroyed. After a
+    // failure anywhere, or when finalising does not finish, only abort is safe: ncclCommDestroy
+    // would wait for peers that may be gone.
+    bool clean = flag_ == nullptr || !flag_->raised;
+    if (clean) {
+      const ncclResult_t finalized = ncclCommFinalize(comm_);
+      clean = finalized == ncclSuccess || finalized == ncclInProgress;
+    }
+    if (clean) clean = poll(comm_, nullptr, flag_.get(), "ncclCommFinalize").empty();
+    const ncclResult_t rc = clean ? ncclCommDestroy(comm_) : ncclCommAbort(comm_);
+    if (rc != ncclSuccess) {
+      std::fprintf(stderr, "sdcprobe: %s: %s\n", clean ? "ncclCommDestroy" : "ncclCommAbort", ncclGetErrorString(rc));
+    }
   }
 
   int rank() const override { return control_.rank(); }
@@ -44,29 +127,60 @@ class NcclCommunicator : public Communicator {
   bool gpu_memory() const override { return true; }
 
   void all_reduce_sum(void* data, size_t count, ReduceType type) override {
+    enter();
     DeviceGuard guard(ordinal_);
     const ncclDataType_t t = type == ReduceType::kFloat32 ? ncclFloat32 : ncclBfloat16;
-    nccl_check(ncclAllReduce(data, data, count, t, ncclSum, comm_, stream_.get()), "ncclAllReduce");
+    check(ncclAllReduce(data, data, count, t, ncclSum, comm_, stream_.get()), "ncclAllReduce");
     finish("ncclAllReduce");
   }
 
   void send_recv(int peer, const void* send, void* recv, size_t bytes) override {
+    enter();
     DeviceGuard guard(ordinal_);
     // Grouped, so that the two directions proceed together instead of each waiting for the other.
-    nccl_check(ncclGroupStart(), "ncclGroupStart");
-    nccl_check(ncclSend(send, bytes, ncclUint8, peer, comm_, stream_.get()), "ncclSend");
-    nccl_check(ncclRecv(recv, bytes, ncclUint8, peer, comm_, stream_.get()), "ncclRecv");
-    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    check(ncclGroupStart(), "ncclGroupStart");
+    check(ncclSend(send, bytes, ncclUint8, peer, comm_, stream_.get()), "ncclSend");
+    check(ncclRecv(recv, bytes, ncclUint8, peer, comm_, stream_.get()), "ncclRecv");
+    check(ncclGroupEnd(), "ncclGroupEnd");
     finish("ncclSend/ncclRecv");
   }
 
+  // Raises the shared flag (the other local ranks' polls see it and abort their own communicators)
+  // and releases ranks waiting in the control communicator. This rank's communicator is aborted
+  // by its destructor, or here when called from the rank's own thread after a failed poll.
+  void abort(const std::string& why) override {
+    if (flag_ != nullptr) flag_->raise(why);
+    control_.abort(why);
+  }
+
  private:
-  // Waits for the stream, then asks NCCL whether a peer or the network failed meanwhile.
+  void enter() {
+    if (aborted_) throw CommunicatorAborted("communicator aborted: " + failure_);
+    if (flag_ != nullptr && flag_->raised) fail("communicator aborted: " + flag_->reason());
+  }
+  void check(ncclResult_t rc, const char* what) {
+    if (rc != ncclSuccess && rc != ncclInProgress) fail(std::string("NCCL: ") + what + ": " + ncclGetErrorString(rc));
+  }
   void finish(const char* what) {
-    SDC_CUDA_TRY(cudaStreamSynchronize(stream_.get()));
-    ncclResult_t async = ncclSuccess;
-    nccl_check(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
-    nccl_check(async, what);
+    const std::string failed = poll(comm_, stream_.get(), flag_.get(), what);
+    if (!failed.empty()) fail(failed);
+  }
+  // Aborts this rank's communicator (its kernels may be waiting for a peer that will never come)
+  // and the group, then throws: CommunicatorAborted when another rank's failure caused it.
+  [[noreturn]] void fail(const std::string& why) {
+    if (!aborted_) {
+      aborted_ = true;
+      failure_ = why;
+      const ncclResult_t rc = ncclCommAbort(comm_);
+      if (rc != ncclSuccess) std::fprintf(stderr, "sdcprobe: ncclCommAbort: %s\n", ncclGetErrorString(rc));
+    }
+    const bool echo = why.rfind("communicator aborted: ", 0) == 0;
+    if (echo) throw CommunicatorAborted(why);
+    const std::string named = "rank " + std::to_string(rank()) + ": NCCL: " + why;
+    // The local ranks are released at once. Across processes (MPI) the peers' own polls see NCCL's
+    // error or time out: ending the job from here would lose this rank's report.
+    if (flag_ != nullptr) abort(named);
+    throw std::runtime_error(named);
   }
 
   ncclComm_t comm_;
@@ -74,6 +188,9 @@ class NcclCommunicator : public Communicator {
   Stream stream_;
   Communicator& control_;
   std::unique_ptr<Communicator> owned_control_;
+  std::shared_ptr<AbortFlag> flag_;
+  bool aborted_ = false;
+  std::string failure_;
 };
 
 }  // namespace
@@ -83,13 +200,34 @@ bool nccl_compiled() { return true; }
 std::vector<std::unique_ptr<Communicator>> make_nccl_local_communicators(const std::vector<DeviceIdentity>& gpus) {
   std::vector<int> ordinals;
   for (const auto& g : gpus) ordinals.push_back(ordinal_of(g));
-  std::vector<ncclComm_t> comms(gpus.size());
-  nccl_check(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), ordinals.data()), "ncclCommInitAll");
-  auto controls = make_local_communicators(static_cast<int>(gpus.size()));
+  const int n = static_cast<int>(gpus.size());
+  ncclUniqueId id;
+  nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  // One thread creates every rank: ncclCommInitRankConfig calls inside one group, each with its
+  // GPU current, then a poll of each until its creation has finished.
+  std::vector<ncclComm_t> comms(gpus.size(), nullptr);
+  ncclConfig_t config = nonblocking_config();
+  nccl_check(ncclGroupStart(), "ncclGroupStart");
+  for (int r = 0; r < n; ++r) {
+    DeviceGuard guard(ordinals[static_cast<size_t>(r)]);
+    nccl_check(ncclCommInitRankConfig(&comms[static_cast<size_t>(r)], n, id, r, &config), "ncclCommInitRankConfig");
+  }
+  nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+  for (size_t r = 0; r < comms.size(); ++r) {
+    const std::string failed = poll(comms[r], nullptr, nullptr, "ncclCommInitRankConfig");
+    if (!failed.empty()) {
+      for (ncclComm_t c : comms) {
+        if (c != nullptr) (void)ncclCommAbort(c);
+      }
+      throw std::runtime_error("NCCL: rank " + std::to_string(r) + ": " + failed);
+    }
+  }
+  auto controls = make_local_communicators(n);
+  auto flag = std::make_shared<AbortFlag>();
   std::vector<std::unique_ptr<Communicator>> ranks;
   for (size_t r = 0; r < gpus.size(); ++r) {
     Communicator& control = *controls[r];
-    ranks.push_back(std::make_unique<NcclCommunicator>(comms[r], ordinals[r], control, std::move(controls[r])));
+    ranks.push_back(std::make_unique<NcclCommunicator>(comms[r], ordinals[r], control, std::move(controls[r]), flag));
   }
   return ranks;
 }
@@ -109,9 +247,15 @@ std::unique_ptr<Communicator> make_nccl_world_communicator(Communicator& control
   ncclComm_t comm = nullptr;
   {
     DeviceGuard guard(ordinal);
-    nccl_check(ncclCommInitRank(&comm, control.size(), id, control.rank()), "ncclCommInitRank");
+    ncclConfig_t config = nonblocking_config();
+    nccl_check(ncclCommInitRankConfig(&comm, control.size(), id, control.rank(), &config), "ncclCommInitRankConfig");
+    const std::string failed = poll(comm, nullptr, nullptr, "ncclCommInitRankConfig");
+    if (!failed.empty()) {
+      (void)ncclCommAbort(comm);
+      throw std::runtime_error("NCCL: rank " + std::to_string(control.rank()) + ": " + failed);
+    }
   }
-  return std::make_unique<NcclCommunicator>(comm, ordinal, control, nullptr);
+  return std::make_unique<NcclCommunicator>(comm, ordinal, control, nullptr, nullptr);
 }
 
 }  // namespace sdc

@@ -5,6 +5,7 @@
 
 #include "kernels/common/chains.hpp"
 #include "kernels/common/corruption.hpp"
+#include "kernels/common/device_mismatch.hpp"
 #include "kernels/common/digest.hpp"
 #include "kernels/common/patterns.hpp"
 
@@ -143,6 +144,49 @@ TEST(Corruption, ElementAccessAndStuckBits) {
   EXPECT_EQ(stuck_bit(0, 5, true), 32u);
   EXPECT_EQ(stuck_bit(~0ULL, 0, false), ~1ULL);
   EXPECT_EQ(lane_of(70, 2, 32), 3u);
+}
+
+// The warp-aggregated mismatch log, replayed on the host: each warp's leader adds its hit count
+// once and every hit lane writes base + (hit lanes below it) while that slot exists. A
+// whole-buffer fault (every lane of 40 warps) and scattered hits must both give an exact count,
+// each of the first kDeviceMismatchSlots slots written exactly once, and nothing past them.
+TEST(WarpAggregation, CountIsExactSlotsAreUniqueAndNoneIsWrittenPastTheEnd) {
+  for (const std::vector<uint32_t>& warps :
+       {std::vector<uint32_t>(40, 0xffffffffu), std::vector<uint32_t>{0x1u, 0x80000000u, 0x0u, 0x00f0f00fu, 0x5u}}) {
+    unsigned long long count = 0;
+    std::vector<int> written(kDeviceMismatchSlots, 0);
+    unsigned long long atomics = 0;
+    unsigned long long expected = 0;
+    for (uint32_t hits : warps) {
+      expected += popcount32(hits);
+      if (hits == 0) continue;
+      const unsigned long long base = count;  // the leader's atomicAdd returns the old count
+      count += popcount32(hits);
+      ++atomics;
+      EXPECT_NE(hits & (1u << warp_leader(hits)), 0u);
+      EXPECT_EQ(hits & ((1u << warp_leader(hits)) - 1u), 0u);  // the lowest hit lane leads
+      for (unsigned lane = 0; lane < 32; ++lane) {
+        if ((hits & (1u << lane)) == 0) continue;
+        const unsigned long long slot = warp_slot(base, hits, lane);
+        EXPECT_GE(slot, base);
+        EXPECT_LT(slot, base + popcount32(hits));
+        if (slot_recorded(slot)) ++written[slot];
+      }
+    }
+    EXPECT_EQ(count, expected);
+    EXPECT_LE(atomics, warps.size());
+    for (unsigned k = 0; k < kDeviceMismatchSlots; ++k) EXPECT_EQ(written[k], k < count ? 1 : 0) << "slot " << k;
+  }
+  EXPECT_FALSE(slot_recorded(kDeviceMismatchSlots));
+}
+
+TEST(ProducerTag, NamesTheSmAndLaneOrFlagsAMove) {
+  EXPECT_EQ(producer_unit(producer_tag_of(131, 131, 7)), 131u);
+  EXPECT_EQ(producer_lane(producer_tag_of(131, 131, 7)), 7u);
+  EXPECT_EQ(producer_unit(producer_tag_of(0, 0, 31)), 0u);
+  // Preempted between the two %smid reads: the SM is unknown, the lane (fixed per thread) is kept.
+  EXPECT_EQ(producer_unit(producer_tag_of(3, 4, 9)), kUnitMoved);
+  EXPECT_EQ(producer_lane(producer_tag_of(3, 4, 9)), 9u);
 }
 
 }  // namespace

@@ -128,5 +128,60 @@ TEST(Runner, SameSeedReplaysTheSameFault) {
   EXPECT_EQ(a.report.records[0].observed, b.report.records[0].observed);
 }
 
+// A memory word is located by its address: the SM or core that read it is not where it is wrong.
+TEST(Attribution, MemoryRecordsGiveTheByteOffsetNotAUnit) {
+  RunReport report;
+  DeviceIdentity gpu;
+  gpu.backend = "cuda";
+  report.devices.push_back(gpu);
+  for (const char* probe : {"mem.march_c", "alu.fma32"}) {
+    ProbeResult r;
+    r.probe = probe;
+    r.outcome = Outcome::kFail;
+    MismatchRecord m;
+    m.index = 0x100;
+    m.observed = 1;
+    m.unit = 5;
+    m.lane = 3;
+    r.report.mismatches = 1;
+    r.report.records.push_back(m);
+    report.results.push_back(r);
+  }
+  const std::string text = results_table(report);
+  const size_t alu = text.find("alu.fma32");
+  ASSERT_NE(alu, std::string::npos);
+  const std::string mem_part = text.substr(0, alu);
+  EXPECT_NE(mem_part.find("byte offset 0x800"), std::string::npos) << text;
+  EXPECT_EQ(mem_part.find(" sm "), std::string::npos) << text;
+  EXPECT_NE(text.find(" sm 5 lane 3", alu), std::string::npos) << text;
+
+  const nlohmann::json mem = to_json(report.results[0])["records"][0];
+  EXPECT_EQ(mem["byte_offset"], 0x800);
+  EXPECT_FALSE(mem.contains("unit"));
+  EXPECT_FALSE(mem.contains("lane"));
+  EXPECT_EQ(to_json(report.results[1])["records"][0]["unit"], 5);
+}
+
+TEST(Attribution, APreemptedChainNamesNoSm) {
+  RunReport report;
+  DeviceIdentity gpu;
+  gpu.backend = "cuda";
+  report.devices.push_back(gpu);
+  ProbeResult r;
+  r.probe = "alu.fma32";
+  r.outcome = Outcome::kFail;
+  MismatchRecord m;
+  m.observed = 1;
+  m.preempted = true;
+  m.lane = 4;
+  r.report.mismatches = 1;
+  r.report.records.push_back(m);
+  report.results.push_back(r);
+  const std::string text = results_table(report);
+  EXPECT_NE(text.find("sm unknown (preempted"), std::string::npos) << text;
+  EXPECT_EQ(to_json(r)["records"][0]["preempted"], true);
+  EXPECT_FALSE(to_json(r)["records"][0].contains("unit"));
+}
+
 }  // namespace
 }  // namespace sdc

@@ -53,6 +53,7 @@ TEST(CudaErrors, TryThrowsWithCodeStickyFlagExpressionAndPlace) {
     FAIL() << "no exception";
   } catch (const CudaError& e) {
     EXPECT_EQ(e.code(), static_cast<int>(cudaErrorIllegalAddress));
+    EXPECT_EQ(e.source(), CudaError::Source::kRuntime);
     EXPECT_TRUE(e.sticky());
     const std::string what = e.what();
     EXPECT_NE(what.find("cudaErrorIllegalAddress"), std::string::npos) << what;
@@ -73,7 +74,10 @@ TEST(CudaErrors, CublasTryThrowsWithTheStatus) {
     SDC_CUBLAS_TRY(CUBLAS_STATUS_NOT_INITIALIZED);
     FAIL() << "no exception";
   } catch (const CudaError& e) {
+    // The same number as cudaErrorInvalidValue: only the source tells them apart.
+    static_assert(static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED) == static_cast<int>(cudaErrorInvalidValue));
     EXPECT_EQ(e.code(), static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED));
+    EXPECT_EQ(e.source(), CudaError::Source::kCublas);
     EXPECT_NE(std::string(e.what()).find("CUBLAS_STATUS_NOT_INITIALIZED"), std::string::npos) << e.what();
   }
 }

@@ -3,7 +3,7 @@
 // by its links when there are two GPUs or more. Skips without a GPU.
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <stdexcept>
 
 #include "host/backend.hpp"
 #include "host/communicator.hpp"
@@ -17,12 +17,17 @@ std::vector<CollectiveResult> allreduce_on_gpus(const std::vector<std::unique_pt
   for (const auto& g : gpus) identities.push_back(g->identity());
   auto ranks = make_nccl_local_communicators(identities);
   std::vector<CollectiveResult> results(gpus.size());
-  std::vector<std::thread> threads;
+  // Staging (pinned host memory and GPU buffers) before the rank threads, freed after the join.
+  std::vector<AllreduceStaging> staging;
   for (size_t r = 0; r < gpus.size(); ++r) {
     EXPECT_TRUE(ranks[r]->gpu_memory());
-    threads.emplace_back([&, r] { results[r] = check_allreduce(*ranks[r], gpus[r].get(), 5, injector); });
+    staging.push_back(make_allreduce_staging(*ranks[r], gpus[r].get()));
   }
-  for (auto& t : threads) t.join();
+  const auto errors = run_ranks(ranks, [&](int r, Communicator& comm) {
+    const size_t k = static_cast<size_t>(r);
+    results[k] = check_allreduce(comm, gpus[k].get(), 5, injector, &staging[k]);
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, "");
   return results;
 }
 
@@ -45,6 +50,40 @@ TEST(NcclAllreduce, ACorruptContributionIsNamedByItsLinks) {
     ASSERT_FALSE(r.bad_links.empty());
     for (const auto& link : r.bad_links) EXPECT_EQ(link.first, 1);
     EXPECT_EQ(r.bad_links.size(), gpus.size() - 1);
+  }
+}
+
+// Non-blocking communicators, polled: a lone rank's all-reduce completes and its communicator is
+// finalised and destroyed cleanly.
+TEST(NcclFailures, OneRankPerGpuCompletesThroughThePoll) {
+  auto gpus = make_cuda_devices();
+  if (gpus.empty()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  gpus.resize(1);
+  auto ranks = make_nccl_local_communicators({gpus[0]->identity()});
+  const auto errors = run_ranks(ranks, [&](int, Communicator& comm) {
+    auto buffer = gpus[0]->allocate(1024 * sizeof(float));
+    comm.all_reduce_sum(buffer->data(), 1024, ReduceType::kFloat32);
+    comm.barrier();
+  });
+  EXPECT_EQ(errors, std::vector<std::string>{""});
+}
+
+// Rank 1 fails before the collective: rank 0, already inside ncclAllReduce waiting for it, is
+// released (its communicator aborted) with an error naming rank 1, and every thread is joined.
+TEST(NcclFailures, ARankThatThrowsReleasesThePeersWaitingInNccl) {
+  auto gpus = make_cuda_devices();
+  if (gpus.size() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  std::vector<DeviceIdentity> identities;
+  for (const auto& g : gpus) identities.push_back(g->identity());
+  auto ranks = make_nccl_local_communicators(identities);
+  const auto errors = run_ranks(ranks, [&](int r, Communicator& comm) {
+    auto buffer = gpus[static_cast<size_t>(r)]->allocate(1024 * sizeof(float));
+    if (r == 1) throw std::runtime_error("staging failed");
+    comm.all_reduce_sum(buffer->data(), 1024, ReduceType::kFloat32);
+  });
+  EXPECT_EQ(errors[1], "rank 1: staging failed");
+  for (size_t r = 0; r < errors.size(); ++r) {
+    if (r != 1) EXPECT_NE(errors[r].find("rank 1: staging failed"), std::string::npos) << errors[r];
   }
 }
 
