@@ -8,6 +8,7 @@
 
 #include "host/backend.hpp"
 #include "host/communicator.hpp"
+#include "host/error.hpp"
 #include "scheduler/catalogue.hpp"
 #include "scheduler/collective.hpp"
 #include "scheduler/runner.hpp"
