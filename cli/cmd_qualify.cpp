@@ -13,8 +13,8 @@ void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_c
       ->capture_default_str();
   add_probe_run_options(sub, *args);
   sub->add_option("--format", args->format,
-                  "text, or npd for node-problem-detector: the first line of stdout is a verdict of at most 80 "
-                  "characters (OK: / SDC: UUID probe / UNKNOWN:)")
+                  "text, or npd for node-problem-detector: stdout holds only a verdict of at most 80 characters "
+                  "(OK: / SDC: UUID probe / UNKNOWN:); the seed and table go to stderr")
       ->check(CLI::IsMember({"text", "npd"}))
       ->capture_default_str();
   add_watchdog_option(sub, args->probe_timeout_s);

@@ -50,12 +50,12 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
 
   const uint64_t seed = session.seed();
   const bool npd = args.format == "npd";
-  // npd: the first line of stdout must be the verdict, so the seed line follows it.
-  if (!npd) {
-    std::printf("sdcprobe %s: seed 0x%016llx (replay with --seed 0x%016llx)\n", mode.c_str(),
-                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
-    std::fflush(stdout);
-  }
+  // npd: node-problem-detector takes all of stdout as the condition message, so stdout holds the
+  // verdict alone and the seed, table and verdict line go to stderr.
+  FILE* info = npd ? stderr : stdout;
+  std::fprintf(info, "sdcprobe %s: seed 0x%016llx (replay with --seed 0x%016llx)\n", mode.c_str(),
+               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  std::fflush(info);
 
   const bool progress = ::isatty(STDERR_FILENO) == 1;
   ProgressFn on_start;
@@ -72,11 +72,8 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
     }
   }
 
-  if (npd) {
-    std::printf("%s\nsdcprobe %s: seed 0x%016llx (replay with --seed 0x%016llx)\n", npd_verdict(report).c_str(),
-                mode.c_str(), static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
-  }
-  std::cout << results_table(report) << verdict_line(report) << std::endl;
+  if (npd) std::printf("%s\n", npd_verdict(report).c_str());
+  (npd ? std::cerr : std::cout) << results_table(report) << verdict_line(report) << std::endl;
   if (!args.json_path.empty()) write_file_atomically(args.json_path, report_json(report).dump(2) + "\n");
   return exit_code_of(report);
 }

@@ -57,7 +57,8 @@ class SfuTranscendentalProbe : public Probe {
     result.digest = ctx.device.digest(out, total / 2);
     std::vector<float> values(total);
     ctx.device.download(values.data(), out, total * sizeof(float));
-    result.bytes += 3 * total * sizeof(float);  // written, digested, downloaded
+    result.bytes += 3 * total * sizeof(float);   // written, digested, downloaded
+    result.flops += static_cast<double>(total);  // one function evaluation per element
 
     // No golden_digest: without correct rounding the host cannot predict the device's bits.
     const bool cuda = ctx.device.identity().backend == "cuda";

@@ -111,21 +111,36 @@ std::string npd_verdict(const RunReport& report) {
   return line;
 }
 
+std::string rate_text(const ProbeResult& r) {
+  char text[32];
+  const bool memory = r.probe.rfind("mem.", 0) == 0;
+  const double work = memory ? static_cast<double>(r.bytes) : r.flops;
+  if (r.duration_s <= 0 || work <= 0) return "-";
+  const double giga = work / r.duration_s / 1e9;
+  if (memory) {
+    std::snprintf(text, sizeof(text), "%.2f GB/s", giga);
+  } else if (giga < 1000) {
+    std::snprintf(text, sizeof(text), "%.2f GFLOP/s", giga);
+  } else {
+    std::snprintf(text, sizeof(text), "%.2f TFLOP/s", giga / 1000);
+  }
+  return text;
+}
+
 std::string results_table(const RunReport& report) {
   std::ostringstream out;
   char row[512];
-  std::snprintf(row, sizeof(row), "%-8s %-24s %-12s %14s %12s %9s %10s\n", "DEVICE", "PROBE", "OUTCOME", "CHECKED",
-                "MISMATCHES", "TIME_S", "GB/S");
+  std::snprintf(row, sizeof(row), "%-8s %-24s %-12s %14s %12s %9s %16s\n", "DEVICE", "PROBE", "OUTCOME", "CHECKED",
+                "MISMATCHES", "TIME_S", "RATE");
   out << row;
   for (const auto& r : report.results) {
     std::string label = "?";
     for (const auto& d : report.devices) {
       if (d.index == r.device_index) label = d.label();
     }
-    const double gbps = r.duration_s > 0 ? static_cast<double>(r.bytes) / r.duration_s / 1e9 : 0.0;
-    std::snprintf(row, sizeof(row), "%-8s %-24s %-12s %14llu %12llu %9.3f %10.2f\n", label.c_str(), r.probe.c_str(),
+    std::snprintf(row, sizeof(row), "%-8s %-24s %-12s %14llu %12llu %9.3f %16s\n", label.c_str(), r.probe.c_str(),
                   outcome_name(r.outcome), static_cast<unsigned long long>(r.report.checked),
-                  static_cast<unsigned long long>(r.report.mismatches), r.duration_s, gbps);
+                  static_cast<unsigned long long>(r.report.mismatches), r.duration_s, rate_text(r).c_str());
     out << row;
     if (!r.reason.empty()) out << "         reason: " << r.reason << "\n";
     for (const auto& m : r.report.records) {

@@ -65,6 +65,9 @@ std::string verdict_line(const RunReport& report);
 // (also the Slurm drain reason) or "UNKNOWN: could not test …".
 inline constexpr size_t kNpdVerdictMax = 80;
 std::string npd_verdict(const RunReport& report);
+// The rate column: GB/s moved for memory probes (mem.*), GFLOP/s (TFLOP/s from 1000 GFLOP/s on)
+// computed for the others; "-" when the probe took no time or reported no work.
+std::string rate_text(const ProbeResult& r);
 // One row per device and probe.
 std::string results_table(const RunReport& report);
 nlohmann::json report_json(const RunReport& report);

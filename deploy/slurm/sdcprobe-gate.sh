@@ -6,21 +6,31 @@
 # nothing a device or driver reports can become a command. A reason another tool set (one not
 # starting with "SDC:") is left untouched, and so is the node.
 #
-# Settings: environment variables, or /etc/default/sdcprobe (sourced when present).
-#   SDCPROBE                          sdcprobe binary (default: sdcprobe on PATH)
+# Installed in /usr/lib/sdcprobe/ with prolog.sh and healthcheck.sh.
+# Settings: environment variables, or /etc/default/sdcprobe (sourced when present; it wins).
+#   SDCPROBE                          sdcprobe binary (default: /usr/bin/sdcprobe)
 #   SDCPROBE_ARGS                     extra qualify arguments, split on spaces (e.g. --backend cuda)
 #   SDCPROBE_LEVEL                    qualify level (default: quick, which fits Slurm's 60 s)
 #   SDCPROBE_DRY_RUN=1                print the scontrol command instead of running it
 #   SDCPROBE_DRAIN_ON_COULD_NOT_TEST=1  also drain when sdcprobe could not test (exit 2); default: log only
 #   SCONTROL                          scontrol binary (default: scontrol on PATH)
 #   NODE                              this node (default: $SLURMD_NODENAME, else `hostname -s`)
+#   SDCPROBE_LOG_SOCKET               syslog socket for logger (default: the system's, /dev/log)
+#
+# slurmd discards a HealthCheckProgram's output, so every message also goes to syslog (the journal)
+# through logger, tagged sdcprobe-gate: "could not test" (e.g. a missing binary, exit 127) is never
+# silent.
 
 if [ -r /etc/default/sdcprobe ]; then
   # shellcheck disable=SC1091
   . /etc/default/sdcprobe
 fi
 
-sdcprobe_log() { echo "sdcprobe-gate: $*" >&2; }
+sdcprobe_log() {
+  echo "sdcprobe-gate: $*" >&2
+  logger ${SDCPROBE_LOG_SOCKET:+--socket "$SDCPROBE_LOG_SOCKET"} -t sdcprobe-gate -p daemon.warning -- "$*" \
+    2>/dev/null || true
+}
 
 # Returns sdcprobe's exit code: 0 pass, 1 fault (node drained unless another tool's reason is set),
 # 2 could not test.
@@ -30,7 +40,7 @@ sdcprobe_gate() {
   local -a extra=()
   read -r -a extra <<< "${SDCPROBE_ARGS:-}"
   local out rc=0
-  out="$("${SDCPROBE:-sdcprobe}" qualify --level "${SDCPROBE_LEVEL:-quick}" --format npd "${extra[@]}" 2>/dev/null)" ||
+  out="$("${SDCPROBE:-/usr/bin/sdcprobe}" qualify --level "${SDCPROBE_LEVEL:-quick}" --format npd "${extra[@]}" 2>/dev/null)" ||
     rc=$?
   local verdict="${out%%$'\n'*}"
   local reason

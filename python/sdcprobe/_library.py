@@ -1,7 +1,6 @@
-"""Finds and loads libsdcprobe.so; no compiler is needed at install time."""
+"""Finds and loads libsdcprobe.so.1; no compiler is needed at install time."""
 
 import ctypes
-import ctypes.util
 import glob
 import os
 
@@ -25,6 +24,9 @@ class Config(ctypes.Structure):
     ]
 
 
+SONAME = "libsdcprobe.so.1"
+
+
 def _candidates():
     explicit = os.environ.get("SDCPROBE_LIBRARY")
     if explicit:
@@ -33,10 +35,10 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.dirname(os.path.dirname(here))
     # A build tree next to the package (cmake presets put builds under build/<preset>).
-    yield from sorted(glob.glob(os.path.join(repo, "build", "*", "scheduler", "inline", "libsdcprobe.so")))
-    found = ctypes.util.find_library("sdcprobe")
-    if found:
-        yield found
+    yield from sorted(glob.glob(os.path.join(repo, "build", "*", "scheduler", "inline", SONAME)))
+    # The installed library, by its SONAME through the dynamic loader's search path (ld.so.cache,
+    # LD_LIBRARY_PATH): /usr/lib/<triplet>/libsdcprobe.so.1 from the package or `cmake --install`.
+    yield SONAME
 
 
 def load():
@@ -46,11 +48,16 @@ def load():
         tried.append(path)
         if not os.path.exists(path) and os.sep in path:
             continue
-        lib = ctypes.CDLL(path)
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            if os.sep in path:
+                raise
+            continue
         _declare(lib)
         return lib
-    raise OSError("libsdcprobe.so not found (set SDCPROBE_LIBRARY, or build with cmake); tried: "
-                  + (", ".join(tried) or "nothing"))
+    raise OSError(SONAME + " not found (install the sdcprobe package, set SDCPROBE_LIBRARY, or build with "
+                  "cmake); tried: " + ", ".join(tried))
 
 
 def _declare(lib):

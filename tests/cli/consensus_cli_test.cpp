@@ -54,8 +54,10 @@ TEST_F(ConsensusTest, DigestCorruptionAloneIsFoundByConsensus) {
 }
 
 TEST_F(ConsensusTest, TheNpdVerdictNamesADeviceOnlyConsensusFound) {
-  const auto r = test::sdcprobe("--backend cpu --cpu-devices 4" + kQualify +
-                                "--format npd --inject 'device=1,probe=gemm.exact.fp32,model=digest'");
+  // stdout alone: the verdict (the seed and table go to stderr).
+  const auto r =
+      test::run_command("{ " SDC_BINARY_DIR "/cli/sdcprobe --backend cpu --cpu-devices 4" + kQualify +
+                        "--format npd --inject 'device=1,probe=gemm.exact.fp32,model=digest' 2>/dev/null; }");
   EXPECT_EQ(r.code, 1) << r.out;
   const std::string first = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(first.rfind("SDC: CPU-", 0), 0u) << first;

@@ -19,8 +19,15 @@ if [ "${2:-}" = show ]; then
 fi
 FAKE
 chmod +x "$work/bin/scontrol"
-export PATH="$work/bin:$PATH" SCONTROL_LOG="$work/scontrol.log" SDCPROBE="$sdcprobe" NODE=node1
-unset SCONTROL SDCPROBE_DRY_RUN SDCPROBE_DRAIN_ON_COULD_NOT_TEST SDCPROBE_PROLOG_FAIL_JOB FAKE_REASON
+# A fake logger: records what would reach syslog.
+cat > "$work/bin/logger" <<'FAKE'
+#!/usr/bin/env bash
+echo "$*" >> "$LOGGER_LOG"
+FAKE
+chmod +x "$work/bin/logger"
+export PATH="$work/bin:$PATH" SCONTROL_LOG="$work/scontrol.log" LOGGER_LOG="$work/logger.log" SDCPROBE="$sdcprobe" \
+  NODE=node1
+unset SCONTROL SDCPROBE_DRY_RUN SDCPROBE_DRAIN_ON_COULD_NOT_TEST SDCPROBE_PROLOG_FAIL_JOB FAKE_REASON SDCPROBE_LOG_SOCKET
 
 uuid1="$("$sdcprobe" --backend cpu --cpu-devices 2 devices --json | grep -o '"uuid": "[^"]*"' | sed -n 2p | cut -d'"' -f4)"
 [ -n "$uuid1" ] || { echo "FAIL: no UUID for virtual device 1"; exit 1; }
@@ -85,6 +92,17 @@ check "exit 2 with the drain policy: the job fails" 1 $?
 check "exit 2 with the drain policy: drained" \
   "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\nReason=SDC: could not test (exit 2)\n--' "$(log)"
 
+# A missing binary (exit 127) under slurmd, which discards the output: the node is left alone, and
+# syslog hears of it.
+reset
+rm -f "$LOGGER_LOG"
+SDCPROBE="$work/no-such-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "missing binary: healthcheck exits 0" 0 $?
+check "missing binary: no drain" "" "$(log)"
+check "missing binary: logged to syslog" \
+  "-t sdcprobe-gate -p daemon.warning -- could not test (exit 127): no verdict; node left as it is" \
+  "$(cat "$LOGGER_LOG" 2>/dev/null)"
+
 # A hostile verdict stays one literal argument: no command runs, odd characters are dropped.
 reset
 cat > "$work/evil-sdcprobe" <<FAKE
@@ -109,6 +127,27 @@ nhc() {  # ARGS -> what die received
 }
 check "nhc: a pass" "" "$(nhc "$pass_args")"
 check "nhc: a fault" "die 1 SDC: $uuid1 alu.fma32" "$(nhc "$fault_args")"
+# NHC evals die's message: a hostile verdict reaches it reduced to the safe character set.
+check "nhc: a hostile verdict is filtered" \
+  "die 1 $(printf '%s' "SDC: GPU-1 x touch $work/pwned (touch $work/pwned2) touch $work/pwned3" | cut -c1-80)" \
+  "$(SDCPROBE="$work/evil-sdcprobe" nhc "")"
+rm -f "$LOGGER_LOG"
+check "nhc: a missing binary does not fail the check" "" "$(SDCPROBE="$work/no-such-sdcprobe" nhc "")"
+check "nhc: a missing binary is logged to syslog" \
+  "-t sdcprobe-nhc -p daemon.warning -- could not test (exit 127): no verdict" "$(cat "$LOGGER_LOG" 2>/dev/null)"
+
+# The sweep's idle check fails closed: only an answering squeue with no job on the node is idle.
+idle() {  # SQUEUE_BODY -> the idle check's exit code
+  printf '#!/usr/bin/env bash\n%s\n' "$1" > "$work/bin/squeue"
+  chmod +x "$work/bin/squeue"
+  "$deploy/slurm/idle-check.sh" >/dev/null 2>&1
+  echo $?
+}
+check "idle check: no running job is idle" 0 "$(idle 'exit 0')"
+check "idle check: a running job is busy" 1 "$(idle 'echo 4242')"
+check "idle check: a failing squeue is busy" 1 "$(idle 'echo "slurm_load_jobs error" >&2; exit 1')"
+check "idle check: the sweep unit uses it" 1 \
+  "$(grep -c -- '--idle-check /usr/lib/sdcprobe/idle-check.sh$' "$deploy/systemd/sdcprobe-sweep.service")"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"

@@ -349,5 +349,40 @@ TEST(NpdVerdict, IsOneShortLineNamingTheDeviceByUuid) {
   EXPECT_EQ(npd_verdict(report).rfind("UNKNOWN: ", 0), 0u);
 }
 
+// Memory probes move bytes, compute probes do arithmetic: each row's rate is in its own unit.
+TEST(ResultsTable, RateIsGBPerSecondForMemoryAndFlopsForCompute) {
+  ProbeResult r;
+  r.duration_s = 2;
+  r.probe = "mem.march_c";
+  r.bytes = 8'000'000'000;
+  r.flops = 0;
+  EXPECT_EQ(rate_text(r), "4.00 GB/s");
+  r.probe = "alu.fma32";
+  r.bytes = 0;
+  r.flops = 3e9;
+  EXPECT_EQ(rate_text(r), "1.50 GFLOP/s");
+  r.probe = "gemm.dense.bf16";
+  r.bytes = 1'000'000'000;
+  r.flops = 5e12;
+  EXPECT_EQ(rate_text(r), "2.50 TFLOP/s");
+  r.flops = 0;
+  EXPECT_EQ(rate_text(r), "-");
+  r.duration_s = 0;
+  r.flops = 1e9;
+  EXPECT_EQ(rate_text(r), "-");
+
+  RunReport report;
+  DeviceIdentity d;
+  report.devices = {d};
+  r.duration_s = 1;
+  r.probe = "alu.fma32";
+  r.flops = 2e9;
+  report.results = {r};
+  const std::string table = results_table(report);
+  EXPECT_NE(table.find("RATE"), std::string::npos) << table;
+  EXPECT_NE(table.find("2.00 GFLOP/s"), std::string::npos) << table;
+  EXPECT_EQ(table.find("GB/s"), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace sdc

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The Slurm gates against real Slurm: munged, slurmctld and slurmd on localhost (loopback only, free
+# ports), each started here by its own pid from a generated config (proctrack/linuxproc, task/none,
+# no cgroups), and stopped on exit whatever happens. sdcprobe runs on the CPU backend with small
+# sizes; faults are injected. Proves with real sinfo / scontrol / srun:
+#   a healthy HealthCheckProgram leaves the node idle; an injected fault drains it with the SDC:
+#   reason; another tool's reason is untouched; the prolog with a fault keeps srun off the node; a
+#   missing binary is logged to syslog (a socket this test listens on, through logger --socket).
+# Needs root and Debian's slurm-wlm and munge; exits 77 (skipped) without them.
+# Usage: slurm_real_test.sh SDCPROBE DEPLOY_DIR
+set -uo pipefail
+sdcprobe="$(readlink -f "$1")"
+deploy="$(readlink -f "$2")"
+for tool in munged slurmctld slurmd sinfo scontrol srun logger python3; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: slurmd needs root"; exit 77; }
+
+work="$(mktemp -d /tmp/sdcprobe-slurm.XXXXXX)"
+chmod 755 "$work"
+pids=()
+stop_all() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null
+  done
+  wait 2>/dev/null
+  if [ "${failures:-1}" -ne 0 ] && [ -n "${show_logs:-}" ]; then
+    tail -n 20 "$work"/*.log 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap stop_all EXIT
+trap 'exit 1' INT TERM
+
+failures=0
+check() {  # NAME EXPECTED ACTUAL
+  if [ "$2" != "$3" ]; then
+    echo "FAIL: $1"
+    echo "  expected: $(printf '%q' "$2")"
+    echo "  actual:   $(printf '%q' "$3")"
+    failures=$((failures + 1))
+  else
+    echo "ok: $1"
+  fi
+}
+# Polls until COMMAND succeeds; a generous limit only ends a broken run (no timing is asserted).
+wait_for() {  # WHAT COMMAND...
+  local what="$1"
+  shift
+  for _ in $(seq 600); do
+    "$@" && return 0
+    sleep 0.5
+  done
+  echo "FAIL: gave up waiting for $what"
+  failures=$((failures + 1))
+  return 1
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+node="$(hostname -s)"
+ctld_port="$(free_port)"
+slurmd_port="$(free_port)"
+export SLURM_CONF="$work/slurm.conf"
+mkdir -p "$work/state" "$work/spool"
+
+# munge, with its own key and socket.
+dd if=/dev/urandom of="$work/munge.key" bs=1024 count=1 status=none
+chmod 400 "$work/munge.key"
+munged -F -f --key-file="$work/munge.key" --socket="$work/munge.sock" --pid-file="$work/munged.pid" \
+  --log-file="$work/munged.log" --seed-file="$work/munged.seed" 2>> "$work/munged.log" &
+pids+=($!)
+
+# syslog: a datagram socket this test reads, as journald or rsyslog would.
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "ab", buffering=0) as out:
+    while True:
+        out.write(s.recv(65536) + b"\n")
+' "$work/log.sock" "$work/syslog.txt" &
+pids+=($!)
+
+# The gates as slurmd runs them, with this test's settings: slurmd gives them no environment.
+gate_env="export SLURM_CONF='$SLURM_CONF' PATH=/usr/sbin:/usr/bin:/sbin:/bin NODE='$node'
+export SDCPROBE='$sdcprobe' SDCPROBE_LOG_SOCKET='$work/log.sock'
+# Small sizes and a watchdog within slurmd's 60 s: a loaded machine must not turn into a device_error.
+export SDCPROBE_ARGS='--backend cpu --cpu-devices 1 --size 16K --iterations 8 --probe-timeout 50'
+fault=' --inject device=0,probe=alu.fma32,model=bitflip,bit=7'"
+cat > "$work/healthcheck" <<EOF2
+#!/usr/bin/env bash
+$gate_env
+[ -e '$work/hc-fault' ] && SDCPROBE_ARGS+="\$fault"
+[ -e '$work/missing' ] && SDCPROBE='$work/no-such-sdcprobe'
+'$deploy/slurm/healthcheck.sh' 2>> '$work/gates.log'
+rc=\$?
+echo "\$rc" >> '$work/healthchecks'
+exit \$rc
+EOF2
+cat > "$work/prolog" <<EOF2
+#!/usr/bin/env bash
+$gate_env
+[ -e '$work/prolog-fault' ] && SDCPROBE_ARGS+="\$fault"
+exec '$deploy/slurm/prolog.sh' 2>> '$work/gates.log'
+EOF2
+chmod 755 "$work/healthcheck" "$work/prolog"
+
+cat > "$SLURM_CONF" <<EOF2
+ClusterName=sdcprobe-test
+SlurmctldHost=$node(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$work/munge.sock
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/slurmctld.log
+SlurmdLogFile=$work/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/linear
+MpiDefault=none
+ReturnToService=2
+HealthCheckProgram=$work/healthcheck
+HealthCheckInterval=5
+HealthCheckNodeState=ANY
+Prolog=$work/prolog
+PrologFlags=Alloc
+NodeName=$node NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP
+EOF2
+
+wait_for "munged" test -S "$work/munge.sock" || exit 1
+slurmctld -D -i -f "$SLURM_CONF" >> "$work/slurmctld.log" 2>&1 &
+pids+=($!)
+slurmd -D -N "$node" -f "$SLURM_CONF" >> "$work/slurmd.log" 2>&1 &
+pids+=($!)
+show_logs=1
+
+state() { sinfo -h -n "$node" -o %T 2>/dev/null; }
+reason() { scontrol -o show node "$node" 2>/dev/null | sed -n 's/.* Reason=\(.*\)$/\1/p' | sed 's/ \[[^]]*\]$//'; }
+checks() { wc -l < "$work/healthchecks" 2>/dev/null || echo 0; }
+checks_past() { [ "$(checks)" -ge "$1" ]; }
+is_idle() { [ "$(state)" = idle ]; }
+is_drained() { [[ "$(state)" == drain* ]]; }
+resume() { scontrol update NodeName="$node" State=RESUME; wait_for "$node idle" is_idle; }
+
+uuid="$("$sdcprobe" --backend cpu devices --json | grep -o '"uuid": "[^"]*"' | head -1 | cut -d'"' -f4)"
+wait_for "$node to register" is_idle || exit 1
+
+# 1. A healthy check leaves the node idle.
+n=$(checks)
+wait_for "two health checks" checks_past $((n + 2))
+check "healthy HealthCheckProgram: node idle" idle "$(state)"
+check "healthy HealthCheckProgram: no reason" "" "$(reason)"
+
+# 2. An injected fault drains the node with the SDC: reason.
+touch "$work/hc-fault"
+wait_for "the drain" is_drained
+check "fault: drain reason" "SDC: $uuid alu.fma32" "$(reason)"
+rm -f "$work/hc-fault"
+n=$(checks)
+wait_for "a passing health check" checks_past $((n + 1))
+check "a passing check does not resume the node" 1 "$(is_drained && echo 1)"
+
+# 3. Another tool's reason is untouched.
+resume
+scontrol update NodeName="$node" State=DRAIN Reason="ops: replacing a fan"
+touch "$work/hc-fault"
+n=$(checks)
+wait_for "two health checks with the fault" checks_past $((n + 2))
+check "another tool's reason is untouched" "ops: replacing a fan" "$(reason)"
+rm -f "$work/hc-fault"
+
+# 4. The prolog with a fault keeps srun off the node.
+resume
+touch "$work/prolog-fault"
+timeout 300 srun -N1 -w "$node" -t 1 touch "$work/job-ran" > "$work/srun.log" 2>&1
+srun_rc=$?
+check "prolog fault: srun fails" 1 "$([ "$srun_rc" -ne 0 ] && echo 1)"
+check "prolog fault: the job never ran" "" "$(ls "$work/job-ran" 2>/dev/null)"
+wait_for "the prolog's drain" is_drained
+check "prolog fault: drain reason" "SDC: $uuid alu.fma32" "$(reason)"
+echo "what the srun user saw: $(tr '\n' ' ' < "$work/srun.log")"
+rm -f "$work/prolog-fault"
+
+# 5. A missing binary: the node stays idle, and syslog hears of it.
+resume
+touch "$work/missing"
+n=$(checks)
+wait_for "a health check without the binary" checks_past $((n + 1))
+check "missing binary: node left idle" idle "$(state)"
+check "missing binary: logged to syslog" 1 \
+  "$(grep -c 'sdcprobe-gate: could not test (exit 127)' "$work/syslog.txt" 2>/dev/null | tr -c -d 0-9 | sed 's/^[1-9][0-9]*$/1/')"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+show_logs=
+echo "all real Slurm checks passed"
