@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Slurm Prolog (slurm.conf: Prolog=/usr/lib/sdcprobe/prolog.sh, PrologFlags=Alloc).
 # Gates each job's allocation: on a fault it drains this node with an "SDC: UUID probe" reason and
-# exits 1. What users see then (Slurm 22.05): an interactive `srun` is cancelled ("launch failed
-# requeued held" / "Prolog error"), and a batch job is requeued but *held* until someone releases it
-# (`scontrol release JOBID`); with SchedulerParameters=nohold_on_prolog_fail in slurm.conf it is
-# requeued without the hold and starts on another node. Slurm may add its own prolog-failure reason.
+# exits 1. What users see then (Slurm 22.05): an interactive `srun` is cancelled ("srun: Prolog
+# failure on node ..."), and a batch job is requeued but *held* (squeue: PENDING, "launch failed
+# requeued held") until someone runs `scontrol release JOBID`; with
+# SchedulerParameters=nohold_on_prolog_fail in slurm.conf it is requeued without the hold and starts
+# on another node. Slurm may add its own prolog-failure reason.
 # SDCPROBE_PROLOG_FAIL_JOB=0 lets the job start anyway after draining. Could not test (sdcprobe exit
 # 2) fails the job only with SDCPROBE_DRAIN_ON_COULD_NOT_TEST=1. Other settings: see sdcprobe-gate.sh.
 set -uo pipefail

@@ -4,14 +4,15 @@
 # no cgroups), and stopped on exit whatever happens. sdcprobe runs on the CPU backend with small
 # sizes; faults are injected. Proves with real sinfo / scontrol / srun:
 #   a healthy HealthCheckProgram leaves the node idle; an injected fault drains it with the SDC:
-#   reason; another tool's reason is untouched; the prolog with a fault keeps srun off the node; a
-#   missing binary is logged to syslog (a socket this test listens on, through logger --socket).
+#   reason; another tool's reason is untouched; the prolog with a fault keeps srun off the node (and
+#   a batch job is requeued, held); a missing binary is logged to syslog (a socket this test
+#   listens on, through logger --socket).
 # Needs root and Debian's slurm-wlm and munge; exits 77 (skipped) without them.
 # Usage: slurm_real_test.sh SDCPROBE DEPLOY_DIR
 set -uo pipefail
 sdcprobe="$(readlink -f "$1")"
 deploy="$(readlink -f "$2")"
-for tool in munged slurmctld slurmd sinfo scontrol srun logger python3; do
+for tool in munged slurmctld slurmd sinfo scontrol srun sbatch squeue scancel logger python3 flock; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: slurmd needs root"; exit 77; }
@@ -21,6 +22,8 @@ chmod 755 "$work"
 pids=()
 stop_all() {
   local pid
+  # The gates slurmd started, each in its own process group (with their sdcprobe), then the daemons.
+  for pid in $(cat "$work/gate.pids" 2>/dev/null); do kill -- "-$pid" 2>/dev/null; done
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
   for pid in "${pids[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
@@ -92,6 +95,10 @@ export SDCPROBE_ARGS='--backend cpu --cpu-devices 1 --size 16K --iterations 8 --
 fault=' --inject device=0,probe=alu.fma32,model=bitflip,bit=7'"
 cat > "$work/healthcheck" <<EOF2
 #!/usr/bin/env bash
+echo \$\$ >> '$work/gate.pids'
+# One check at a time: slurmd starts one every HealthCheckInterval even while the last still runs.
+exec 9> '$work/healthcheck.lock'
+flock -n 9 || exit 0
 $gate_env
 [ -e '$work/hc-fault' ] && SDCPROBE_ARGS+="\$fault"
 [ -e '$work/missing' ] && SDCPROBE='$work/no-such-sdcprobe'
@@ -102,6 +109,7 @@ exit \$rc
 EOF2
 cat > "$work/prolog" <<EOF2
 #!/usr/bin/env bash
+echo \$\$ >> '$work/gate.pids'
 $gate_env
 [ -e '$work/prolog-fault' ] && SDCPROBE_ARGS+="\$fault"
 exec '$deploy/slurm/prolog.sh' 2>> '$work/gates.log'
@@ -191,6 +199,17 @@ check "prolog fault: the job never ran" "" "$(ls "$work/job-ran" 2>/dev/null)"
 wait_for "the prolog's drain" is_drained
 check "prolog fault: drain reason" "SDC: $uuid alu.fma32" "$(reason)"
 echo "what the srun user saw: $(tr '\n' ' ' < "$work/srun.log")"
+
+# A batch job is requeued, and held (Priority=0), not run elsewhere: docs/operating.md says so.
+resume
+job="$(sbatch --parsable -N1 -w "$node" -t 1 -o /dev/null --wrap "touch '$work/batch-ran'")"
+job_field() { scontrol -o show job "$job" 2>/dev/null | grep -o " $1=[^ ]*" | cut -d= -f2; }
+is_held() { [ "$(job_field JobState)" = PENDING ] && [ "$(job_field Priority)" = 0 ]; }
+wait_for "the batch job to be requeued and held" is_held
+check "prolog fault: the batch job is requeued and held" "PENDING 0" "$(job_field JobState) $(job_field Priority)"
+check "prolog fault: the batch job never ran" "" "$(ls "$work/batch-ran" 2>/dev/null)"
+echo "what squeue shows for it: $(squeue -h -j "$job" -o '%T %r')"
+scancel "$job"
 rm -f "$work/prolog-fault"
 
 # 5. A missing binary: the node stays idle, and syslog hears of it.
