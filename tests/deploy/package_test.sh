@@ -2,12 +2,11 @@
 # The Debian package as an administrator meets it: builds the .deb with CPack (dependencies from
 # dpkg-shlibdeps), installs it, checks the installed layout, runs `sdcprobe qualify --level quick`
 # from /usr/bin, runs the installed gate and Python package, then purges it, whatever happens.
-# Needs root and dpkg; changes the system only between install and purge. Usage: package_test.sh BUILD_DIR
+# Needs root (sudo) and dpkg; changes the system only between install and purge. Usage: package_test.sh BUILD_DIR
 set -euo pipefail
 build="$(readlink -f "$1")"
 if [ "$(id -u)" -ne 0 ]; then
-  echo "package_test: needs root (dpkg -i)"
-  exit 1
+  exec sudo "$0" "$@"  # dpkg -i and --purge
 fi
 if dpkg-query -W -f='${Status}' sdcprobe 2>/dev/null | grep -q "install ok installed"; then
   echo "package_test: an sdcprobe package is already installed here; not touching it"
