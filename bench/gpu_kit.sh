@@ -19,7 +19,7 @@ cuda_libs=(libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2)
 kit_max_bytes=$((48 << 20))
 # Skipped gpu tests that state one of these reasons are not failures: the lent machine has one GPU,
 # and cuBLASLt has no E5M2 x E5M2 GEMM.
-export KIT_SKIP_REASONS='needs two GPUs|more than one GPU|e5m2'
+export KIT_SKIP_REASONS='needs (two|2) GPUs|more than one GPU|e5m2'
 
 die() {
   echo "gpu_kit: error: $*" >&2
@@ -154,7 +154,7 @@ step_gpu_tests() {
     step_within 100 "$t" --gtest_output="json:$LOGS/gtest-$name.json" >"$LOGS/gtest-$name.log" 2>&1
     echo "exit $?"
   done <"$KIT/gpu_tests.txt"
-  python3 "$KIT/gpu_kit_report.py" gtest "$LOGS" $(cat "$KIT/gpu_tests.txt") || rc=$?
+  python3 "$KIT_REPORT" gtest "$LOGS" $(cat "$KIT/gpu_tests.txt") || rc=$?
   return $rc
 }
 
@@ -315,7 +315,7 @@ step_bench() {
     tail -n 5 "$LOGS/$b.log"
     [ $rc -eq 0 ] || { echo "kit: $b exit $rc"; fail=1; }
   done
-  python3 "$KIT/gpu_kit_report.py" bench "$LOGS" || fail=1
+  python3 "$KIT_REPORT" bench "$LOGS" || fail=1
   return $fail
 }
 
@@ -358,7 +358,7 @@ kit_run() {
   cd "$repo"
   export OUT=${OUT:-$(mktemp -d /tmp/sdc-kit-out.XXXXXX)}
   mkdir -p "$OUT"
-  export WORK LOGS KIT SDC WHEEL_DIRS=""
+  export WORK LOGS KIT SDC WHEEL_DIRS="" KIT_REPORT=$repo/bench/gpu_kit_report.py
   WORK=$(mktemp -d /tmp/sdc-kit.XXXXXX)
   LOGS=$WORK/logs
   KIT=$WORK/kit
@@ -438,7 +438,7 @@ kit_run() {
   fi
   tar -C "$WORK" -czf "$OUT/logs.tar.gz" logs steps.tsv $( [ -f "$KIT/MANIFEST" ] && echo kit/MANIFEST)
   if command -v python3 >/dev/null &&
-    python3 "$repo/bench/gpu_kit_report.py" summary "$WORK" "$OUT" "$exit_code" $((SECONDS - start)); then
+    python3 "$KIT_REPORT" summary "$WORK" "$OUT" "$exit_code" $((SECONDS - start)); then
     :
   else
     # No Python: the steps alone, still as JSON.
