@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 cmake --preset sanitize
 cmake --build --preset sanitize
 
-export ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
+export ASAN_OPTIONS=detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS="suppressions=${PWD}/.ci/lsan.supp"
 # Tests that crash a process on purpose (an injected SIGSEGV) need the signal to kill it, not a
 # sanitizer report: they carry "Crash" in their name and run with handle_segv=0.
 crash='Crash'
