@@ -172,8 +172,14 @@ std::string CollectiveResult::links_text() const {
 nlohmann::json CollectiveResult::to_json() const {
   nlohmann::json links = nlohmann::json::array();
   for (const auto& [from, to] : bad_links) links.push_back({{"from_rank", from}, {"to_rank", to}});
-  return {{"probe", kAllreduceProbe}, {"types", types},           {"transport", transport}, {"checked", checked},
-          {"mismatches", mismatches}, {"any_failed", any_failed}, {"bad_links", links}};
+  nlohmann::json j = {{"probe", kAllreduceProbe}, {"types", types},           {"transport", transport},
+                      {"checked", checked},       {"mismatches", mismatches}, {"any_failed", any_failed},
+                      {"bad_links", links}};
+  if (!error.empty()) {
+    j["outcome"] = "device_error";
+    j["reason"] = error;
+  }
+  return j;
 }
 
 }  // namespace sdc

@@ -36,6 +36,9 @@ struct CollectiveResult {
   bool any_failed = false;                     // on any rank
   std::vector<std::pair<int, int>> bad_links;  // (sender, receiver) whose exchanged data differed
   bool local = false;                          // ranks were this process's threads
+  // device_error: the rank that failed and why (it threw, NCCL failed or timed out); any_failed is
+  // then set too, and the other ranks were released, not left waiting.
+  std::string error;
   // Whether process `rank` answers for the failure: the sender of a failing link, every rank when
   // no link was found, and this process when the ranks were its threads.
   bool implicates(int rank) const;

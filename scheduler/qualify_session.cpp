@@ -71,25 +71,55 @@ CollectiveResult run_collective(const std::vector<std::unique_ptr<Device>>& devi
     result.transport = nccl ? "nccl" : "mpi";
     return result;
   }
-  const size_t n = std::max<size_t>(1, devices.size());
+  // A device that failed to open already reports device_error on every probe: the links between
+  // the others are still tested.
+  std::vector<Device*> working;
+  for (const auto& d : devices) {
+    if (d->open_error().empty()) working.push_back(d.get());
+  }
+  const size_t n = std::max<size_t>(1, working.size());
+  const bool on_gpus = nccl && !working.empty();
   std::vector<std::unique_ptr<Communicator>> ranks;
-  if (nccl) {
+  if (on_gpus) {
     std::vector<DeviceIdentity> identities;
-    for (const auto& d : devices) identities.push_back(d->identity());
+    for (const Device* d : working) identities.push_back(d->identity());
     ranks = make_nccl_local_communicators(identities);
   } else {
     ranks = make_local_communicators(static_cast<int>(n));
   }
   std::vector<CollectiveResult> results(n);
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < n; ++r) {
-    threads.emplace_back(
-        [&, r] { results[r] = check_allreduce(*ranks[r], nccl ? devices[r].get() : nullptr, seed, options.injector); });
+  // Staging before the rank threads start, freed after they are joined (cudaMalloc and cudaFree
+  // synchronise a GPU, which can deadlock a peer's NCCL kernels); a rank that fails aborts the
+  // group, so the others return and the collective is a device_error naming that rank.
+  std::vector<AllreduceStaging> staging(n);
+  std::string error;
+  for (size_t r = 0; r < n && error.empty(); ++r) {
+    try {
+      staging[r] = make_allreduce_staging(*ranks[r], on_gpus ? working[r] : nullptr);
+    } catch (const std::exception& e) {
+      error = "rank " + std::to_string(r) + ": " + e.what();
+    }
   }
-  for (auto& t : threads) t.join();
+  if (error.empty()) {
+    const std::vector<std::string> errors = run_ranks(ranks, [&](int r, Communicator& comm) {
+      const size_t k = static_cast<size_t>(r);
+      results[k] = check_allreduce(comm, on_gpus ? working[k] : nullptr, seed, options.injector, &staging[k]);
+    });
+    // The cause, not the other ranks' echoes of it.
+    for (const std::string& e : errors) {
+      if (error.empty() && !e.empty() && e.rfind("communicator aborted: ", 0) != 0) error = e;
+    }
+    for (const std::string& e : errors) {
+      if (error.empty()) error = e;
+    }
+  }
   CollectiveResult result = results.front();
   result.local = true;
-  result.transport = nccl ? "nccl" : "threads";
+  result.transport = on_gpus ? "nccl" : "threads";
+  if (!error.empty()) {
+    result.error = error;
+    result.any_failed = true;
+  }
   for (const auto& r : results) result.mismatches = std::max(result.mismatches, r.mismatches);
   return result;
 }

@@ -50,7 +50,9 @@ std::string verdict_line(const RunReport& report) {
     probes += (probes.empty() ? "" : ",") + r.probe + (r.outcome == Outcome::kDeviceError ? "(device_error)" : "");
   }
   std::string line = "FAIL:";
-  if (report.collective && report.collective->any_failed) {
+  if (report.collective && !report.collective->error.empty()) {
+    line += std::string(" ") + kAllreduceProbe + " device_error: " + report.collective->error + ";";
+  } else if (report.collective && report.collective->any_failed) {
     line += std::string(" ") + kAllreduceProbe + " failed, failing links (sender>receiver rank): " +
             (report.collective->bad_links.empty() ? "none found" : report.collective->links_text()) + ";";
   }
