@@ -2,7 +2,6 @@
 // scalar goldens) and the reference every other backend is tested against.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -30,7 +29,9 @@ class CpuDevice : public Device {
   Digest128 digest(DeviceBuffer& buf, size_t words) override;
   // OpenBLAS and a blocked FP32 GEMM on this device's cores (host/cpu_gemm.hpp), made on first use.
   GemmEngine* gemm() override;
-  std::optional<int> stream_device(void* stream) override;  // a cpu_stream_id
+  // The CPU has no streams: a stream handle given to it is an opaque id, the index of the device it
+  // names plus one (NULL names none), so that tests can name another device's stream.
+  std::optional<int> stream_device(void* stream) override;
 
   const std::vector<int>& cores() const { return identity().cores; }
 
@@ -41,10 +42,6 @@ class CpuDevice : public Device {
  private:
   std::unique_ptr<GemmEngine> gemm_;
 };
-
-// The CPU has no streams: a stream handle given to a CPU device is an opaque id, the index of the
-// device it names plus one (so that NULL names none).
-inline void* cpu_stream_id(int index) { return reinterpret_cast<void*>(static_cast<uintptr_t>(index) + 1); }
 
 // SIMD lanes the CPU chain kernels use for elements of `width_bits` (8 x fp32 on AVX2).
 unsigned cpu_simd_lanes(unsigned width_bits);

@@ -164,7 +164,7 @@ class Device {
   // (cudaStreamGetDevice; a null stream is the calling thread's current device), so that a probe
   // started after the caller's work can refuse a stream of another GPU. nullopt for a backend
   // without streams. The CPU has none, but there a non-null stream handle is an opaque id that
-  // encodes a device index (cpu_stream_id), so that tests can name one.
+  // encodes a device index (CpuDevice::stream_device), so that tests can name one.
   virtual std::optional<int> stream_device(void* /*stream*/) { return std::nullopt; }
 
   // GEMM operations for the gemm.* probes; nullptr when the backend offers none.

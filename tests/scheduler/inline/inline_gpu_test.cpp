@@ -77,7 +77,7 @@ TEST(InlineGpu, ProbesTheRequestedOrdinal) {
 
 TEST(InlineGpu, OpensNoContextOnTheOtherGpus) {
   const int n = gpu_count();
-  if (n < 2) GTEST_SKIP() << "needs two CUDA devices";
+  if (n < 2) GTEST_SKIP() << "needs two GPUs";
   InlineProbe probe(gpu_config(n - 1));
   // The driver API through the runtime, so that the test links no libcuda (absent in CI).
   void* get_device = nullptr;
