@@ -213,6 +213,11 @@ Digest128 CpuDevice::digest(DeviceBuffer& buf, size_t words) {
   return total;
 }
 
+std::optional<int> CpuDevice::stream_device(void* stream) {
+  if (stream == nullptr) return std::nullopt;
+  return static_cast<int>(reinterpret_cast<uintptr_t>(stream) - 1);
+}
+
 GemmEngine* CpuDevice::gemm() {
   if (!gemm_) {
     gemm_ = std::make_unique<CpuGemmEngine>(*this, cores(),

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "host/device.hpp"
@@ -28,6 +29,9 @@ class CpuDevice : public Device {
   Digest128 digest(DeviceBuffer& buf, size_t words) override;
   // OpenBLAS and a blocked FP32 GEMM on this device's cores (host/cpu_gemm.hpp), made on first use.
   GemmEngine* gemm() override;
+  // The CPU has no streams: a stream handle given to it is an opaque id, the index of the device it
+  // names plus one (NULL names none), so that tests can name another device's stream.
+  std::optional<int> stream_device(void* stream) override;
 
   const std::vector<int>& cores() const { return identity().cores; }
 

@@ -148,15 +148,23 @@ class Device {
   virtual Digest128 digest(DeviceBuffer& buf, size_t words) = 0;
 
   // Inline probes start after the caller's queued work: mark_stream returns a marker that completes
-  // once `stream`'s work so far has (CUDA: an event recorded on it), or nullptr for a backend
-  // without streams; wait_for_marker blocks until it completes and releases it.
+  // once `stream`'s work so far has (CUDA: a blocking-sync event recorded on it), or nullptr for a
+  // backend without streams; wait_for_marker blocks, without spinning, until it completes and
+  // releases it.
   virtual void* mark_stream(void* /*stream*/) { return nullptr; }
   virtual void wait_for_marker(void* /*marker*/) {}
+  // Whether `stream` is being captured into a CUDA graph: nothing may then be recorded on it.
+  virtual bool stream_capturing(void* /*stream*/) const { return false; }
+  // Readies the calling thread to run probes beside a job that may be capturing a CUDA graph on
+  // another thread (CUDA: relaxed capture mode, so the probe's allocations and waits are allowed
+  // and do not invalidate the job's capture).
+  virtual void prepare_side_thread() {}
 
   // The device (identity().index, the CUDA ordinal) that a caller's stream belongs to
   // (cudaStreamGetDevice; a null stream is the calling thread's current device), so that a probe
   // started after the caller's work can refuse a stream of another GPU. nullopt for a backend
-  // without streams.
+  // without streams. The CPU has none, but there a non-null stream handle is an opaque id that
+  // encodes a device index (CpuDevice::stream_device), so that tests can name one.
   virtual std::optional<int> stream_device(void* /*stream*/) { return std::nullopt; }
 
   // GEMM operations for the gemm.* probes; nullptr when the backend offers none.

@@ -18,6 +18,7 @@
 #include "host/cuda/cuda_gemm.hpp"
 #include "host/cuda/cuda_identity.hpp"
 #include "host/cuda/cuda_raii.hpp"
+#include "host/cuda/cuda_streams.hpp"
 #include "host/device.hpp"
 #include "host/error.hpp"
 #include "kernels/common/chains.hpp"
@@ -208,18 +209,13 @@ class CudaDevice final : public Device {
     return device;
   }
 
-  // An event recorded on the caller's stream (a null stream is the legacy default stream).
+  // Inline probes (host/cuda/cuda_streams.cpp). A blocking-sync event recorded on the caller's
+  // stream (a null stream is the legacy default stream).
   void* mark_stream(void* caller_stream) override {
-    DeviceGuard guard(ordinal_);
-    cudaEvent_t event = nullptr;
-    SDC_CUDA_TRY(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-    const cudaError_t recorded = cudaEventRecord(event, static_cast<cudaStream_t>(caller_stream));
-    if (recorded != cudaSuccess) {
-      SDC_CUDA_LOG(cudaEventDestroy(event));
-      SDC_CUDA_TRY(recorded);
-    }
-    return event;
+    return record_blocking_event(ordinal_, static_cast<cudaStream_t>(caller_stream));
   }
+  bool stream_capturing(void* stream) const override { return stream_is_capturing(static_cast<cudaStream_t>(stream)); }
+  void prepare_side_thread() override { relax_thread_capture_mode(); }
 
   void wait_for_marker(void* marker) override {
     if (marker == nullptr) return;
@@ -282,6 +278,7 @@ class CudaDevice final : public Device {
     }
     log_ = DeviceMemory(ordinal_, sizeof(DeviceMismatchLog));
     digest_ = DeviceMemory(ordinal_, sizeof(Digest128));
+    done_ = BlockingEvent(ordinal_);
     stream_ = std::move(stream);
   }
   [[noreturn]] void throw_open_error(int code) const {
@@ -295,7 +292,11 @@ class CudaDevice final : public Device {
     ready();
     return log_.as<DeviceMismatchLog>();
   }
-  void synchronize() { SDC_CUDA_TRY(cudaStreamSynchronize(stream())); }
+  // Sleeps rather than spins: an inline probe must not take a core from the training job.
+  void synchronize() {
+    const cudaStream_t s = stream();  // makes done_ too
+    wait_blocking(s, done_.get());
+  }
 
   // The buffer as this device's own, checked to hold `bytes`.
   CudaBuffer& own(DeviceBuffer& buf, size_t bytes) const {
@@ -355,6 +356,7 @@ class CudaDevice final : public Device {
   std::string open_error_;  // why no context could be made; empty while none failed
   int open_code_ = 0;
   Stream stream_;
+  BlockingEvent done_;   // synchronize() waits on it
   DeviceMemory log_;     // DeviceMismatchLog
   DeviceMemory digest_;  // Digest128
   std::unique_ptr<CudaBuffer> chain_out_;

@@ -4,7 +4,7 @@ import ctypes
 import glob
 import os
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class Config(ctypes.Structure):
@@ -21,6 +21,7 @@ class Config(ctypes.Structure):
         ("seed", ctypes.c_uint64),
         ("sdc_rate_per_device_day", ctypes.c_double),
         ("inject", ctypes.c_char_p),
+        ("stream", ctypes.c_void_p),
     ]
 
 
@@ -68,6 +69,8 @@ def _declare(lib):
     lib.sdc_inline_create.restype = ctypes.c_int
     lib.sdc_inline_step.argtypes = [handle, ctypes.c_int64, ctypes.c_void_p]
     lib.sdc_inline_step.restype = ctypes.c_int
+    lib.sdc_inline_finish.argtypes = [handle]
+    lib.sdc_inline_finish.restype = ctypes.c_int
     lib.sdc_inline_poll.argtypes = [handle, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
     lib.sdc_inline_poll.restype = ctypes.c_int
     lib.sdc_inline_log_event.argtypes = [handle, ctypes.c_char_p]

@@ -27,7 +27,9 @@ class SDCCallback:
         self._reported = False
 
     def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None):
-        self.probe.step(int(trainer.global_step), _current_stream())
+        # The stream goes to a CUDA probe only: the CPU backend reads a stream as a device id.
+        stream = _current_stream() if self.probe.backend == "cuda" else None
+        self.probe.step(int(trainer.global_step), stream)
         verdict = self.probe.verdict
         if verdict["verdict"] != "fail" or self._reported:
             return

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -100,6 +101,137 @@ class InlineProbeTest(unittest.TestCase):
             InlineProbe(backend="cpu", device=3)
         with self.assertRaises(ValueError):
             InlineProbe(backend="cpu", every=0)
+
+    def test_out_of_range_numbers_are_refused_before_ctypes_wraps_them(self):
+        with self.assertRaisesRegex(ValueError, "device must be in"):
+            InlineProbe(backend="cpu", device=2**32)
+        with self.assertRaisesRegex(ValueError, "every must be in"):
+            InlineProbe(backend="cpu", every=2**63)
+        with self.assertRaisesRegex(ValueError, "seed must be in"):
+            InlineProbe(backend="cpu", seed=-1)
+        with self.assertRaisesRegex(TypeError, "device must be an int"):
+            InlineProbe(backend="cpu", device="0")
+        with InlineProbe(backend="cpu", every=1000, probes="alu.int64") as probe:
+            with self.assertRaisesRegex(ValueError, "step must be in"):
+                probe.step(2**63)
+            with self.assertRaisesRegex(ValueError, "step must be in"):
+                probe.step(-1)
+            probe.step(2**63 - 1000)
+            wait_idle(probe)
+            probe.step(2**63 - 999)  # not due: the next due step saturates instead of wrapping
+            self.assertFalse(probe.verdict["in_flight"])
+            probe.step(2**63 - 1)
+            probe.close()
+            self.assertEqual(probe.verdict["last_good_step"], 2**63 - 1)
+
+    def test_stream_of_another_device_is_refused_at_create(self):
+        # On the CPU backend a stream is an opaque id: index + 1, so 2 names device 1.
+        with self.assertRaisesRegex(SDCProbeError, "stream belongs to device 1, not to device 0"):
+            InlineProbe(backend="cpu", stream=2)
+
+    def test_default_device_and_stream_are_torchs_current_ones(self):
+        class Stream:
+            def __init__(self, device):
+                self.cuda_stream = device + 1  # the CPU backend's id for that device's stream
+
+        class FakeCuda:
+            def __init__(self, device, stream_device):
+                self.device, self.stream_device = device, stream_device
+
+            def is_available(self):
+                return True
+
+            def current_device(self):
+                return self.device
+
+            def current_stream(self, device=None):
+                return Stream(self.stream_device)
+
+        class FakeTorch:
+            pass
+
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = FakeTorch()
+        try:
+            sys.modules["torch"].cuda = FakeCuda(device=1, stream_device=1)
+            with self.assertRaisesRegex(SDCProbeError, "device 1 does not exist"):
+                InlineProbe(probes="alu.int64")  # the CPU has one device: device 1 came from torch
+            sys.modules["torch"].cuda = FakeCuda(device=0, stream_device=1)
+            with self.assertRaisesRegex(SDCProbeError, "stream belongs to device 1"):
+                InlineProbe(probes="alu.int64")
+            sys.modules["torch"].cuda = FakeCuda(device=0, stream_device=0)
+            InlineProbe(probes="alu.int64").close()
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+
+    def test_log_event_checks_the_goodput_schema(self):
+        with InlineProbe(backend="cpu", probes="alu.int64", event_log=self.log) as probe:
+            with self.assertRaisesRegex(SDCProbeError, 'unknown event "bogus"'):
+                probe.log_event("bogus")
+            with self.assertRaisesRegex(SDCProbeError, 'step_end needs "step"'):
+                probe.log_event("step_end")
+            probe.log_event("step_end", step=3)
+        self.assertEqual([e["event"] for e in read_events(self.log)], ["step_end"])
+
+    def test_hang_and_crash_injection_are_refused(self):
+        for model in ("hang", "crash"):
+            with self.assertRaisesRegex(SDCProbeError, "hang and crash are refused"):
+                InlineProbe(backend="cpu", inject="model=" + model)
+
+    def test_verdict_stays_readable_after_close(self):
+        probe = InlineProbe(backend="cpu", every=1, probes="alu.int64", seed=2)
+        probe.step(0)  # queued: close() waits for it and records its verdict
+        probe.close()
+        v = probe.verdict
+        self.assertEqual(v["verdict"], "pass")
+        self.assertEqual(v["last_good_step"], 0)
+        self.assertFalse(v["in_flight"])
+        probe.close()  # a second close does nothing
+        with self.assertRaisesRegex(SDCProbeError, "closed"):
+            probe.step(1)
+        with self.assertRaisesRegex(SDCProbeError, "closed"):
+            probe.log_event("job_end")
+
+    def test_close_while_another_thread_steps(self):
+        probe = InlineProbe(backend="cpu", every=1, probes="alu.int64", seed=4)
+        stepped = threading.Event()
+        errors = []
+
+        def train():
+            step = 0
+            try:
+                while True:
+                    probe.step(step)
+                    step += 1
+                    if step == 20:
+                        stepped.set()
+            except SDCProbeError as e:
+                errors.append(str(e))
+                stepped.set()
+
+        trainer = threading.Thread(target=train)
+        trainer.start()
+        self.assertTrue(stepped.wait(60))
+        probe.close()
+        trainer.join(60)
+        self.assertFalse(trainer.is_alive())
+        self.assertEqual(len(errors), 1)
+        self.assertIn("closed", errors[0])
+        self.assertEqual(probe.verdict["verdict"], "pass")
+
+    def test_two_threads_step_at_once(self):
+        with InlineProbe(backend="cpu", every=3, probes="alu.int64", seed=6) as probe:
+            threads = [threading.Thread(target=lambda first=first: [probe.step(s) for s in range(first, first + 100)])
+                       for first in (0, 1000)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            probe.close()
+            self.assertEqual(probe.verdict["verdict"], "pass")
 
     def test_callback_raises_once_on_sdc(self):
         class Trainer:

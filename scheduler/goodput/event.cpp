@@ -203,6 +203,12 @@ int64_t parse_rfc3339_ns(std::string_view s) {
   return secs * kNsPerS + frac_ns;
 }
 
+Event parse_event(std::string_view line) {
+  simdjson::ondemand::parser parser;
+  const simdjson::padded_string padded(line);
+  return parse_line(parser, padded.data(), padded.size(), padded.size() + simdjson::SIMDJSON_PADDING);
+}
+
 EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
   constexpr size_t kChunk = 1 << 20;
   Stats stats;

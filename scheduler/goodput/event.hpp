@@ -58,6 +58,10 @@ inline constexpr std::string_view kTimeRange = "(1970-01-01T00:00:00Z to 2262-04
 // the date does not exist (2027-02-31) or when the time is outside kTimeRange.
 int64_t parse_rfc3339_ns(std::string_view text);
 
+// Parses one line of a log (without its newline) by the schema; throws InputError saying what is
+// wrong, without a line number.
+Event parse_event(std::string_view line);
+
 // Parses JSON Lines with simdjson, one line at a time, so memory does not grow with the input.
 class EventReader {
  public:

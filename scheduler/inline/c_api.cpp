@@ -70,10 +70,11 @@ sdc_status sdc_inline_create(const sdc_inline_config* config, sdc_inline** out) 
   return guarded([&] {
     if (config == nullptr || out == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "config and out must not be NULL");
     *out = nullptr;
-    if (config->abi_version != SDC_INLINE_ABI_VERSION) {
-      return fail(SDC_ERR_INVALID_ARGUMENT,
-                  "abi_version " + std::to_string(config->abi_version) +
-                      " is not supported (this library: " + std::to_string(SDC_INLINE_ABI_VERSION) + ")");
+    // Version 1 callers pass a shorter struct, without `stream`.
+    if (config->abi_version < 1 || config->abi_version > SDC_INLINE_ABI_VERSION) {
+      return fail(SDC_ERR_INVALID_ARGUMENT, "abi_version " + std::to_string(config->abi_version) +
+                                                " is not supported (this library: 1 to " +
+                                                std::to_string(SDC_INLINE_ABI_VERSION) + ")");
     }
     sdc::InlineConfig c;
     if (config->backend != nullptr) c.backend = config->backend;
@@ -89,6 +90,7 @@ sdc_status sdc_inline_create(const sdc_inline_config* config, sdc_inline** out) 
     c.seed = config->seed;
     if (config->sdc_rate_per_device_day != 0) c.sdc_rate_per_device_day = config->sdc_rate_per_device_day;
     if (config->inject != nullptr) c.inject = config->inject;
+    if (config->abi_version >= 2) c.stream = config->stream;
     *out = new sdc_inline{std::move(c)};
     return SDC_OK;
   });
@@ -98,6 +100,14 @@ sdc_status sdc_inline_step(sdc_inline* probe, int64_t step, void* stream) {
   if (probe == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "probe must not be NULL");
   return guarded([&] {
     probe->probe.step(step, stream);
+    return SDC_OK;
+  });
+}
+
+sdc_status sdc_inline_finish(sdc_inline* probe) {
+  if (probe == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "probe must not be NULL");
+  return guarded([&] {
+    probe->probe.finish();
     return SDC_OK;
   });
 }
@@ -119,9 +129,7 @@ sdc_status sdc_inline_poll(sdc_inline* probe, char* buf, size_t len, size_t* nee
 sdc_status sdc_inline_log_event(sdc_inline* probe, const char* event_json) {
   if (probe == nullptr || event_json == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "arguments must not be NULL");
   return guarded([&] {
-    const nlohmann::json event = nlohmann::json::parse(event_json, nullptr, /*allow_exceptions=*/false);
-    if (event.is_discarded()) return fail(SDC_ERR_INVALID_ARGUMENT, "event is not valid JSON");
-    probe->probe.log_event(event);
+    probe->probe.log_event(event_json);
     return SDC_OK;
   });
 }

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "host/backend.hpp"
 #include "host/error.hpp"
 #include "scheduler/catalogue.hpp"
+#include "scheduler/goodput/event.hpp"
 #include "scheduler/goodput/planner.hpp"
 
 namespace sdc {
@@ -19,10 +21,32 @@ constexpr double kSecondsPerDay = 86400.0;
 // take the quick level's passes over a small buffer; chains are shortened.
 constexpr uint64_t kInlineBufferBytes = 4u << 20;
 constexpr uint32_t kInlineChainIterations = 256;
+// The goodput reader's line limit.
+constexpr size_t kMaxEventBytes = 1 << 20;
 
 RunOptions inline_options(const Probe& probe, RunOptions options) {
   if (probe.id().rfind("alu.", 0) == 0) options.iterations = kInlineChainIterations;
   return options;
+}
+
+// The next due step, saturating rather than overflowing near the end of int64_t.
+int64_t add_steps(int64_t step, int64_t every) {
+  return step > std::numeric_limits<int64_t>::max() - every ? std::numeric_limits<int64_t>::max() : step + every;
+}
+
+// Parses a caller's event, refusing nesting deeper than kMaxEventDepth as soon as it is seen.
+nlohmann::json parse_event_json(std::string_view text) {
+  const nlohmann::json::parser_callback_t limit_depth = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxEventDepth) {
+      throw InputError("event nests deeper than " + std::to_string(kMaxEventDepth) + " levels");
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, limit_depth);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("event is not valid JSON: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -44,15 +68,22 @@ InlineProbe::InlineProbe(InlineConfig config)
   if (!(config_.sdc_rate_per_device_day > 0)) throw InputError("sdc_rate_per_device_day must be positive");
   if (config_.probes.empty()) throw InputError("probes: empty");
   probes_ = builtin_registry().select(config_.probes);
-  if (!config_.inject.empty())
-    injector_ = std::make_unique<Injector>(parse_injection_specs(config_.inject), config_.seed);
-
-  devices_ = open_devices({config_.backend, 1});
-  if (config_.device < 0 || static_cast<size_t>(config_.device) >= devices_.size()) {
-    throw NoDeviceError("device " + std::to_string(config_.device) + " does not exist (" +
-                        std::to_string(devices_.size()) + " " + devices_.front()->identity().backend + " devices)");
+  if (!config_.inject.empty()) {
+    auto specs = parse_injection_specs(config_.inject);
+    for (const InjectionSpec& spec : specs) {
+      // They would hang close() or kill the training process; qualify's watched workers test them.
+      if (spec.model == FaultModel::kHang || spec.model == FaultModel::kCrash) {
+        throw InputError(
+            "inject: model hang and crash are refused by the inline probe (they would hang or kill "
+            "the training job); use qualify, which watches its workers");
+      }
+    }
+    injector_ = std::make_unique<Injector>(std::move(specs), config_.seed);
   }
-  device_ = devices_[static_cast<size_t>(config_.device)].get();
+
+  // Only this device: every rank of a job creates a probe, and must not touch the other GPUs.
+  device_ = open_device({config_.backend, 1}, config_.device);
+  if (config_.stream != nullptr) check_stream(config_.stream);
 
   options_.seed = config_.seed != 0 ? config_.seed : (static_cast<uint64_t>(std::random_device{}()) << 32 | 1);
   options_.level = Level::kQuick;
@@ -72,12 +103,25 @@ InlineProbe::InlineProbe(InlineConfig config)
 }
 
 InlineProbe::~InlineProbe() {
+  try {
+    finish();  // records a last probe's verdict, and its sdc_detected
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sdcprobe inline: the last probe's verdict was not recorded: %s\n", e.what());
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   wake_.notify_all();
   worker_.join();
+}
+
+void InlineProbe::check_stream(void* stream) {
+  const std::optional<int> owner = device_->stream_device(stream);
+  if (owner && *owner != config_.device) {
+    throw InputError("stream belongs to device " + std::to_string(*owner) + ", not to device " +
+                     std::to_string(config_.device) + " that the probe tests: give the stream's device");
+  }
 }
 
 void InlineProbe::choose_cadence() {
@@ -97,12 +141,13 @@ void InlineProbe::choose_cadence() {
                 "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day, budget %.3g)",
                 static_cast<long long>(every_), step_s_, cost, config_.sdc_rate_per_device_day,
                 config_.budget_fraction);
-  std::lock_guard<std::mutex> lock(mutex_);
   cadence_note_ = note;
   std::fprintf(stderr, "sdcprobe inline: %s\n", note);
 }
 
 void InlineProbe::step(int64_t step, void* stream) {
+  if (step < 0) throw InputError("step " + std::to_string(step) + ": must be >= 0");
+  std::lock_guard<std::mutex> calls(calls_mutex_);
   const auto now = std::chrono::steady_clock::now();
   if (last_step_time_) {
     const double dt = std::chrono::duration<double>(now - *last_step_time_).count();
@@ -127,10 +172,16 @@ void InlineProbe::step(int64_t step, void* stream) {
   if (every_ == 0) {
     if (steps_timed_ < kCalibrationSteps) return;
     choose_cadence();
-    next_due_ = step + every_;  // the probe at create time covers the start
+    next_due_ = add_steps(step, every_);  // the probe at create time covers the start
   }
   if (step < next_due_) return;
-  next_due_ = step + every_;
+  next_due_ = add_steps(step, every_);
+  // Recording on a capturing stream would add to the job's graph, and waiting on it is not allowed.
+  if (device_->stream_capturing(stream)) {
+    ++probes_skipped_capturing_;
+    return;
+  }
+  if (stream != nullptr) check_stream(stream);
   std::lock_guard<std::mutex> lock(mutex_);
   if (busy_) {
     ++probes_skipped_busy_;  // never queue behind a probe still running: the budget would slip
@@ -157,17 +208,33 @@ void InlineProbe::worker_loop() {
     }
     Done done;
     try {
+      device_->prepare_side_thread();
       device_->wait_for_marker(marker);
       done = run_probes(step, /*log_events=*/true);
     } catch (const std::exception& e) {
       // Nothing may escape the worker thread; the verdict says what went wrong.
       done = Done{step, false, true, 0, nlohmann::json::array({{{"outcome", "skipped"}, {"reason", e.what()}}})};
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    done_ = std::move(done);
-    busy_ = false;
-    done_ready_.store(true, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = std::move(done);
+      busy_ = false;
+      done_ready_.store(true, std::memory_order_release);
+    }
+    idle_.notify_all();
   }
+}
+
+void InlineProbe::finish() {
+  std::lock_guard<std::mutex> calls(calls_mutex_);
+  std::optional<Done> done;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return !busy_; });
+    done.swap(done_);
+    done_ready_.store(false, std::memory_order_relaxed);
+  }
+  if (done) collect(std::move(*done));
 }
 
 InlineProbe::Done InlineProbe::run_probes(int64_t step, bool log_events) {
@@ -208,12 +275,15 @@ void InlineProbe::collect(Done done) {
 }
 
 nlohmann::json InlineProbe::verdict() const {
+  std::lock_guard<std::mutex> calls(calls_mutex_);
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json j = {{"abi_version", 1},
+                      {"backend", device_->identity().backend},
                       {"device", device_->identity().uuid},
                       {"verdict", verdict_},
                       {"probes_run", probes_run_},
                       {"probes_skipped_busy", probes_skipped_busy_},
+                      {"probes_skipped_capturing", probes_skipped_capturing_},
                       {"failures", failures_},
                       {"last_step", last_step_},
                       {"last_good_step", last_good_step_},
@@ -226,11 +296,25 @@ nlohmann::json InlineProbe::verdict() const {
   return j;
 }
 
-void InlineProbe::log_event(const nlohmann::json& event) {
+void InlineProbe::log_event(std::string_view json_text) {
+  const nlohmann::json event = parse_event_json(json_text);
   if (!event.is_object() || !event.contains("event") || !event["event"].is_string()) {
     throw InputError("event must be a JSON object with a string field \"event\"");
   }
   if (event.contains("t")) throw InputError("event must not carry \"t\": the log stamps it");
+  // Checked as the goodput reader will read the line, so that one bad call cannot make the whole
+  // log unreadable later.
+  nlohmann::json line = {
+      {"t", std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count()}};
+  line.update(event);
+  const std::string text = line.dump();
+  if (text.size() >= kMaxEventBytes) throw InputError("event is longer than the log's 1 MiB line limit");
+  try {
+    goodput::parse_event(text);
+  } catch (const InputError& e) {
+    throw InputError(std::string("event does not fit the goodput schema (docs/goodput.md): ") + e.what());
+  }
   log_.append(event);
 }
 

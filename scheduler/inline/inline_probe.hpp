@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,9 @@ inline constexpr size_t kStepWindow = 64;
 inline constexpr size_t kCostWindow = 4;
 // The budget is aimed at with this margin, so that noise in the measured times does not exceed it.
 inline constexpr double kBudgetMargin = 0.9;
+// Caller events nest no deeper than this: deeper JSON is refused before it is parsed further, so
+// hostile input cannot exhaust the training process's stack.
+inline constexpr int kMaxEventDepth = 32;
 
 struct InlineConfig {
   std::string backend = "auto";
@@ -43,6 +47,7 @@ struct InlineConfig {
   uint64_t seed = 0;
   double sdc_rate_per_device_day = kDefaultSdcRatePerDeviceDay;
   std::string inject;
+  void* stream = nullptr;  // the caller's stream, checked to belong to `device`; null: not checked
 };
 
 // The steps between probes that minimise probe overhead plus expected SDC rework (the planner's
@@ -50,18 +55,25 @@ struct InlineConfig {
 // `budget_fraction` of step time on probes.
 int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction);
 
+// Every public member is safe to call from several threads at once (calls are serialised); only
+// the destructor must not overlap another call.
 class InlineProbe {
  public:
   explicit InlineProbe(InlineConfig config);  // throws InputError on a bad config
-  ~InlineProbe();
+  ~InlineProbe();                             // finish(), then stops the worker
   InlineProbe(const InlineProbe&) = delete;
   InlineProbe& operator=(const InlineProbe&) = delete;
 
-  // Non-blocking: queues a probe on a due step and collects a finished one.
+  // Non-blocking: queues a probe on a due step and collects a finished one. A due step whose
+  // stream is capturing a CUDA graph is skipped and counted; a stream of another device is an
+  // InputError. `step` must be >= 0.
   void step(int64_t step, void* stream);
+  // Waits for a probe in flight and collects its verdict.
+  void finish();
   nlohmann::json verdict() const;
-  // Appends a caller's event (a JSON object without "t") to the event log, stamped now.
-  void log_event(const nlohmann::json& event);
+  // Appends a caller's event (JSON text: an object without "t") to the event log, stamped now, after
+  // checking it against the goodput schema. Throws InputError saying what is wrong.
+  void log_event(std::string_view json_text);
 
  private:
   struct Done {
@@ -76,16 +88,17 @@ class InlineProbe {
   Done run_probes(int64_t step, bool log_events);
   void collect(Done done);
   void choose_cadence();
+  void check_stream(void* stream);
 
   InlineConfig config_;
-  std::vector<std::unique_ptr<Device>> devices_;
-  Device* device_ = nullptr;
+  std::unique_ptr<Device> device_;
   std::vector<const Probe*> probes_;
   std::unique_ptr<Injector> injector_;
   RunOptions options_;
   EventLog log_;
 
-  // Training-thread state.
+  // Callers' state, under calls_mutex_.
+  mutable std::mutex calls_mutex_;
   int64_t every_;  // 0 until an auto cadence is chosen
   bool auto_every_;
   int64_t next_due_ = 0;
@@ -97,15 +110,17 @@ class InlineProbe {
   int64_t last_good_step_ = -1;
   int64_t probes_run_ = 0;
   int64_t probes_skipped_busy_ = 0;
+  int64_t probes_skipped_capturing_ = 0;
   int64_t failures_ = 0;
   int64_t last_step_ = -1;
   std::string verdict_ = "none";
   nlohmann::json last_results_ = nlohmann::json::array();
   std::string cadence_note_;
 
-  // Shared with the worker.
+  // Shared with the worker, under mutex_ (taken after calls_mutex_ when both are).
   mutable std::mutex mutex_;
-  std::condition_variable wake_;
+  std::condition_variable wake_;  // the worker waits for a queued step
+  std::condition_variable idle_;  // finish() waits for the worker to be idle
   bool stop_ = false;
   bool busy_ = false;
   std::optional<int64_t> queued_step_;

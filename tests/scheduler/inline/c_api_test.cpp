@@ -1,9 +1,15 @@
 // The inline probe's C ABI, through the shared library exactly as a training job loads it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -158,6 +164,189 @@ TEST(InlineAbi, FaultWritesSdcDetectedWithTheLastGoodStep) {
   }
   EXPECT_EQ(detected, 1);
   std::remove(log.c_str());
+}
+
+TEST(InlineAbi, StreamOfAnotherDeviceIsRefusedAtCreateAndStep) {
+  // On the CPU backend a stream is an opaque id: (void*)(index + 1) names device `index`.
+  void* const own_stream = reinterpret_cast<void*>(uintptr_t{1});
+  void* const other_stream = reinterpret_cast<void*>(uintptr_t{2});
+  sdc_inline_config c = cpu_config();
+  c.stream = other_stream;
+  sdc_inline* p = nullptr;
+  EXPECT_EQ(sdc_inline_create(&c, &p), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_NE(std::string(sdc_last_error()).find("stream belongs to device 1, not to device 0"), std::string::npos)
+      << sdc_last_error();
+
+  c.stream = own_stream;
+  c.every = 1;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  ASSERT_EQ(sdc_inline_step(p, 0, own_stream), SDC_OK) << sdc_last_error();
+  wait_idle(p);
+  EXPECT_EQ(sdc_inline_step(p, 1, other_stream), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sdc_last_error()).find("stream belongs to device 1"), std::string::npos) << sdc_last_error();
+  sdc_inline_destroy(p);
+}
+
+TEST(InlineAbi, VersionOneConfigWithoutStreamIsAccepted) {
+  sdc_inline_config c = cpu_config();
+  c.abi_version = 1;
+  c.stream = reinterpret_cast<void*>(uintptr_t{2});  // past a version 1 struct: never read
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  sdc_inline_destroy(p);
+}
+
+TEST(InlineAbi, HangAndCrashInjectionAreRefused) {
+  for (const char* spec : {"model=hang", "probe=alu.*,model=crash", "model=bitflip;model=hang"}) {
+    sdc_inline_config c = cpu_config();
+    c.inject = spec;
+    sdc_inline* p = nullptr;
+    EXPECT_EQ(sdc_inline_create(&c, &p), SDC_ERR_INVALID_ARGUMENT) << spec;
+    EXPECT_EQ(p, nullptr);
+    EXPECT_NE(std::string(sdc_last_error()).find("hang and crash are refused"), std::string::npos) << sdc_last_error();
+  }
+}
+
+TEST(InlineAbi, StepsNearTheEndOfInt64NeverWrapTheCadence) {
+  sdc_inline_config c = cpu_config();
+  c.every = 1000;
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  ASSERT_EQ(sdc_inline_step(p, max - 10, nullptr), SDC_OK);  // due: the next due step is past the end
+  wait_idle(p);
+  ASSERT_EQ(sdc_inline_step(p, max - 9, nullptr), SDC_OK);  // not due (a wrapped next step would be)
+  ASSERT_EQ(sdc_inline_finish(p), SDC_OK);
+  auto v = poll(p);
+  EXPECT_EQ(v["probes_run"], 2);  // at create, then at max - 10
+  EXPECT_EQ(v["last_good_step"], max - 10);
+  ASSERT_EQ(sdc_inline_step(p, max, nullptr), SDC_OK);  // the next due step saturated at the last one
+  ASSERT_EQ(sdc_inline_finish(p), SDC_OK);
+  v = poll(p);
+  EXPECT_EQ(v["probes_run"], 3);
+  EXPECT_EQ(v["last_good_step"], max);
+  EXPECT_EQ(sdc_inline_step(p, -1, nullptr), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sdc_last_error()).find("step -1"), std::string::npos) << sdc_last_error();
+  sdc_inline_destroy(p);
+}
+
+TEST(InlineAbi, FinishRecordsTheProbeInFlight) {
+  sdc_inline_config c = cpu_config();
+  c.every = 1;
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  ASSERT_EQ(sdc_inline_step(p, 0, nullptr), SDC_OK);  // queued, maybe still running
+  ASSERT_EQ(sdc_inline_finish(p), SDC_OK) << sdc_last_error();
+  const auto v = poll(p);
+  EXPECT_EQ(v["in_flight"], false);
+  EXPECT_EQ(v["probes_run"], 2);
+  EXPECT_EQ(v["last_good_step"], 0);
+  EXPECT_EQ(sdc_inline_finish(nullptr), SDC_ERR_INVALID_ARGUMENT);
+  sdc_inline_destroy(p);
+}
+
+TEST(InlineAbi, LogEventRefusesWhatTheGoodputReaderWouldReject) {
+  const std::string log = ::testing::TempDir() + "inline_schema_" + std::to_string(::getpid()) + ".jsonl";
+  std::remove(log.c_str());
+  sdc_inline_config c = cpu_config();
+  c.event_log = log.c_str();
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  const struct {
+    const char* event;
+    const char* message;
+  } bad[] = {
+      {R"({"event":"bogus"})", "unknown event \"bogus\""},
+      {R"({"event":"step_end"})", "step_end needs \"step\""},
+      {R"({"event":"step_end","step":"7"})", "\"step\" must be an integer"},
+      {R"({"event":"step_end","step":18446744073709551615})", "\"step\" must be an integer"},
+      {R"({"event":"step_end","step":1} x)", "not valid JSON"},
+      {R"([1,2])", "JSON object"},
+      {"{\"event\":\"job_end\",\"note\":\"\xff\"}", "not valid JSON"},
+  };
+  for (const auto& b : bad) {
+    EXPECT_EQ(sdc_inline_log_event(p, b.event), SDC_ERR_INVALID_ARGUMENT) << b.event;
+    EXPECT_NE(std::string(sdc_last_error()).find(b.message), std::string::npos) << sdc_last_error();
+  }
+  EXPECT_EQ(sdc_inline_log_event(p, R"({"event":"step_end","step":7,"extra":{"a":[1,{"b":null}]}})"), SDC_OK)
+      << sdc_last_error();
+  sdc_inline_destroy(p);
+  const auto events = read_events(log);
+  ASSERT_EQ(events.size(), 1u);  // only the good one
+  EXPECT_EQ(events[0]["event"], "step_end");
+  std::remove(log.c_str());
+}
+
+TEST(InlineAbi, LogEventRefusesDeepNestingWithoutExhaustingTheStack) {
+  sdc_inline_config c = cpu_config();
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  const size_t depth = 100000;
+  const std::string deep = R"({"event":"job_end","x":)" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  EXPECT_EQ(sdc_inline_log_event(p, deep.c_str()), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sdc_last_error()).find("deeper than 32"), std::string::npos) << sdc_last_error();
+  const std::string unclosed = std::string(depth, '{');
+  EXPECT_EQ(sdc_inline_log_event(p, unclosed.c_str()), SDC_ERR_INVALID_ARGUMENT);
+  const std::string shallow = R"({"event":"job_end","x":)" + std::string(30, '[') + std::string(30, ']') + "}";
+  EXPECT_EQ(sdc_inline_log_event(p, shallow.c_str()), SDC_OK) << sdc_last_error();
+  sdc_inline_destroy(p);
+}
+
+// Calls on one handle from several threads are serialised by the library; the TSan preset
+// (.ci/tsan.sh) runs these.
+TEST(InlineAbiThreads, TwoThreadsStepPollAndLogAtOnce) {
+  sdc_inline_config c = cpu_config();
+  c.every = 2;
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  auto drive = [p](int64_t first) {
+    for (int64_t step = first; step < first + 200; ++step) {
+      EXPECT_EQ(sdc_inline_step(p, step, nullptr), SDC_OK) << sdc_last_error();
+      EXPECT_EQ(sdc_inline_log_event(p, R"({"event":"job_eligible"})"), SDC_OK) << sdc_last_error();
+      char buf[16384];
+      EXPECT_EQ(sdc_inline_poll(p, buf, sizeof(buf), nullptr), SDC_OK) << sdc_last_error();
+    }
+  };
+  std::thread a(drive, 0), b(drive, 1000);
+  a.join();
+  b.join();
+  ASSERT_EQ(sdc_inline_finish(p), SDC_OK);
+  const auto v = poll(p);
+  EXPECT_EQ(v["verdict"], "pass");
+  EXPECT_GE(v["probes_run"].get<int64_t>(), 2);
+  sdc_inline_destroy(p);
+}
+
+// The Python wrapper's pattern: one lock around every call, close() from another thread while a
+// training thread is stepping; the stepping thread then sees the handle gone.
+TEST(InlineAbiThreads, CloseFromAnotherThreadWhileOneSteps) {
+  sdc_inline_config c = cpu_config();
+  c.every = 1;
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  std::mutex lock;
+  std::atomic<int64_t> steps{0};
+  std::thread trainer([&] {
+    for (int64_t step = 0;; ++step) {
+      std::lock_guard<std::mutex> hold(lock);
+      if (p == nullptr) return;
+      EXPECT_EQ(sdc_inline_step(p, step, nullptr), SDC_OK) << sdc_last_error();
+      steps.store(step + 1);
+    }
+  });
+  while (steps.load() < 50) std::this_thread::yield();
+  nlohmann::json final_verdict;
+  {
+    std::lock_guard<std::mutex> hold(lock);
+    ASSERT_EQ(sdc_inline_finish(p), SDC_OK);
+    final_verdict = poll(p);
+    sdc_inline_destroy(p);
+    p = nullptr;
+  }
+  trainer.join();
+  EXPECT_EQ(final_verdict["verdict"], "pass");
+  EXPECT_EQ(final_verdict["in_flight"], false);
 }
 
 TEST(InlineAbi, CudaWithoutADeviceIsNoDevice) {
