@@ -30,7 +30,7 @@ void BM_GemmRandomFp32VsSgemm(benchmark::State& state) {
   const sdc::Probe* probe = sdc::builtin_registry().find("gemm.random.fp32");
   sdc::RunOptions options;
   options.seed = 1;
-  options.size_bytes = uint64_t{n} * n * 12;
+  options.compute_bytes = uint64_t{n} * n * 12;
   double bare = 0, probe_s = 0, gemm_s = 0, verify_s = 0, generate_s = 0;
   for (auto _ : state) {
     openblas_set_num_threads(threads);

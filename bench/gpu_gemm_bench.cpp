@@ -123,7 +123,7 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
   }
   const uint32_t n = bench_n();
   const sdc::Probe* probe = sdc::builtin_registry().find(probe_id);
-  if (!probe->included_at(sdc::Level::kStandard, *devices[0])) {
+  if (!probe->included_at(sdc::Level::kStandard, devices[0]->identity())) {
     state.SkipWithError("device lacks this data type");
     for (auto _ : state) {
     }
@@ -132,7 +132,7 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
   sdc::RunOptions options;
   options.seed = 1;
   options.level = sdc::Level::kStandard;
-  options.size_bytes = uint64_t{n} * n * (2 * sdc::gemm_input_bytes(type) + 4);
+  options.compute_bytes = uint64_t{n} * n * (2 * sdc::gemm_input_bytes(type) + 4);
   const double flops = 2.0 * n * n * n;
   // Warm-up: module loading, the heuristic's choice (pinned by the engine), first allocations.
   (void)sdc::run_probe(*probe, *devices[0], options);

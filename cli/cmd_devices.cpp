@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "host/backend.hpp"
+#include "scheduler/runner.hpp"
 
 namespace sdc::cli {
 
@@ -17,17 +18,7 @@ void add_devices_command(CLI::App& app, const GlobalOptions& global, int& exit_c
     if (*json) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& d : devices) {
-        const DeviceIdentity& id = d->identity();
-        out.push_back({{"index", id.index},
-                       {"backend", id.backend},
-                       {"uuid", id.uuid},
-                       {"pci_bus_id", id.pci_bus_id},
-                       {"name", id.name},
-                       {"compute_units", id.compute_units},
-                       {"compute_capability", id.compute_capability},
-                       {"memory_bytes", id.memory_bytes},
-                       {"driver_version", id.driver_version},
-                       {"runtime_version", id.runtime_version}});
+        out.push_back(identity_to_json(d->identity()));
       }
       std::cout << out.dump(2) << "\n";
     } else {

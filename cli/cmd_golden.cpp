@@ -9,6 +9,7 @@
 #include "host/backend.hpp"
 #include "scheduler/catalogue.hpp"
 #include "scheduler/golden.hpp"
+#include "scheduler/qualify_session.hpp"
 #include "scheduler/runner.hpp"
 
 namespace sdc::cli {
@@ -43,10 +44,15 @@ void add_golden_command(CLI::App& app, const GlobalOptions& global, int& exit_co
     options.size_bytes = args->size_bytes;
     options.iterations = args->iterations;
     const auto devices = open_devices({global.backend, global.cpu_devices});
+    if (options.size_bytes) {
+      std::vector<DeviceIdentity> ids;
+      for (const auto& d : devices) ids.push_back(d->identity());
+      check_size_bytes(*options.size_bytes, "--size", ids);
+    }
     std::vector<const Probe*> probes;
     for (const Probe* p : builtin_registry().select(golden_probe_globs())) {
       for (const auto& d : devices) {
-        if (p->included_at(options.level, *d)) {
+        if (p->included_at(options.level, d->identity())) {
           probes.push_back(p);
           break;
         }

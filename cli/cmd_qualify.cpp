@@ -18,6 +18,9 @@ void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_c
       ->check(CLI::IsMember({"text", "npd"}))
       ->capture_default_str();
   add_watchdog_option(sub, args->probe_timeout_s);
+  sub->add_option("--budget", args->budget,
+                  "The most the probes may take, all devices together, e.g. 90s or 10m; a probe still running then "
+                  "could not be tested (exit 2). Default 50s at quick (Slurm allows 60 s), else none");
   sub->add_flag("--consensus", args->consensus,
                 "Compare the deterministic probes' output digests across the devices of each equivalence class "
                 "(docs/consensus.md)");

@@ -64,10 +64,11 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
     options.iterations = args->run.iterations;
     options.inject = args->run.inject;
     if (!options.inject.empty()) parse_injection_specs(options.inject);  // a bad spec fails before any pass
-    const auto devices = open_devices({global.backend, global.cpu_devices});
-    if (devices.empty()) throw InputError("sweep: no device to test");
-    const auto catalogue = level_catalogue(options.level, devices);
     const WorkerSetup setup{this_executable(), {global.backend, global.cpu_devices}, options.inject, true};
+    // Listed by a child: this daemon holds no device context while its workers run.
+    const auto devices = list_devices_in_child(setup.executable, global.backend, global.cpu_devices);
+    const auto catalogue = level_catalogue(options.level, devices);
+    if (options.size_bytes) check_size_bytes(*options.size_bytes, "--size", devices);
     exit_code = run_sweep(options, devices, catalogue,
                           [&setup](const RunOptions& run) { return make_worker_command(setup, run); });
   });

@@ -1,7 +1,13 @@
 // The hidden `worker` subcommand: runs probes on one device for a parent (qualify, sweep) that
-// watches it, printing one JSON line as each probe starts and one with each result (scheduler/isolation.hpp).
-#include <cstdio>
+// watches it, writing to fd 3 one JSON line as each probe starts, heartbeats as it progresses, and
+// one line with each result (scheduler/isolation.hpp).
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <memory>
+#include <mutex>
 
 #include "cli/probe_run.hpp"
 #include "host/backend.hpp"
@@ -11,9 +17,28 @@
 namespace sdc::cli {
 namespace {
 
+// Heartbeats may come from any thread that finishes a kernel: one line at a time.
+std::mutex g_emit;
+
 void emit(const std::string& line) {
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fflush(stdout);
+  const std::lock_guard<std::mutex> lock(g_emit);
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(kWorkerProtocolFd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("worker: cannot write to the parent (fd 3)");
+    done += static_cast<size_t>(n);
+  }
+}
+
+// At most a few beats a second: enough for the parent's watchdog, never a flood.
+void beat() {
+  using Clock = std::chrono::steady_clock;
+  static std::atomic<int64_t> last{0};
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+  int64_t prev = last.load();
+  if (now - prev < 250 || !last.compare_exchange_strong(prev, now)) return;
+  emit(worker_beat_line());
 }
 
 }  // namespace
@@ -27,6 +52,7 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
     std::vector<std::string> probes;
     bool retry_failures = false;
     int rank = 0;
+    int index = -1;
   };
   auto args = std::make_shared<Args>();
   sub->add_option("--seed", args->run.seed, "The parent's run seed")->required();
@@ -35,6 +61,7 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
   sub->add_option("--size", args->run.size_bytes, "Buffer bytes for memory probes");
   sub->add_option("--iterations", args->run.iterations, "Passes for memory probes, chain length for ALU probes");
   sub->add_option("--device", args->run.device, "The device's UUID")->required();
+  sub->add_option("--index", args->index, "The parent's index of the device");
   sub->add_option("--level", args->level)->check(CLI::IsMember({"quick", "standard", "long"}));
   sub->add_flag("--retry-failures", args->retry_failures, "Re-run a failing probe at once with a new seed");
   sub->add_option("probes", args->probes, "Probe ids, in order")->required();
@@ -59,6 +86,8 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
     const auto devices = select_devices(open_devices({global.backend, global.cpu_devices}), args->run.device);
     if (devices.size() != 1) throw InputError("worker: --device must name exactly one device");
     Device& device = *devices.front();
+    if (args->index >= 0) device.set_index(args->index);
+    device.set_heartbeat(beat);
 
     RunOptions retry = options;
     retry.seed = retry_seed(options.seed);

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "host/atomic_file.hpp"
+#include "scheduler/sweep.hpp"
 
 namespace sdc::cli {
 
@@ -24,7 +25,8 @@ void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
 void add_watchdog_option(CLI::App* sub, double& probe_timeout_s) {
   sub->add_option("--probe-timeout", probe_timeout_s,
                   "Watchdog: seconds one probe may run before its device is declared hung (device_error); "
-                  "default 30 at level quick (Slurm allows 60 s in all), else 300")
+                  "default a third of the level's budget at quick, else 300; a probe that keeps making progress "
+                  "is never declared hung")
       ->check(CLI::Range(0.1, 86400.0));
 }
 
@@ -43,6 +45,7 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   options.isolate = args.isolate;
   if (args.isolate) options.worker_executable = this_executable();
   options.probe_timeout_s = args.probe_timeout_s;
+  if (!args.budget.empty()) options.budget_s = parse_duration("--budget", args.budget);
   options.consensus = args.consensus;
   options.comm = args.comm;
   options.golden_path = args.golden_path;
@@ -56,6 +59,8 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   std::fprintf(info, "sdcprobe %s: seed 0x%016llx (replay with --seed 0x%016llx)\n", mode.c_str(),
                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
   std::fflush(info);
+
+  if (!session.placement().empty()) std::fprintf(stderr, "sdcprobe: %s\n", session.placement().c_str());
 
   const bool progress = ::isatty(STDERR_FILENO) == 1;
   ProgressFn on_start;

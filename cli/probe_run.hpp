@@ -24,6 +24,7 @@ struct ProbeRunArgs {
   // qualify: each device in a watched worker process (run stays in-process, for debugging).
   bool isolate = false;
   double probe_timeout_s = 0;   // 0: by level (watchdog_seconds)
+  std::string budget;           // qualify --budget; empty: by level (level_budget_seconds)
   std::string format = "text";  // text | npd
   // qualify --consensus: digests compared across devices over `comm` (local | mpi).
   bool consensus = false;

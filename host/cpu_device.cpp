@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <new>
 #include <sstream>
@@ -28,6 +29,8 @@ constexpr size_t kLineWords = 8;
 class CpuBuffer : public DeviceBuffer {
  public:
   explicit CpuBuffer(size_t bytes) : bytes_(bytes) {
+    // Rounded up to whole lines, which must not wrap: a huge size is an allocation failure.
+    if (bytes > std::numeric_limits<size_t>::max() - 63) throw std::bad_alloc();
     data_ = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (data_ == nullptr) throw std::bad_alloc();
   }

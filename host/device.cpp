@@ -58,6 +58,12 @@ DeviceBuffer& Device::scratch(size_t bytes) {
 }
 
 void Device::inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group) {
+  apply_injection(buf, elements, width_bits, group);
+  // After injection: a hang injected here is silent, as a hung kernel would be.
+  if (heartbeat_) heartbeat_();
+}
+
+void Device::apply_injection(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group) {
   if (injector_ == nullptr || injector_->empty()) return;
   InjectionPoint point;
   point.probe = probe_id_;

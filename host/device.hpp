@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,6 +109,11 @@ class Device {
     probe_id_ = std::move(probe_id);
   }
   const InjectionTally& injection_tally() const { return tally_; }
+  // Called after each operation's computation (a kernel, a pass): an isolated worker's heartbeat,
+  // which tells its parent the device is still making progress.
+  void set_heartbeat(std::function<void()> beat) { heartbeat_ = std::move(beat); }
+  // The parent's position for this device, where the worker sees it alone (CUDA_VISIBLE_DEVICES).
+  void set_index(int index) { identity_.index = index; }
   void reset_injection_tally() { tally_ = InjectionTally{}; }
 
   virtual uint64_t free_memory_bytes() const = 0;
@@ -119,6 +125,8 @@ class Device {
   // waits on pageable memory; ordinary memory elsewhere. Like allocate(), it may synchronise the
   // device: allocate before concurrent work (NCCL ranks) starts.
   virtual std::unique_ptr<HostBuffer> allocate_host(size_t bytes);
+  // The bytes the scratch buffer holds now (0 before the first use).
+  size_t scratch_bytes() const { return scratch_ ? scratch_->bytes() : 0; }
   virtual void upload(DeviceBuffer& dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DeviceBuffer& src, size_t bytes) = 0;
 
@@ -171,19 +179,22 @@ class Device {
   virtual GemmEngine* gemm() { return nullptr; }
 
  protected:
-  // Applies the injector's plan for `elements` elements of `width_bits` to `buf`. Backends call it
-  // after computing and before verifying.
+  // Applies the injector's plan for `elements` elements of `width_bits` to `buf`, then beats the
+  // heartbeat. Backends call it after computing and before verifying.
   void inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group);
   // Returns the number of elements whose bits changed.
   virtual uint64_t apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
                                     const Corruption& c) = 0;
 
  private:
+  void apply_injection(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group);
+
   DeviceIdentity identity_;
   std::unique_ptr<DeviceBuffer> scratch_;
   Injector* injector_ = nullptr;
   std::string probe_id_;
   InjectionTally tally_;
+  std::function<void()> heartbeat_;
 };
 
 // A device that failed to open: it keeps the identity known of it, open_error() is `error`, and

@@ -14,7 +14,7 @@ class DivSqrtProbe : public Probe {
   std::string id() const override { return "alu.divsqrt"; }
   std::string targets() const override { return "IEEE-rounded FP32 and FP64 division and square root"; }
   std::string blind_spots() const override { return "hardware approximations (fast div, rsqrt); denormals"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     run_chain_probe(ctx, result, ChainKind::kDivSqrt32);
     run_chain_probe(ctx, result, ChainKind::kDivSqrt64);

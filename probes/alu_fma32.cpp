@@ -14,7 +14,7 @@ class Fma32Probe : public Probe {
   std::string id() const override { return "alu.fma32"; }
   std::string targets() const override { return "FP32 FMA datapaths per lane (mantissa, exponent, rounding)"; }
   std::string blind_spots() const override { return "tensor cores; denormals; operands outside the chains' range"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
   void run(ProbeContext& ctx, ProbeResult& result) const override { run_chain_probe(ctx, result, ChainKind::kFma32); }
 };
 

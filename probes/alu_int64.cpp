@@ -13,7 +13,7 @@ class Int64Probe : public Probe {
   std::string id() const override { return "alu.int64"; }
   std::string targets() const override { return "64-bit multiply (lo/hi), shift, popcount and bit-field units"; }
   std::string blind_spots() const override { return "floating point; integer division; 32-bit-only paths"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
   void run(ProbeContext& ctx, ProbeResult& result) const override { run_chain_probe(ctx, result, ChainKind::kInt64); }
 };
 

@@ -20,7 +20,7 @@ class GemmDenseProbe : public Probe {
   std::string id() const override { return "gemm.dense.bf16"; }
   std::string targets() const override { return "BF16 multiplier significand bits and FP32 accumulator low bits"; }
   std::string blind_spots() const override { return "exponent paths; depth k > 256; other data types"; }
-  bool included_at(Level, const Device& device) const override { return gemm_device_has(cfg_, device); }
+  bool included_at(Level, const DeviceIdentity& device) const override { return gemm_device_has(cfg_, device); }
   void run(ProbeContext& ctx, ProbeResult& result) const override { run_gemm_probe(cfg_, ctx, result); }
 
  private:

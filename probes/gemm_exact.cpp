@@ -23,7 +23,7 @@ class GemmExactProbe : public Probe {
   std::string blind_spots() const override {
     return "significand bits small integers leave zero; large exponents; rounding (see dense, scaled, random)";
   }
-  bool included_at(Level, const Device& device) const override { return gemm_device_has(cfg_, device); }
+  bool included_at(Level, const DeviceIdentity& device) const override { return gemm_device_has(cfg_, device); }
   void run(ProbeContext& ctx, ProbeResult& result) const override { run_gemm_probe(cfg_, ctx, result); }
 
  private:

@@ -6,8 +6,7 @@
 
 namespace sdc {
 
-bool gemm_device_has(const GemmProbeConfig& cfg, const Device& device) {
-  const DeviceIdentity& id = device.identity();
+bool gemm_device_has(const GemmProbeConfig& cfg, const DeviceIdentity& id) {
   if (id.backend != "cuda") return true;
   // Mirrors CudaGemmEngine::supports, so qualify never schedules a probe it would skip.
   if (cfg.path == GemmPath::kSimt) return cfg.type == GemmType::kFp32;
@@ -26,17 +25,17 @@ bool gemm_device_has(const GemmProbeConfig& cfg, const Device& device) {
 uint32_t gemm_probe_n(const GemmProbeConfig& cfg, const ProbeContext& ctx) {
   const bool cpu = ctx.device.identity().backend == "cpu";
   uint32_t n = ctx.level == Level::kQuick ? (cpu ? 256 : 2048) : (cpu ? 2048 : 8192);
-  if (ctx.size_bytes) {
+  if (ctx.compute_bytes) {
     const uint64_t per = 2ULL * gemm_input_bytes(cfg.type) + gemm_output_bytes(cfg.type);
     uint32_t fit = 64;
-    while (uint64_t{fit} * 2 * fit * 2 * per <= *ctx.size_bytes && fit < (1u << 15)) fit *= 2;
+    while (uint64_t{fit} * 2 * fit * 2 * per <= *ctx.compute_bytes && fit < (1u << 15)) fit *= 2;
     n = fit;
   }
   return n;
 }
 
 void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result) {
-  if (!gemm_device_has(cfg, ctx.device)) throw std::runtime_error("this device has no such GEMM data type");
+  if (!gemm_device_has(cfg, ctx.device.identity())) throw std::runtime_error("this device has no such GEMM data type");
   GemmEngine* engine = ctx.device.gemm();
   if (engine == nullptr) throw std::runtime_error("this backend offers no GEMM");
   GemmSpec spec;

@@ -28,7 +28,7 @@ class GemmRepeatProbe : public Probe {
   std::string blind_spots() const override { return "permanent faults below tau (needs cross-device digests)"; }
   // A change below tau passes by design (counted "below tolerance" by coverage runs).
   bool has_stated_bound() const override { return true; }
-  bool included_at(Level, const Device& device) const override { return gemm_device_has(cfg_, device); }
+  bool included_at(Level, const DeviceIdentity& device) const override { return gemm_device_has(cfg_, device); }
   void run(ProbeContext& ctx, ProbeResult& result) const override { run_gemm_probe(cfg_, ctx, result); }
 
  private:

@@ -19,7 +19,7 @@ class GemmScaledProbe : public Probe {
   std::string id() const override { return std::string("gemm.scaled.") + gemm_type_name(cfg_.type); }
   std::string targets() const override { return "GEMM exponent paths: power-of-two row and column scaling"; }
   std::string blind_spots() const override { return "significand bits small integers leave zero; subnormals"; }
-  bool included_at(Level, const Device& device) const override { return gemm_device_has(cfg_, device); }
+  bool included_at(Level, const DeviceIdentity& device) const override { return gemm_device_has(cfg_, device); }
   void run(ProbeContext& ctx, ProbeResult& result) const override { run_gemm_probe(cfg_, ctx, result); }
 
  private:

@@ -20,7 +20,7 @@ class GemmSimtProbe : public Probe {
   std::string id() const override { return "gemm.simt.fp32"; }
   std::string targets() const override { return "FP32 FMA units and shared-memory tiles of a hand-written GEMM"; }
   std::string blind_spots() const override { return "tensor cores; significand bits small integers leave zero"; }
-  bool included_at(Level, const Device& device) const override { return gemm_device_has(cfg_, device); }
+  bool included_at(Level, const DeviceIdentity& device) const override { return gemm_device_has(cfg_, device); }
   void run(ProbeContext& ctx, ProbeResult& result) const override { run_gemm_probe(cfg_, ctx, result); }
 
  private:

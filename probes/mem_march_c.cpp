@@ -16,7 +16,7 @@ class MarchCProbe : public Probe {
     return "stuck-at, transition, unlinked coupling and address decoder faults (March C-, 10N)";
   }
   std::string blind_spots() const override { return "linked coupling faults; ordering across thread ranges"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);

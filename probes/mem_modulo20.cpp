@@ -15,7 +15,7 @@ class Modulo20Probe : public Probe {
   std::string id() const override { return "mem.modulo20"; }
   std::string targets() const override { return "data-dependent neighbourhood faults hidden from sequential patterns"; }
   std::string blind_spots() const override { return "faults with a period other than 20 words"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);

@@ -18,7 +18,7 @@ class MovingInversionsProbe : public Probe {
   std::string blind_spots() const override {
     return "order-dependent faults across thread ranges (each range is ordered, not the whole buffer)";
   }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);

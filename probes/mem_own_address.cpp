@@ -13,7 +13,7 @@ class OwnAddressProbe : public Probe {
   std::string id() const override { return "mem.own_address"; }
   std::string targets() const override { return "address decoder faults and aliasing, stuck bits"; }
   std::string blind_spots() const override { return "coupling faults between neighbours; order-dependent faults"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);

@@ -15,7 +15,7 @@ class RandomBlocksProbe : public Probe {
     return "data-dependent faults under a seeded mix of patterns per 4 KiB block";
   }
   std::string blind_spots() const override { return "patterns no block drew in this run"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);

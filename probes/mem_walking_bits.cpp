@@ -12,7 +12,7 @@ class WalkingBitsProbe : public Probe {
   std::string id() const override { return "mem.walking_bits"; }
   std::string targets() const override { return "stuck-at and bit-line faults in every bit position"; }
   std::string blind_spots() const override { return "coupling faults needing dense patterns; most address faults"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);

@@ -7,7 +7,9 @@
 namespace sdc {
 
 uint64_t default_memory_bytes(const Device& device, Level level) {
-  const uint64_t free_bytes = device.free_memory_bytes();
+  // The scratch buffer an earlier probe left is this probe's to reuse: count it as free, or each
+  // later probe would test a fraction of what the first one did.
+  const uint64_t free_bytes = device.free_memory_bytes() + device.scratch_bytes();
   const double fraction = level == Level::kQuick ? 0.10 : level == Level::kStandard ? 0.50 : 0.85;
   uint64_t bytes = static_cast<uint64_t>(static_cast<double>(free_bytes) * fraction);
   if (device.identity().backend == "cpu") {
@@ -26,6 +28,8 @@ MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result) : ctx_(ctx), resu
   if (words_ == 0) throw InputError("--size must be at least 8 bytes");
   buffer_ = &ctx.device.scratch(words_ * 8);
   result.params["bytes"] = words_ * 8;
+  const uint64_t total = ctx.device.identity().memory_bytes;
+  if (total > 0) result.params["memory_fraction"] = static_cast<double>(words_ * 8) / static_cast<double>(total);
 }
 
 void MemoryTest::fill(const Pattern& p) {

@@ -24,7 +24,8 @@ class MemoryTest {
   size_t words_ = 0;
 };
 
-// Default buffer bytes for a memory probe on this device at this level.
+// Default buffer bytes for a memory probe on this device at this level: a fraction of its free
+// memory, counting the scratch buffer it already holds as free.
 uint64_t default_memory_bytes(const Device& device, Level level);
 
 }  // namespace sdc

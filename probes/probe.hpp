@@ -22,8 +22,9 @@ struct ProbeContext {
   Device& device;
   uint64_t seed = 0;  // the same for every device, so outputs are comparable across devices
   Level level = Level::kQuick;
-  std::optional<uint64_t> size_bytes;  // operator override of the buffer size
-  std::optional<uint32_t> iterations;  // operator override of passes / chain length
+  std::optional<uint64_t> size_bytes;     // mem.* buffer bytes (the operator's --size)
+  std::optional<uint64_t> compute_bytes;  // GEMM and SFU working set: for campaigns, benchmarks and tests
+  std::optional<uint32_t> iterations;     // operator override of passes / chain length
 };
 
 class Probe {
@@ -37,7 +38,7 @@ class Probe {
   // counts those "below tolerance", not missed.
   virtual bool has_stated_bound() const { return false; }
   // Whether qualify runs it at this level on this device (budget and capability).
-  virtual bool included_at(Level level, const Device& device) const = 0;
+  virtual bool included_at(Level level, const DeviceIdentity& device) const = 0;
   // Runs and verifies. Fills report, bytes, flops, params; the runner fills timing and outcome.
   virtual void run(ProbeContext& ctx, ProbeResult& result) const = 0;
 };

@@ -23,7 +23,7 @@ constexpr std::array<const char*, kSfuFunctions> kFunctionNames = {"sin", "cos",
 
 // Elements per function: a multiple of 64, so the output is whole 64-bit words.
 uint64_t elements_per_function(const ProbeContext& ctx) {
-  if (ctx.size_bytes) return std::max<uint64_t>(64, *ctx.size_bytes / (kSfuFunctions * sizeof(float)) / 64 * 64);
+  if (ctx.compute_bytes) return std::max<uint64_t>(64, *ctx.compute_bytes / (kSfuFunctions * sizeof(float)) / 64 * 64);
   // The host's FP64 check costs about as much as a CPU device's libm, and far more than a GPU's SFU.
   const bool cpu = ctx.device.identity().backend == "cpu";
   switch (ctx.level) {
@@ -44,7 +44,7 @@ class SfuTranscendentalProbe : public Probe {
     return "alone, errors within the documented bound (consensus or a golden file sees them); denormals";
   }
   bool has_stated_bound() const override { return true; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     SfuJob job;

@@ -140,6 +140,7 @@ CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
 
   RunOptions run;
   run.size_bytes = options.buffer_bytes;
+  run.compute_bytes = options.buffer_bytes;
   run.iterations = options.chain_iterations;
   const FaultMode modes[] = {FaultMode::kPermanent, FaultMode::kTransient, FaultMode::kIntermittent};
   for (uint64_t t = 0; t < options.trials; ++t) {

@@ -10,10 +10,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "host/error.hpp"
 #include "kernels/common/random.hpp"
+
+extern char** environ;
 
 namespace sdc {
 namespace {
@@ -27,16 +31,33 @@ Outcome outcome_from_name(const std::string& name) {
   throw std::runtime_error("worker sent an unknown outcome '" + name + "'");
 }
 
-// A child process in its own process group, with stdout on a pipe when `capture` is set. It dies with
-// the parent (PR_SET_PDEATHSIG), so a SIGKILLed sweep leaves no probe running.
+// A child process in its own process group, with the write end of a pipe as its fd `pipe_fd` when
+// that is not -1 (a worker: fd 3, its stdout joined to stderr; a shell command: its stdout), and
+// `env` added to its environment. It dies with the parent (PR_SET_PDEATHSIG), so a SIGKILLed sweep
+// leaves no probe running.
 class Child {
  public:
-  Child(const std::vector<std::string>& argv, bool capture) {
+  Child(const std::vector<std::string>& argv, int pipe_fd,
+        const std::vector<std::pair<std::string, std::string>>& env = {}) {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    // The environment is built before fork: only async-signal-safe calls may follow it.
+    std::vector<std::string> vars;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string var = *e;
+      const bool replaced = std::any_of(env.begin(), env.end(), [&](const auto& kv) {
+        return var.compare(0, kv.first.size() + 1, kv.first + "=") == 0;
+      });
+      if (!replaced) vars.push_back(var);
+    }
+    for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
     int fds[2] = {-1, -1};
-    if (capture && ::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    if (pipe_fd >= 0 && ::pipe2(fds, O_CLOEXEC) != 0)
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
@@ -45,12 +66,19 @@ class Child {
       ::setpgid(0, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);
-      if (capture) ::dup2(fds[1], STDOUT_FILENO);
-      ::execv(args[0], args.data());
+      if (pipe_fd >= 0) {
+        if (pipe_fd != STDOUT_FILENO) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+        if (fds[1] == pipe_fd) {
+          ::fcntl(pipe_fd, F_SETFD, 0);  // dup2 onto itself would leave close-on-exec set
+        } else {
+          ::dup2(fds[1], pipe_fd);
+        }
+      }
+      ::execve(args[0], args.data(), envp.data());
       ::_exit(127);
     }
     ::setpgid(pid_, pid_);  // also here, so that kill(-pid) works whichever side runs first
-    if (capture) {
+    if (pipe_fd >= 0) {
       ::close(fds[1]);
       out_ = fds[0];
     }
@@ -130,6 +158,13 @@ std::string worker_start_line(const std::string& probe_id, bool retry) {
   return nlohmann::json{{"start", probe_id}, {"retry", retry}}.dump() + "\n";
 }
 
+std::string worker_beat_line() { return "{\"beat\":true}\n"; }
+
+std::vector<std::pair<std::string, std::string>> worker_environment(const DeviceIdentity& device) {
+  if (device.backend == "cuda") return {{"CUDA_VISIBLE_DEVICES", device.uuid}};
+  return {};
+}
+
 std::string worker_result_line(const ProbeResult& result, bool retry) {
   return nlohmann::json{{"result", to_json(result)}, {"retry", retry}}.dump() + "\n";
 }
@@ -171,14 +206,16 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
                      const std::vector<std::string>& probe_ids, const IsolationLimits& limits,
                      const std::function<void(const std::string&)>& on_start) {
   WorkerRun run;
-  Child child(argv, true);
+  Child child(argv, kWorkerProtocolFd, worker_environment(device));
   std::string pending;
   std::string in_flight;
   Clock::time_point started = Clock::now();
-  Clock::time_point probe_deadline = Clock::time_point::max();
+  Clock::time_point last_line = started;
+  const auto watchdog =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.probe_timeout_s));
   bool eof = false;
   while (!eof) {
-    const Wake wake = wait_for(child.out(), limits.stop_fd, std::min(probe_deadline, limits.deadline));
+    const Wake wake = wait_for(child.out(), limits.stop_fd, std::min(last_line + watchdog, limits.deadline));
     if (wake == Wake::kStop) {
       run.end = WorkerEnd::kStopped;
       break;
@@ -194,6 +231,7 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
       eof = true;
       break;
     }
+    last_line = Clock::now();
     pending.append(buf, static_cast<size_t>(n));
     size_t newline;
     while ((newline = pending.find('\n')) != std::string::npos) {
@@ -203,42 +241,52 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
         child.wait();
         throw InputError(line["input_error"].get<std::string>());
       }
+      if (line.contains("beat")) continue;
       if (line.contains("start")) {
         in_flight = line["start"].get<std::string>();
-        started = Clock::now();
-        probe_deadline = limits.probe_timeout_s > 0
-                             ? started + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(limits.probe_timeout_s))
-                             : Clock::time_point::max();
+        started = last_line;
         if (on_start && !line.value("retry", false)) on_start(in_flight);
       } else {
         ProbeResult r = result_from_json(line.at("result"));
+        r.device_index = device.index;  // the worker's own numbering may differ (CUDA_VISIBLE_DEVICES)
         (line.value("retry", false) ? run.retries : run.results).push_back(std::move(r));
         in_flight.clear();
-        probe_deadline = Clock::time_point::max();
       }
     }
   }
   if (!eof) child.kill_now();
   const int status = child.wait();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+  const auto now = Clock::now();
+  const double elapsed = std::chrono::duration<double>(now - started).count();
+  const double silent = std::chrono::duration<double>(now - last_line).count();
   if (eof && status == 0 && in_flight.empty()) return run;
 
   if (eof) run.end = WorkerEnd::kCrashed;
+  // Cut by the deadline: a hang only when the worker had gone silent, not while it was progressing.
+  if (run.end == WorkerEnd::kOutOfBudget && !in_flight.empty() && silent >= kMinHangSilence_s &&
+      silent >= elapsed / 2) {
+    run.end = WorkerEnd::kHung;
+  }
   std::string reason;
   Outcome outcome = Outcome::kSkipped;
+  char seconds[32];
   switch (run.end) {
     case WorkerEnd::kCompleted: break;
     case WorkerEnd::kHung:
       outcome = Outcome::kDeviceError;
-      reason = "hung: no result within the " + std::to_string(static_cast<int>(limits.probe_timeout_s)) +
-               " s watchdog; its worker was killed";
+      std::snprintf(seconds, sizeof(seconds), "%.1f", silent);
+      reason = std::string("hung: no progress for ") + seconds + " s (watchdog " +
+               std::to_string(static_cast<int>(limits.probe_timeout_s)) + " s" +
+               (now >= limits.deadline ? ", then the " + limits.budget_name + " ended" : "") +
+               "); its worker was killed";
       break;
     case WorkerEnd::kCrashed:
       outcome = in_flight.empty() ? Outcome::kSkipped : Outcome::kDeviceError;
       reason = (in_flight.empty() ? "worker " : "crashed: worker ") + describe_status(status);
       break;
-    case WorkerEnd::kOutOfBudget: reason = "sweep budget exhausted"; break;
+    case WorkerEnd::kOutOfBudget:
+      reason = "could not test: still progressing when the " + limits.budget_name + " ran out";
+      break;
     case WorkerEnd::kStopped: reason = "interrupted"; break;
   }
   if (!in_flight.empty()) {
@@ -248,50 +296,102 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
     ProbeResult r = unrun(in_flight, device, outcome, reason);
     r.duration_s = elapsed;
     (retry ? run.retries : run.results).push_back(std::move(r));
-  } else if (run.end == WorkerEnd::kCrashed) {
-    // It died between probes (or before the first): the next probe could not run.
+  } else if (run.end == WorkerEnd::kCrashed || run.end == WorkerEnd::kHung) {
+    // It died or hung between probes (or before the first): the next probe could not run.
     const size_t next = run.results.size();
     if (next < probe_ids.size()) run.results.push_back(unrun(probe_ids[next], device, outcome, reason));
   }
   return run;
 }
 
-RunReport run_probes_isolated(const std::vector<const Probe*>& probes,
-                              const std::vector<std::unique_ptr<Device>>& devices, const RunOptions& options,
-                              const std::string& mode, const WorkerCommand& command, const IsolationLimits& limits,
-                              std::vector<ProbeResult>* retries) {
+std::vector<WorkerRun> run_workers(const std::vector<DeviceIdentity>& devices,
+                                   const std::vector<std::string>& probe_ids, const WorkerCommand& command,
+                                   const IsolationLimits& limits,
+                                   const std::function<void(size_t, const std::string&)>& on_start,
+                                   const std::function<void(size_t, WorkerRun&)>& on_done) {
+  std::vector<WorkerRun> runs(devices.size());
+  std::vector<std::exception_ptr> errors(devices.size());
+  std::mutex progress;
+  std::vector<std::thread> threads;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    threads.emplace_back([&, d] {
+      try {
+        runs[d] = run_worker(command(devices[d], probe_ids), devices[d], probe_ids, limits, [&](const std::string& p) {
+          if (!on_start) return;
+          const std::lock_guard<std::mutex> lock(progress);
+          on_start(d, p);
+        });
+        if (on_done) {
+          const std::lock_guard<std::mutex> lock(progress);
+          on_done(d, runs[d]);
+        }
+      } catch (...) {
+        errors[d] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  return runs;
+}
+
+RunReport run_probes_isolated(const std::vector<std::string>& ids, const std::vector<DeviceIdentity>& devices,
+                              const RunOptions& options, const std::string& mode, const WorkerCommand& command,
+                              const IsolationLimits& limits, std::vector<ProbeResult>* retries) {
   RunReport report = new_report(options, mode);
   const auto start = Clock::now();
-  std::vector<std::string> ids;
-  for (const Probe* p : probes) ids.push_back(p->id());
-  const size_t total = ids.size() * devices.size();
-  size_t done = 0;
-  for (size_t d = 0; d < devices.size(); ++d) {
-    const DeviceIdentity& id = devices[d]->identity();
-    report.devices.push_back(id);
-    if (ids.empty()) continue;
-    WorkerRun run = run_worker(command(id, ids), id, ids, limits, [&](const std::string& probe) {
-      if (options.on_start) options.on_start(done, total, *devices[d], probe);
+  report.devices = devices;
+  if (!ids.empty()) {
+    const size_t total = ids.size() * devices.size();
+    size_t done = 0;
+    std::vector<WorkerRun> runs = run_workers(devices, ids, command, limits, [&](size_t d, const std::string& probe) {
+      if (options.on_start) options.on_start(done, total, devices[d], probe);
       ++done;
     });
-    const bool broken = !run.results.empty() && run.results.back().outcome == Outcome::kDeviceError;
-    for (size_t i = run.results.size(); i < ids.size(); ++i) {
-      run.results.push_back(unrun(
-          ids[i], id, Outcome::kSkipped,
-          broken ? "device in an error state after an earlier probe" : "not run: the device's worker ended early"));
-    }
-    done = (d + 1) * ids.size();
-    for (auto& r : run.results) report.results.push_back(std::move(r));
-    if (retries != nullptr) {
-      for (auto& r : run.retries) retries->push_back(std::move(r));
+    for (size_t d = 0; d < devices.size(); ++d) {
+      WorkerRun& run = runs[d];
+      const bool broken = !run.results.empty() && run.results.back().outcome == Outcome::kDeviceError;
+      for (size_t i = run.results.size(); i < ids.size(); ++i) {
+        run.results.push_back(unrun(
+            ids[i], devices[d], Outcome::kSkipped,
+            broken ? "device in an error state after an earlier probe" : "not run: the device's worker ended early"));
+      }
+      for (auto& r : run.results) report.results.push_back(std::move(r));
+      if (retries != nullptr) {
+        for (auto& r : run.retries) retries->push_back(std::move(r));
+      }
     }
   }
   report.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   return report;
 }
 
+std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable, const std::string& backend,
+                                                  int cpu_devices) {
+  Child child({executable, "--backend", backend, "--cpu-devices", std::to_string(cpu_devices), "devices", "--json"},
+              STDOUT_FILENO);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(child.out(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  const int status = child.wait();
+  const nlohmann::json list = nlohmann::json::parse(out, nullptr, false);
+  // Its own error, if any, went to stderr.
+  if (!list.is_array()) throw NoDeviceError("cannot list the devices: `devices` " + describe_status(status));
+  std::vector<DeviceIdentity> devices;
+  for (const auto& d : list) devices.push_back(identity_from_json(d));
+  if (devices.empty()) throw NoDeviceError("no device to test");
+  return devices;
+}
+
 int run_shell_command(const std::string& shell_command, double timeout_s, int stop_fd) {
-  Child child({"/bin/sh", "-c", shell_command}, true);
+  Child child({"/bin/sh", "-c", shell_command}, STDOUT_FILENO);
   const auto until =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   for (;;) {

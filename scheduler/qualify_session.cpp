@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -126,17 +127,46 @@ CollectiveResult run_collective(const std::vector<std::unique_ptr<Device>>& devi
 
 }  // namespace
 
-double watchdog_seconds(double probe_timeout_s, Level level) {
-  if (probe_timeout_s > 0) return probe_timeout_s;
-  return level == Level::kQuick ? 30 : 300;
+NodePlacement node_placement(const std::vector<std::string>& hosts, int rank) {
+  NodePlacement p;
+  p.local_rank = static_cast<int>(std::count(hosts.begin(), hosts.begin() + rank, hosts.at(static_cast<size_t>(rank))));
+  p.local_size = static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[static_cast<size_t>(rank)]));
+  return p;
 }
 
-std::vector<const Probe*> level_catalogue(Level level, const std::vector<std::unique_ptr<Device>>& devices) {
+size_t device_for_rank(const NodePlacement& placement, size_t device_count) {
+  if (static_cast<size_t>(placement.local_size) > device_count) {
+    throw InputError(std::to_string(placement.local_size) + " MPI ranks on this node but " +
+                     std::to_string(device_count) +
+                     " devices: launch at most one rank per device, or choose each rank's device with --device");
+  }
+  return static_cast<size_t>(placement.local_rank);
+}
+
+void check_size_bytes(uint64_t bytes, const std::string& field, const std::vector<DeviceIdentity>& devices) {
+  if (bytes < 8) throw InputError(field + " must be at least 8 bytes");
+  for (const auto& d : devices) {
+    if (d.memory_bytes > 0 && bytes > d.memory_bytes) {
+      throw InputError(field + " (" + std::to_string(bytes) + " bytes) is more than " + d.label() + "'s memory (" +
+                       std::to_string(d.memory_bytes) + " bytes)");
+    }
+  }
+}
+
+double level_budget_seconds(Level level) { return level == Level::kQuick ? kQuickBudget_s : 0; }
+
+double watchdog_seconds(double probe_timeout_s, Level level) {
+  if (probe_timeout_s > 0) return probe_timeout_s;
+  const double budget = level_budget_seconds(level);
+  return budget > 0 ? budget / 3 : 300;
+}
+
+std::vector<const Probe*> level_catalogue(Level level, const std::vector<DeviceIdentity>& devices) {
   // A probe that fits no device is left out, not skipped.
   std::vector<const Probe*> probes;
   for (const auto& p : builtin_registry().probes()) {
     for (const auto& d : devices) {
-      if (p->included_at(level, *d)) {
+      if (p->included_at(level, d)) {
         probes.push_back(p.get());
         break;
       }
@@ -163,7 +193,7 @@ WorkerCommand make_worker_command(const WorkerSetup& setup, const RunOptions& op
   if (setup.retry_failures) base.push_back("--retry-failures");
   return [base](const DeviceIdentity& device, const std::vector<std::string>& probe_ids) {
     std::vector<std::string> argv = base;
-    argv.insert(argv.end(), {"--device", device.uuid, "--"});
+    argv.insert(argv.end(), {"--device", device.uuid, "--index", std::to_string(device.index), "--"});
     argv.insert(argv.end(), probe_ids.begin(), probe_ids.end());
     return argv;
   };
@@ -203,31 +233,73 @@ QualifySession::QualifySession(QualifyOptions options) : options_(std::move(opti
   injector_ = std::make_unique<Injector>(specs_, run_options_.seed, run_options_.rank);
   if (!specs_.empty()) run_options_.injector = injector_.get();
 
-  devices_ = select_devices(open_devices(options_.backend), options_.device);
-  if (options_.probe_globs.empty()) probes_ = level_catalogue(options_.level, devices_);
+  if (options_.isolate) {
+    identities_ = select_identities(
+        list_devices_in_child(options_.worker_executable, options_.backend.backend, options_.backend.cpu_devices),
+        options_.device);
+  } else {
+    devices_ = select_devices(open_devices(options_.backend), options_.device);
+    for (const auto& d : devices_) identities_.push_back(d->identity());
+  }
+  if (mpi_ && options_.device == "all") place_rank();
+  if (options_.probe_globs.empty()) probes_ = level_catalogue(options_.level, identities_);
+  // Checked here, before any worker starts: a size a worker could not handle must never look like
+  // a device fault.
+  if (options_.size_bytes)
+    check_size_bytes(*options_.size_bytes, golden_ ? "the golden file's size_bytes" : "--size", identities_);
 }
 
 QualifySession::~QualifySession() = default;
 
+void QualifySession::place_rank() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  const NodePlacement p = node_placement(mpi_->all_gather(host), mpi_->rank());
+  // The CPU's virtual devices are shares of one CPU: with fewer of them than ranks, each rank tests
+  // them all, as before. GPUs are never shared.
+  const bool shared_cpu = !identities_.empty() && identities_.front().backend == "cpu" &&
+                          static_cast<size_t>(p.local_size) > identities_.size();
+  if (!shared_cpu) {
+    const DeviceIdentity chosen = identities_.at(device_for_rank(p, identities_.size()));
+    identities_ = {chosen};
+    if (!devices_.empty()) devices_ = select_devices(std::move(devices_), chosen.uuid);
+  }
+  std::string tested;
+  for (const auto& d : identities_) tested += (tested.empty() ? "" : ", ") + d.label() + " [" + d.uuid + "]";
+  placement_ = "rank " + std::to_string(mpi_->rank()) + " (node-local " + std::to_string(p.local_rank) + " of " +
+               std::to_string(p.local_size) + " on " + host + "): " + tested;
+}
+
 RunReport QualifySession::run(const ProgressFn& on_start) {
   RunOptions options = run_options_;
-  if (on_start) {
-    options.on_start = [&on_start](size_t done, size_t total, const Device& d, const std::string& probe) {
-      on_start(done, total, d.identity(), probe);
-    };
-  }
+  options.on_start = on_start;
   RunReport report;
   if (options_.isolate) {
     IsolationLimits limits;
     limits.probe_timeout_s = watchdog_seconds(options_.probe_timeout_s, options_.level);
-    WorkerSetup setup{options_.worker_executable, options_.backend, options_.inject, false};
-    report =
-        run_probes_isolated(probes_, devices_, options, options_.mode, make_worker_command(setup, options), limits);
+    const double budget = options_.budget_s > 0 ? options_.budget_s : level_budget_seconds(options_.level);
+    if (budget > 0) {
+      limits.deadline =
+          std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(budget));
+      limits.budget_name =
+          std::to_string(static_cast<int>(budget)) + " s budget of level " + level_name(options_.level);
+    }
+    std::vector<std::string> ids;
+    for (const Probe* p : probes_) ids.push_back(p->id());
+    const WorkerSetup setup{options_.worker_executable, options_.backend, options_.inject, false};
+    report = run_probes_isolated(ids, identities_, options, options_.mode, make_worker_command(setup, options), limits);
   } else {
     report = run_probes(probes_, devices_, options, options_.mode);
   }
   if (options_.consensus) {
     report.consensus = run_consensus(report, mpi_.get(), golden_ ? &*golden_ : nullptr);
+    // The workers are done: this process may now open the devices for the collective.
+    if (devices_.empty()) {
+      std::string uuids;
+      for (const auto& d : identities_) uuids += (uuids.empty() ? "" : ",") + d.uuid;
+      devices_ = select_devices(open_devices(options_.backend), uuids);
+    }
     report.collective = run_collective(devices_, mpi_.get(), options);
   }
   return report;

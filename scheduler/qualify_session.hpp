@@ -34,6 +34,7 @@ struct QualifyOptions {
   bool isolate = false;
   std::string worker_executable;
   double probe_timeout_s = 0;  // the watchdog; 0: by level (watchdog_seconds)
+  double budget_s = 0;         // isolated: the most the probes may take; 0: by level (level_budget_seconds)
   bool consensus = false;      // compare digests across devices over `comm` (local | mpi)
   std::string comm = "local";
   std::string golden_path;  // compare with this golden file (implies consensus)
@@ -53,26 +54,54 @@ class QualifySession {
 
   uint64_t seed() const { return run_options_.seed; }
   int rank() const { return run_options_.rank; }
+  // Under MPI: which device this rank tests, and why ("rank 3 (node-local 3 of 8 on node7): cuda3
+  // [GPU-…]"); empty otherwise.
+  const std::string& placement() const { return placement_; }
 
   // Runs the probes, then (with consensus or a golden file) the vote and the collective.
   RunReport run(const ProgressFn& on_start = {});
 
  private:
+  void place_rank();
+
   QualifyOptions options_;
   RunOptions run_options_;
   std::vector<InjectionSpec> specs_;
   std::unique_ptr<Injector> injector_;
   std::optional<GoldenFile> golden_;
   std::unique_ptr<Communicator> mpi_;
-  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<DeviceIdentity> identities_;        // the devices tested
+  std::vector<std::unique_ptr<Device>> devices_;  // opened in this process: not isolated, or the collective's
   std::vector<const Probe*> probes_;
+  std::string placement_;
 };
 
-// The watchdog: `probe_timeout_s` when set, else the level's default.
+// Where an MPI rank sits on its node: its rank among the ranks of the same host, and their number.
+// `hosts` holds every rank's host name, in rank order (an all_gather).
+struct NodePlacement {
+  int local_rank = 0;
+  int local_size = 1;
+};
+NodePlacement node_placement(const std::vector<std::string>& hosts, int rank);
+// The device (an index into the node's `device_count`) that a rank tests with `--device all`: its
+// node-local rank's, so the ranks of a node test distinct devices. InputError when the node has more
+// ranks than devices.
+size_t device_for_rank(const NodePlacement& placement, size_t device_count);
+
+// A mem.* buffer size `field` gave: at least 8 bytes and within every device's memory; InputError
+// naming the field otherwise.
+void check_size_bytes(uint64_t bytes, const std::string& field, const std::vector<DeviceIdentity>& devices);
+
+// The time budget of an isolated qualify at `level`: quick must give a verdict within Slurm's 60 s
+// HealthCheckProgram limit, all devices together; 0 (none) at standard and long.
+inline constexpr double kQuickBudget_s = 50;
+double level_budget_seconds(Level level);
+// The watchdog: `probe_timeout_s` when set, else from the level's budget (a third of it at quick,
+// so a hang is caught with time left), else 300 s.
 double watchdog_seconds(double probe_timeout_s, Level level);
 
 // The probes the level includes on at least one of `devices`, in catalogue order.
-std::vector<const Probe*> level_catalogue(Level level, const std::vector<std::unique_ptr<Device>>& devices);
+std::vector<const Probe*> level_catalogue(Level level, const std::vector<DeviceIdentity>& devices);
 
 // This process's executable (/proc/self/exe), to start workers from.
 std::string this_executable();

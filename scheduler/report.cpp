@@ -168,16 +168,7 @@ std::string results_table(const RunReport& report) {
 nlohmann::json report_json(const RunReport& report) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : report.devices) {
-    devices.push_back({{"index", d.index},
-                       {"backend", d.backend},
-                       {"uuid", d.uuid},
-                       {"pci_bus_id", d.pci_bus_id},
-                       {"name", d.name},
-                       {"compute_units", d.compute_units},
-                       {"compute_capability", d.compute_capability},
-                       {"memory_bytes", d.memory_bytes},
-                       {"driver_version", d.driver_version},
-                       {"runtime_version", d.runtime_version}});
+    devices.push_back(identity_to_json(d));
   }
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : report.results) results.push_back(to_json(r));

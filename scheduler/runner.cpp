@@ -47,7 +47,7 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
     result.reason = device.open_error();
     return result;
   }
-  ProbeContext ctx{device, result.seed, options.level, options.size_bytes, options.iterations};
+  ProbeContext ctx{device, result.seed, options.level, options.size_bytes, options.compute_bytes, options.iterations};
   device.set_injection(options.injector, probe.id());
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -98,7 +98,7 @@ RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<
     report.devices.push_back(device->identity());
     bool device_broken = false;
     for (const Probe* probe : probes) {
-      if (options.on_start) options.on_start(done, total, *device, probe->id());
+      if (options.on_start) options.on_start(done, total, device->identity(), probe->id());
       ++done;
       // A device that failed to open reports its cause on every probe (run_probe), not "skipped".
       if (device_broken && device->open_error().empty()) {
@@ -119,27 +119,79 @@ RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<
   return report;
 }
 
-std::vector<std::unique_ptr<Device>> select_devices(std::vector<std::unique_ptr<Device>> devices,
-                                                    const std::string& selector) {
-  if (selector.empty() || selector == "all") return devices;
-  std::vector<bool> keep(devices.size(), false);
+namespace {
+
+// Which of `devices` the selector keeps.
+std::vector<bool> selected(const std::vector<DeviceIdentity>& devices, const std::string& selector) {
+  std::vector<bool> keep(devices.size(), selector.empty() || selector == "all");
+  if (selector.empty() || selector == "all") return keep;
   size_t start = 0;
   while (start <= selector.size()) {
     const size_t end = std::min(selector.find(',', start), selector.size());
     const std::string item = selector.substr(start, end - start);
     bool found = false;
     for (size_t i = 0; i < devices.size(); ++i) {
-      const DeviceIdentity& id = devices[i]->identity();
+      const DeviceIdentity& id = devices[i];
       if (item == std::to_string(id.index) || item == id.uuid || item == id.pci_bus_id) keep[i] = found = true;
     }
     if (!found) throw InputError("--device '" + item + "' matches no device (see `sdcprobe devices`)");
     start = end + 1;
   }
+  return keep;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Device>> select_devices(std::vector<std::unique_ptr<Device>> devices,
+                                                    const std::string& selector) {
+  std::vector<DeviceIdentity> ids;
+  for (const auto& d : devices) ids.push_back(d->identity());
+  const std::vector<bool> keep = selected(ids, selector);
   std::vector<std::unique_ptr<Device>> chosen;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (keep[i]) chosen.push_back(std::move(devices[i]));
   }
   return chosen;
+}
+
+std::vector<DeviceIdentity> select_identities(const std::vector<DeviceIdentity>& devices, const std::string& selector) {
+  const std::vector<bool> keep = selected(devices, selector);
+  std::vector<DeviceIdentity> chosen;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (keep[i]) chosen.push_back(devices[i]);
+  }
+  return chosen;
+}
+
+nlohmann::json identity_to_json(const DeviceIdentity& d) {
+  nlohmann::json j = {{"index", d.index},
+                      {"backend", d.backend},
+                      {"uuid", d.uuid},
+                      {"pci_bus_id", d.pci_bus_id},
+                      {"name", d.name},
+                      {"compute_units", d.compute_units},
+                      {"compute_capability", d.compute_capability},
+                      {"memory_bytes", d.memory_bytes},
+                      {"driver_version", d.driver_version},
+                      {"runtime_version", d.runtime_version}};
+  if (!d.cores.empty()) j["cores"] = d.cores;
+  return j;
+}
+
+DeviceIdentity identity_from_json(const nlohmann::json& j) {
+  DeviceIdentity d;
+  d.index = j.at("index").get<int>();
+  d.backend = j.at("backend").get<std::string>();
+  d.uuid = j.at("uuid").get<std::string>();
+  d.pci_bus_id = j.at("pci_bus_id").get<std::string>();
+  d.name = j.at("name").get<std::string>();
+  d.compute_units = j.at("compute_units").get<int>();
+  d.compute_capability = j.at("compute_capability").get<std::string>();
+  d.memory_bytes = j.at("memory_bytes").get<uint64_t>();
+  d.driver_version = j.at("driver_version").get<std::string>();
+  d.runtime_version = j.at("runtime_version").get<std::string>();
+  if (j.contains("cores")) d.cores = j.at("cores").get<std::vector<int>>();
+  return d;
 }
 
 }  // namespace sdc

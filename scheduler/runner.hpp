@@ -19,12 +19,13 @@ namespace sdc {
 struct RunOptions {
   uint64_t seed = 0;
   Level level = Level::kQuick;
-  std::optional<uint64_t> size_bytes;
+  std::optional<uint64_t> size_bytes;     // mem.* probes only (--size)
+  std::optional<uint64_t> compute_bytes;  // GEMM and SFU probes: no CLI option (docs/probes.md)
   std::optional<uint32_t> iterations;
   Injector* injector = nullptr;
   int rank = 0;  // this process's rank under MPI (0 otherwise)
   // Called before each probe starts: (done, total, device, probe id).
-  std::function<void(size_t, size_t, const Device&, const std::string&)> on_start;
+  std::function<void(size_t, size_t, const DeviceIdentity&, const std::string&)> on_start;
 };
 
 struct RunReport {
@@ -75,5 +76,10 @@ nlohmann::json report_json(const RunReport& report);
 // Device selection for `run --device`: comma-separated indices, UUIDs or PCI bus ids, or "all".
 std::vector<std::unique_ptr<Device>> select_devices(std::vector<std::unique_ptr<Device>> devices,
                                                     const std::string& selector);
+std::vector<DeviceIdentity> select_identities(const std::vector<DeviceIdentity>& devices, const std::string& selector);
+
+// A device's identity as `sdcprobe devices --json` and the report print it, and back.
+nlohmann::json identity_to_json(const DeviceIdentity& device);
+DeviceIdentity identity_from_json(const nlohmann::json& j);
 
 }  // namespace sdc

@@ -114,11 +114,10 @@ struct PassOutcome {
 
 class Sweep {
  public:
-  Sweep(const SweepOptions& options, const std::vector<std::unique_ptr<Device>>& devices,
+  Sweep(const SweepOptions& options, const std::vector<DeviceIdentity>& devices,
         const std::vector<const Probe*>& catalogue, const WorkerCommandFactory& worker, History& history,
         const StopSignals& stop)
-      : options_(options), worker_(worker), history_(history), stop_(stop) {
-    for (const auto& d : devices) identities_.push_back(d->identity());
+      : options_(options), worker_(worker), history_(history), stop_(stop), identities_(devices) {
     for (const Probe* p : catalogue) ids_.push_back(p->id());
   }
 
@@ -178,16 +177,12 @@ class Sweep {
     limits.stop_fd = stop_.fd();
     const WorkerCommand command = worker_(run_options);
     PassOutcome outcome;
-    bool out_of_budget = false;
     size_t ran_everywhere = ids.size();  // probes that ran on every device: how far the cursor moves
-    for (const auto& id : identities_) {
-      if (stop_.requested() || out_of_budget || Clock::now() >= limits.deadline) {
-        outcome.stopped = outcome.stopped || stop_.requested();
-        ran_everywhere = 0;
-        break;
-      }
-      report.devices.push_back(id);
-      WorkerRun worker = run_worker(command(id, ids), id, ids, limits);
+    report.devices = identities_;
+    // Every device at once: a hung device costs the pass its watchdog, not the others' turn.
+    // Each device's results are recorded as its worker ends.
+    run_workers(identities_, ids, command, limits, {}, [&](size_t d, WorkerRun& worker) {
+      const DeviceIdentity& id = identities_[d];
       std::vector<ResultRecord> records;
       for (const auto& r : worker.results) {
         const ProbeResult* retry = nullptr;
@@ -208,17 +203,16 @@ class Sweep {
       size_t done = worker.results.size();
       const bool cut = worker.end == WorkerEnd::kOutOfBudget || worker.end == WorkerEnd::kStopped;
       if (cut && done > 0 && worker.results.back().outcome == Outcome::kSkipped) --done;
-      // A device in an error state gets nothing more this pass: the others need not wait for it.
+      // A device in an error state gets nothing more this pass.
       if (!worker.results.empty() && worker.results.back().outcome == Outcome::kDeviceError) done = ids.size();
       ran_everywhere = std::min(ran_everywhere, done);
       for (auto& r : worker.results) report.results.push_back(std::move(r));
       if (worker.end == WorkerEnd::kStopped) outcome.stopped = true;
       if (worker.end == WorkerEnd::kOutOfBudget) {
-        out_of_budget = true;
         log("budget of " + format_duration(options_.budget_s) + " used up during " + id.label() +
             (done == 0 ? ": " + ids[0] + " alone does not fit the budget" : ""));
       }
-    }
+    });
     outcome.stopped = outcome.stopped || stop_.requested();
     history_.finish_run(run_id, outcome.stopped ? "interrupted" : "complete", unix_now());
     if (!ids_.empty()) history_.set_state(cursor_key, std::to_string((cursor + ran_everywhere) % ids_.size()));
@@ -293,7 +287,7 @@ PassPlan plan_pass(const std::vector<double>& estimates_s, size_t cursor, double
   return plan;
 }
 
-int run_sweep(const SweepOptions& options, const std::vector<std::unique_ptr<Device>>& devices,
+int run_sweep(const SweepOptions& options, const std::vector<DeviceIdentity>& devices,
               const std::vector<const Probe*>& catalogue, const WorkerCommandFactory& worker) {
   namespace fs = std::filesystem;
   std::error_code ec;

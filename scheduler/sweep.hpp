@@ -9,8 +9,11 @@
 // last recorded duration on each device; 0 when unknown) fits the budget, and always at least one;
 // the cursor moves past the probes that ran on every device. So every probe runs within N passes
 // for a catalogue of N probes, and within ceil(N / k) passes when every pass fits at least k probes.
-// The budget is a hard limit: a worker still running at its end is killed and its probe recorded as
-// skipped ("sweep budget exhausted"), with the time it had, so the next estimate knows better.
+// Every device's worker runs at once, so a hung device never keeps another from its turn. The budget
+// is a hard limit: a worker still running at its end is killed. Its probe in flight is a hang
+// (device_error) when the worker had gone silent (scheduler/isolation.hpp), and otherwise skipped
+// ("could not test: still progressing when the sweep budget ran out"), with the time it had, so the
+// next estimate knows better.
 #pragma once
 
 #include <cstddef>
@@ -58,7 +61,7 @@ using WorkerCommandFactory = std::function<WorkerCommand(const RunOptions&)>;
 // Runs the sweep until stopped (or one pass with `once`). Returns 0 (stopped, or a pass without
 // fault), or 1 when a `once` pass found a fault. Throws InputError for unusable state or prom dirs,
 // or when another sweep holds the state dir.
-int run_sweep(const SweepOptions& options, const std::vector<std::unique_ptr<Device>>& devices,
+int run_sweep(const SweepOptions& options, const std::vector<DeviceIdentity>& devices,
               const std::vector<const Probe*>& catalogue, const WorkerCommandFactory& worker);
 
 }  // namespace sdc

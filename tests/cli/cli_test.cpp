@@ -37,7 +37,7 @@ class CliTest : public ::testing::Test {
 
 TEST_F(CliTest, QuickQualifyOnFourVirtualDevicesPasses) {
   const fs::path report = dir_ / "report.json";
-  const Outcome r = sdcprobe("qualify --level quick --backend cpu --cpu-devices 4 --json " + report.string());
+  const Outcome r = sdcprobe("qualify --level quick --budget 1h --backend cpu --cpu-devices 4 --json " + report.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("PASS:"), std::string::npos);
   EXPECT_NE(r.out.find("seed 0x"), std::string::npos);
@@ -72,7 +72,7 @@ TEST_F(CliTest, QuickQualifyOnFourVirtualDevicesPasses) {
 TEST_F(CliTest, InjectedFaultFailsAndNamesTheVirtualDevice) {
   const fs::path report = dir_ / "report.json";
   const Outcome r = sdcprobe(
-      "qualify --level quick --backend cpu --cpu-devices 4 "
+      "qualify --level quick --budget 1h --backend cpu --cpu-devices 4 "
       "--inject 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' --json " +
       report.string());
   EXPECT_EQ(r.code, 1) << r.out;

@@ -72,11 +72,11 @@ TEST(CudaGemmProbes, PassCleanAndNameTheRowAndColumnOfAFlip) {
   if (devices[0]->gemm() == nullptr) GTEST_SKIP() << "CudaDevice::gemm() not wired";
   const uint32_t n = 1024, row = 300, col = 517;
   for (const auto& p : builtin_registry().probes()) {
-    if (p->id().rfind("gemm.", 0) != 0 || !p->included_at(Level::kQuick, *devices[0])) continue;
+    if (p->id().rfind("gemm.", 0) != 0 || !p->included_at(Level::kQuick, devices[0]->identity())) continue;
     RunOptions o;
     o.seed = 4;
     o.iterations = 2;
-    o.size_bytes = uint64_t{n} * n * (p->id().find("fp64") != std::string::npos ? 24 : 12);
+    o.compute_bytes = uint64_t{n} * n * (p->id().find("fp64") != std::string::npos ? 24 : 12);
     const ProbeResult clean = run_probe(*p, *devices[0], o);
     if (clean.outcome == Outcome::kSkipped) continue;  // e.g. e5m2: no cuBLASLt E5M2 x E5M2
     EXPECT_EQ(clean.outcome, Outcome::kPass) << p->id() << " " << clean.reason;

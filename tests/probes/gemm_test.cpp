@@ -30,7 +30,7 @@ RunOptions sized(uint64_t seed, uint32_t n, const std::string& id) {
   RunOptions o;
   o.seed = seed;
   const bool wide = id.find("fp64") != std::string::npos;
-  o.size_bytes = uint64_t{n} * n * (wide ? 24 : 12);
+  o.compute_bytes = uint64_t{n} * n * (wide ? 24 : 12);
   o.iterations = 3;  // repeats of gemm.repeat.*
   return o;
 }
@@ -262,8 +262,8 @@ TEST(GemmProbes, ListedAndSizedPerLevel) {
                          "gemm.repeat.bf16", "gemm.simt.fp32", "gemm.exact.int8", "gemm.random.e5m2"}) {
     const Probe* p = builtin_registry().find(id);
     ASSERT_NE(p, nullptr) << id;
-    EXPECT_TRUE(p->included_at(Level::kQuick, *devices[0])) << id;
-    EXPECT_TRUE(p->included_at(Level::kStandard, *devices[0])) << id;
+    EXPECT_TRUE(p->included_at(Level::kQuick, devices[0]->identity())) << id;
+    EXPECT_TRUE(p->included_at(Level::kStandard, devices[0]->identity())) << id;
   }
   RunOptions o;
   o.seed = 1;

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <new>
 
 #include "host/backend.hpp"
+#include "host/cpu_device.hpp"
+#include "probes/memory_test.hpp"
 #include "scheduler/catalogue.hpp"
 #include "scheduler/runner.hpp"
 
@@ -16,7 +19,7 @@ class EveryProbe : public ::testing::TestWithParam<std::string> {
   RunOptions small(uint64_t seed) const {
     RunOptions o;
     o.seed = seed;
-    o.size_bytes = 1 << 20;
+    o.size_bytes = o.compute_bytes = 1 << 20;
     o.iterations = GetParam().rfind("mem.", 0) == 0 ? 1u : 64u;
     return o;
   }
@@ -181,6 +184,63 @@ TEST(Attribution, APreemptedChainNamesNoSm) {
   EXPECT_NE(text.find("sm unknown (preempted"), std::string::npos) << text;
   EXPECT_EQ(to_json(r)["records"][0]["preempted"], true);
   EXPECT_FALSE(to_json(r)["records"][0].contains("unit"));
+}
+
+}  // namespace
+}  // namespace sdc
+
+namespace sdc {
+namespace {
+
+// A CPU device with a fixed amount of memory, of which the scratch buffer it holds is in use.
+class SmallMemoryDevice : public CpuDevice {
+ public:
+  SmallMemoryDevice() : CpuDevice(0, {0}) {}
+  uint64_t free_memory_bytes() const override { return (64ULL << 20) - scratch_bytes(); }
+};
+
+TEST(MemorySizing, TheScratchBufferAlreadyHeldCountsAsFree) {
+  SmallMemoryDevice device;
+  const uint64_t first = default_memory_bytes(device, Level::kStandard);
+  EXPECT_EQ(first, 32ULL << 20);  // half of the free 64 MiB
+  device.scratch(first);          // the first probe's buffer, kept for the next one
+  EXPECT_EQ(default_memory_bytes(device, Level::kStandard), first);
+}
+
+TEST(MemorySizing, EachResultReportsTheFractionOfMemoryTested) {
+  auto devices = make_cpu_devices(1);
+  RunOptions o;
+  o.seed = 1;
+  o.size_bytes = 1 << 20;
+  o.iterations = 1;
+  const ProbeResult r = run_probe(*builtin_registry().find("mem.own_address"), *devices[0], o);
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  EXPECT_DOUBLE_EQ(r.params.at("memory_fraction").get<double>(),
+                   double(1 << 20) / double(devices[0]->identity().memory_bytes));
+}
+
+TEST(SizeOption, SizesMemoryProbesOnly) {
+  auto devices = make_cpu_devices(1);
+  RunOptions plain;
+  plain.seed = 1;
+  plain.iterations = 2;
+  RunOptions sized = plain;
+  sized.size_bytes = 1 << 20;
+  for (const char* id : {"gemm.exact.fp32", "sfu.transcendental"}) {
+    const ProbeResult a = run_probe(*builtin_registry().find(id), *devices[0], plain);
+    const ProbeResult b = run_probe(*builtin_registry().find(id), *devices[0], sized);
+    ASSERT_EQ(b.outcome, Outcome::kPass) << id << ": " << b.reason;
+    EXPECT_EQ(a.params.value("n", 0), b.params.value("n", 0)) << id;
+    EXPECT_EQ(a.params.value("elements_per_function", 0), b.params.value("elements_per_function", 0)) << id;
+  }
+  const ProbeResult mem = run_probe(*builtin_registry().find("mem.own_address"), *devices[0], sized);
+  EXPECT_EQ(mem.params.at("bytes").get<uint64_t>(), 1u << 20);
+}
+
+TEST(CpuDevice, AnAllocationTooLargeToRoundUpFailsCleanly) {
+  auto devices = make_cpu_devices(1);
+  EXPECT_THROW(devices[0]->allocate(~size_t{0}), std::bad_alloc);
+  EXPECT_THROW(devices[0]->allocate(~size_t{0} - 62), std::bad_alloc);
 }
 
 }  // namespace

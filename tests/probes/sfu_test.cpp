@@ -251,7 +251,7 @@ TEST(SfuProbe, AFlipWithinTheBoundIsLeftToConsensus) {
 TEST(SfuProbe, IsRunEverywhereAndRecordedInGoldenFiles) {
   auto devices = make_cpu_devices(1);
   for (Level level : {Level::kQuick, Level::kStandard, Level::kLong}) {
-    EXPECT_TRUE(sfu_probe().included_at(level, *devices[0]));
+    EXPECT_TRUE(sfu_probe().included_at(level, devices[0]->identity()));
   }
   EXPECT_TRUE(sfu_probe().has_stated_bound());
   bool recorded = false;
@@ -262,7 +262,7 @@ TEST(SfuProbe, IsRunEverywhereAndRecordedInGoldenFiles) {
 TEST(SfuProbe, SizeOverrideSetsTheInputsPerFunction) {
   auto devices = make_cpu_devices(1);
   RunOptions o = options(3);
-  o.size_bytes = 24 * 1000;  // 1000 floats per function, rounded down to a multiple of 64
+  o.compute_bytes = 24 * 1000;  // 1000 floats per function, rounded down to a multiple of 64
   const ProbeResult r = run_probe(sfu_probe(), *devices[0], o);
   EXPECT_EQ(r.outcome, Outcome::kPass) << r.reason;
   EXPECT_EQ(r.params["elements_per_function"], 960u);

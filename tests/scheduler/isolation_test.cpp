@@ -1,0 +1,196 @@
+// The parent's side of process isolation, with /bin/sh scripts standing in for the worker: the
+// protocol on fd 3, parallel workers, the worker environment, and hang versus overrun; and the
+// device each MPI rank tests.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "host/error.hpp"
+#include "scheduler/isolation.hpp"
+#include "scheduler/qualify_session.hpp"
+
+namespace sdc {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+DeviceIdentity cpu(int index) {
+  DeviceIdentity d;
+  d.backend = "cpu";
+  d.index = index;
+  d.uuid = "CPU-" + std::to_string(index);
+  return d;
+}
+
+// The protocol lines of a passing probe on `device`, as printf arguments for a shell script.
+std::string pass_lines(const std::string& probe, const DeviceIdentity& device) {
+  ProbeResult r;
+  r.probe = probe;
+  r.device_index = device.index;
+  r.device_uuid = device.uuid;
+  r.outcome = Outcome::kPass;
+  r.report.checked = 8;
+  std::string lines = worker_start_line(probe) + worker_result_line(r, false);
+  std::string quoted;
+  for (char c : lines) quoted += c == '\n' ? std::string("\\n") : std::string(1, c);
+  return "printf '%b' '" + quoted + "' >&3";
+}
+
+WorkerCommand script(const std::function<std::string(const DeviceIdentity&)>& body) {
+  return [body](const DeviceIdentity& d, const std::vector<std::string>&) {
+    return std::vector<std::string>{"/bin/sh", "-c", body(d)};
+  };
+}
+
+IsolationLimits limits(double watchdog_s, double deadline_s = 0) {
+  IsolationLimits l;
+  l.probe_timeout_s = watchdog_s;
+  if (deadline_s > 0) {
+    l.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
+  }
+  return l;
+}
+
+TEST(Isolation, LibraryNoiseOnStdoutDoesNotCorruptTheProtocol) {
+  const DeviceIdentity d = cpu(0);
+  // Noise before, between and after the protocol lines, some of it JSON-like and without a newline.
+  const auto command = script([](const DeviceIdentity& dev) {
+    return "echo 'cuBLASLt log: {\"start\": nonsense'; printf 'no newline'; " + pass_lines("mem.a", dev) +
+           "; echo '{\"result\": 1}'";
+  });
+  const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(60));
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].outcome, Outcome::kPass) << run.results[0].reason;
+  EXPECT_EQ(run.end, WorkerEnd::kCompleted);
+}
+
+TEST(Isolation, WorkersForDifferentDevicesRunAtOnce) {
+  // Each worker waits until every worker has started: run one after another, the first would wait
+  // for the others forever (here: give up after a minute and exit 3, a crash).
+  const fs::path dir = fs::temp_directory_path() / ("sdc_parallel_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<DeviceIdentity> devices = {cpu(0), cpu(1), cpu(2), cpu(3)};
+  const auto command = script([&](const DeviceIdentity& dev) {
+    return "touch " + (dir / dev.uuid).string() + "; i=0; while [ $(ls " + dir.string() +
+           " | wc -l) -lt 4 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && exit 3; done; " + pass_lines("mem.a", dev);
+  });
+  const std::vector<WorkerRun> runs = run_workers(devices, {"mem.a"}, command, limits(600));
+  ASSERT_EQ(runs.size(), 4u);
+  for (size_t d = 0; d < runs.size(); ++d) {
+    ASSERT_EQ(runs[d].results.size(), 1u) << d;
+    EXPECT_EQ(runs[d].results[0].outcome, Outcome::kPass) << d << ": " << runs[d].results[0].reason;
+    EXPECT_EQ(runs[d].results[0].device_index, static_cast<int>(d));
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Isolation, AGpuWorkerSeesOnlyItsOwnGpu) {
+  DeviceIdentity gpu = cpu(2);
+  gpu.backend = "cuda";
+  gpu.uuid = "GPU-12345678-1234-1234-1234-123456789abc";
+  EXPECT_TRUE(worker_environment(cpu(0)).empty());
+  // The worker reports its CUDA_VISIBLE_DEVICES back as an input error.
+  const auto command = script([](const DeviceIdentity&) {
+    return std::string("printf '{\"input_error\":\"%s\"}\\n' \"$CUDA_VISIBLE_DEVICES\" >&3");
+  });
+  try {
+    run_worker(command(gpu, {"mem.a"}), gpu, {"mem.a"}, limits(60));
+    FAIL() << "no input error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), gpu.uuid);
+  }
+}
+
+TEST(Isolation, ResultsCarryTheParentsDeviceIndex) {
+  // Under CUDA_VISIBLE_DEVICES a GPU worker numbers its one device 0.
+  const DeviceIdentity d = cpu(5);
+  const auto command = script([](const DeviceIdentity&) { return pass_lines("mem.a", cpu(0)); });
+  const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(60));
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].device_index, 5);
+}
+
+TEST(Isolation, ASilentWorkerIsHungAtTheWatchdog) {
+  const DeviceIdentity d = cpu(0);
+  const auto command = script(
+      [](const DeviceIdentity&) { return std::string("printf '%s\\n' '{\"start\":\"mem.a\"}' >&3; exec sleep 600"); });
+  const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(1));
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.end, WorkerEnd::kHung);
+  EXPECT_EQ(run.results[0].outcome, Outcome::kDeviceError);
+  EXPECT_NE(run.results[0].reason.find("hung: no progress"), std::string::npos) << run.results[0].reason;
+}
+
+TEST(Isolation, ASilentWorkerCutByTheDeadlineIsHung) {
+  // The watchdog is far longer than the budget: the budget ends it, and silence makes it a hang.
+  const DeviceIdentity d = cpu(0);
+  const auto command = script(
+      [](const DeviceIdentity&) { return std::string("printf '%s\\n' '{\"start\":\"mem.a\"}' >&3; exec sleep 600"); });
+  const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(600, 4));
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].outcome, Outcome::kDeviceError) << run.results[0].reason;
+  EXPECT_NE(run.results[0].reason.find("budget ended"), std::string::npos) << run.results[0].reason;
+}
+
+TEST(Isolation, AWorkerThatKeepsBeatingIsNeverHungButCouldNotTest) {
+  // Beats every 0.1 s, never finishes; the watchdog (3 s of silence) is shorter than the budget.
+  const DeviceIdentity d = cpu(0);
+  const auto command = script([](const DeviceIdentity&) {
+    return std::string(
+        "printf '%s\\n' '{\"start\":\"mem.a\"}' >&3; while :; do printf '%s\\n' '{\"beat\":true}' >&3; sleep 0.1; "
+        "done");
+  });
+  const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(3, 6));
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.end, WorkerEnd::kOutOfBudget);
+  EXPECT_EQ(run.results[0].outcome, Outcome::kSkipped);
+  EXPECT_NE(run.results[0].reason.find("could not test: still progressing"), std::string::npos)
+      << run.results[0].reason;
+}
+
+}  // namespace
+}  // namespace sdc
+
+namespace sdc {
+namespace {
+
+TEST(RankPlacement, EightRanksOnOneNodeTestEightDistinctDevices) {
+  const std::vector<std::string> hosts(8, "node7");
+  std::vector<size_t> chosen;
+  for (int rank = 0; rank < 8; ++rank) {
+    const NodePlacement p = node_placement(hosts, rank);
+    EXPECT_EQ(p.local_rank, rank);
+    EXPECT_EQ(p.local_size, 8);
+    chosen.push_back(device_for_rank(p, 8));
+  }
+  std::sort(chosen.begin(), chosen.end());
+  EXPECT_EQ(std::unique(chosen.begin(), chosen.end()), chosen.end());  // distinct
+  EXPECT_EQ(chosen.back(), 7u);
+}
+
+TEST(RankPlacement, RanksAreNumberedWithinTheirOwnNode) {
+  const std::vector<std::string> hosts = {"a", "b", "a", "b", "a", "b"};
+  EXPECT_EQ(node_placement(hosts, 4).local_rank, 2);
+  EXPECT_EQ(node_placement(hosts, 4).local_size, 3);
+  EXPECT_EQ(device_for_rank(node_placement(hosts, 3), 8), 1u);
+}
+
+TEST(RankPlacement, MoreRanksThanDevicesIsAClearError) {
+  const std::vector<std::string> hosts(8, "node7");
+  try {
+    device_for_rank(node_placement(hosts, 5), 4);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("8 MPI ranks on this node but 4 devices"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sdc
