@@ -3,8 +3,10 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "host/error.hpp"
 #include "scheduler/version.hpp"
 
@@ -19,7 +21,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--cpu-devices", global.cpu_devices, "Present the CPU as N virtual devices (core groups)")
-      ->check(CLI::Range(1, 4096))
+      ->check(sdc::cli::unsigned_in(1, 4096))
       ->capture_default_str();
 
   int exit_code = 0;
@@ -41,8 +43,14 @@ int main(int argc, char** argv) {
       std::cerr << "sdcprobe: error: unknown command '" << app.remaining().front() << "' (see sdcprobe --help)\n";
       return 2;
     }
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, like every other error.
+    std::string message = e.what();
+    for (char& c : message) {
+      if (c == '\n') c = ' ';
+    }
+    std::cerr << "sdcprobe: error: " << message << " (see sdcprobe --help)\n";
+    return 2;
   } catch (const sdc::InputError& e) {
     std::cerr << "sdcprobe: error: " << e.what() << "\n";
     return 2;

@@ -115,6 +115,16 @@ std::vector<const Probe*> level_catalogue(Level level, const std::vector<std::un
   return probes;
 }
 
+void check_injections(const std::vector<InjectionSpec>& specs, const std::vector<const Probe*>& probes,
+                      const std::vector<std::unique_ptr<Device>>& devices, bool collective) {
+  std::vector<std::string> ids;
+  for (const Probe* p : probes) ids.push_back(p->id());
+  if (collective) ids.push_back(kAllreduceProbe);
+  std::vector<std::pair<int, std::string>> targets;
+  for (const auto& d : devices) targets.emplace_back(d->identity().index, d->identity().uuid);
+  check_injection_targets(specs, ids, targets);
+}
+
 std::string this_executable() {
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -175,6 +185,7 @@ QualifySession::QualifySession(QualifyOptions options) : options_(std::move(opti
 
   devices_ = select_devices(open_devices(options_.backend), options_.device);
   if (options_.probe_globs.empty()) probes_ = level_catalogue(options_.level, devices_);
+  check_injections(specs_, probes_, devices_, options_.consensus);
 }
 
 QualifySession::~QualifySession() = default;
