@@ -4,8 +4,8 @@
 #include <iostream>
 #include <random>
 
-#include "cli/validators.hpp"
 #include "cli/probe_run.hpp"
+#include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
 #include "scheduler/catalogue.hpp"

@@ -12,9 +12,7 @@ namespace {
 
 // Options shared by plan and simulate: the rates and costs of a run.
 void add_rate_options(CLI::App& cmd, goodput::PlanParams& p) {
-  cmd.add_option("--nodes", p.nodes, "Nodes in the job")
-      ->check(unsigned_in(1, 10'000'000))
-      ->capture_default_str();
+  cmd.add_option("--nodes", p.nodes, "Nodes in the job")->check(unsigned_in(1, 10'000'000))->capture_default_str();
   cmd.add_option("--gpus-per-node", p.gpus_per_node, "GPUs per node")
       ->check(unsigned_in(1, 1024))
       ->capture_default_str();
@@ -88,7 +86,9 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
   s->add_option("--out", sim->out_path, "Event log to write (JSON Lines)")->required();
   s->add_option("--truth", sim->truth_path, "Also write the ground-truth breakdown as JSON");
   add_rate_options(*s, sim->plan);
-  s->add_option("--step", sim->step_s, "Mean step time in seconds")->check(finite_in(1e-9, 1e12))->capture_default_str();
+  s->add_option("--step", sim->step_s, "Mean step time in seconds")
+      ->check(finite_in(1e-9, 1e12))
+      ->capture_default_str();
   s->add_option("--rfc3339", sim->rfc3339_fraction, "Fraction of times written as RFC 3339 strings")
       ->check(finite_in(0.0, 1.0))
       ->capture_default_str();

@@ -1,7 +1,7 @@
 #include <memory>
 
-#include "cli/validators.hpp"
 #include "cli/probe_run.hpp"
+#include "cli/validators.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
 #include "scheduler/sweep.hpp"

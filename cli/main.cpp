@@ -10,6 +10,18 @@
 #include "host/error.hpp"
 #include "scheduler/version.hpp"
 
+namespace {
+
+// An error is one line, whatever the operator's input quoted in it holds.
+std::string one_line(std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return message;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"sdcprobe: finds GPUs and CPUs that compute wrong answers without reporting an error"};
   app.set_version_flag("--version", std::string("sdcprobe ") + sdc::kVersion);
@@ -44,18 +56,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    // One line, like every other error.
-    std::string message = e.what();
-    for (char& c : message) {
-      if (c == '\n') c = ' ';
-    }
-    std::cerr << "sdcprobe: error: " << message << " (see sdcprobe --help)\n";
+    std::cerr << "sdcprobe: error: " << one_line(e.what()) << " (see sdcprobe --help)\n";
     return 2;
   } catch (const sdc::InputError& e) {
-    std::cerr << "sdcprobe: error: " << e.what() << "\n";
+    std::cerr << "sdcprobe: error: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "sdcprobe: could not test: " << e.what() << "\n";
+    std::cerr << "sdcprobe: could not test: " << one_line(e.what()) << "\n";
     return 2;
   }
   return exit_code;

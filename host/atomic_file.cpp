@@ -61,7 +61,8 @@ void write_file_atomically(const std::string& path, const std::string& content, 
     if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
       throw InputError("cannot write " + path + ": not a regular file, FIFO or character device");
     }
-    // FIFOs and character devices: no temporary file, no rename. open follows the path as given, so /proc/self/fd/N reaches the pipe it names.
+    // FIFOs and character devices: no temporary file, no rename. open follows the path as given, so /proc/self/fd/N
+    // reaches the pipe it names.
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) fail(path, "open", errno);
     const int err = write_all(fd, content);

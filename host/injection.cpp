@@ -158,6 +158,14 @@ bool glob_match(std::string_view pattern, std::string_view text) {
 std::vector<InjectionSpec> parse_injection_specs(std::string_view text) {
   std::vector<InjectionSpec> specs;
   if (trim(text).empty()) throw InputError("bad --inject spec: empty");
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      char what[64];
+      std::snprintf(what, sizeof what, "control character 0x%02x at offset %zu", c, i);
+      throw InputError(std::string("bad --inject spec: ") + what);
+    }
+  }
   size_t n = 0;
   for (std::string_view clause : split(text, ';')) {
     ++n;
@@ -170,8 +178,8 @@ std::vector<InjectionSpec> parse_injection_specs(std::string_view text) {
 void check_injection_targets(const std::vector<InjectionSpec>& specs, const std::vector<std::string>& probe_ids,
                              const std::vector<std::pair<int, std::string>>& devices) {
   for (const auto& s : specs) {
-    const bool probe = std::any_of(probe_ids.begin(), probe_ids.end(),
-                                   [&](const std::string& id) { return glob_match(s.probe, id); });
+    const bool probe =
+        std::any_of(probe_ids.begin(), probe_ids.end(), [&](const std::string& id) { return glob_match(s.probe, id); });
     if (!probe) {
       throw InputError("bad --inject spec '" + s.text + "': field 'probe': '" + s.probe +
                        "' matches no probe of this run (see sdcprobe list)");

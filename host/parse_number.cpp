@@ -46,8 +46,8 @@ std::optional<double> parse_finite(std::string_view text) {
 uint64_t parse_unsigned(const std::string& field, std::string_view text, uint64_t lo, uint64_t hi) {
   const auto value = parse_unsigned(text);
   if (!value || *value < lo || *value > hi) {
-    throw InputError((field.empty() ? "" : field + ": ") + "expected a decimal or 0x-hex integer in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "], got '" + std::string(text) + "'");
+    throw InputError((field.empty() ? "" : field + ": ") + "expected a decimal or 0x-hex integer in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + std::string(text) + "'");
   }
   return *value;
 }
@@ -57,7 +57,8 @@ double parse_finite(const std::string& field, std::string_view text, double lo, 
   if (!value || *value < lo || *value > hi) {
     std::ostringstream range;
     range << "[" << lo << ", " << hi << "]";
-    throw InputError((field.empty() ? "" : field + ": ") + "expected a finite number in " + range.str() + ", got '" + std::string(text) + "'");
+    throw InputError((field.empty() ? "" : field + ": ") + "expected a finite number in " + range.str() + ", got '" +
+                     std::string(text) + "'");
   }
   return *value;
 }

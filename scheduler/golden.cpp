@@ -84,8 +84,8 @@ GoldenFile load_golden(const std::string& path) {
   if (j.contains("iterations")) {
     if (!j["iterations"].is_number_unsigned() || j["iterations"].get<uint64_t>() < 1 ||
         j["iterations"].get<uint64_t>() > kMaxIterations) {
-      throw bad("iterations", "expected an integer in [1, " + std::to_string(kMaxIterations) + "], got " +
-                                  j["iterations"].dump());
+      throw bad("iterations",
+                "expected an integer in [1, " + std::to_string(kMaxIterations) + "], got " + j["iterations"].dump());
     }
     g.iterations = static_cast<uint32_t>(j["iterations"].get<uint64_t>());
   }

@@ -148,7 +148,8 @@ TEST_F(InputCliTest, ReportsAreWrittenThroughLinksAndIntoFifos) {
   // A FIFO is written, not replaced (the reader is a shell in the background).
   ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0644), 0);
   const ProcessResult fifo = sdc::fuzz::run_process(
-      {"/bin/sh", "-c", "cat fifo > from_fifo.json & " + kBinary + " --backend cpu run alu.fma32 --iterations 4 --json fifo; wait"},
+      {"/bin/sh", "-c",
+       "cat fifo > from_fifo.json & " + kBinary + " --backend cpu run alu.fma32 --iterations 4 --json fifo; wait"},
       dir_.string(), 600);
   ASSERT_EQ(fifo.code, 0) << fifo.out << fifo.err;
   struct stat st {};

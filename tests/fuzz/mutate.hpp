@@ -28,17 +28,64 @@ namespace sdc::fuzz {
 
 // Numbers and words at the edges parsers get wrong: signs, octal, overflow, exponents, NaN, empty.
 inline const std::vector<std::string>& boundary_tokens() {
-  static const std::vector<std::string> tokens = {
-      "",     "0",          "-0",          "-1",       "1",   "7",          "8",          "010",
-      "077",  "0x",         "0x10",        "0xffffffffffffffff",             "0x10000000000000000",
-      "00",   "2147483647", "2147483648",  "4294967295",                     "4294967296",
-      "4294967299",         "9223372036854775807",                           "9223372036854775808",
-      "18446744073709551615",              "18446744073709551616",           "1e26",
-      "1e308", "1e309",     "nan",         "-nan",     "inf", "-inf",       "0.5",        "1.5",
-      " ",    "\t",         ",",           ";",        "=",   "*",          "?",          "\"",
-      "{",    "}",          "[",           "]",        "\\",  "\xff",       "\xc3\xa9",   "1K",
-      "1G",   "1.2.3",      "+1",          "0b101",    "1_0", "-9223372036854775808",      "null",
-      "true", "[]",         "{}"};
+  static const std::vector<std::string> tokens = {"",
+                                                  "0",
+                                                  "-0",
+                                                  "-1",
+                                                  "1",
+                                                  "7",
+                                                  "8",
+                                                  "010",
+                                                  "077",
+                                                  "0x",
+                                                  "0x10",
+                                                  "0xffffffffffffffff",
+                                                  "0x10000000000000000",
+                                                  "00",
+                                                  "2147483647",
+                                                  "2147483648",
+                                                  "4294967295",
+                                                  "4294967296",
+                                                  "4294967299",
+                                                  "9223372036854775807",
+                                                  "9223372036854775808",
+                                                  "18446744073709551615",
+                                                  "18446744073709551616",
+                                                  "1e26",
+                                                  "1e308",
+                                                  "1e309",
+                                                  "nan",
+                                                  "-nan",
+                                                  "inf",
+                                                  "-inf",
+                                                  "0.5",
+                                                  "1.5",
+                                                  " ",
+                                                  "\t",
+                                                  ",",
+                                                  ";",
+                                                  "=",
+                                                  "*",
+                                                  "?",
+                                                  "\"",
+                                                  "{",
+                                                  "}",
+                                                  "[",
+                                                  "]",
+                                                  "\\",
+                                                  "\xff",
+                                                  "\xc3\xa9",
+                                                  "1K",
+                                                  "1G",
+                                                  "1.2.3",
+                                                  "+1",
+                                                  "0b101",
+                                                  "1_0",
+                                                  "-9223372036854775808",
+                                                  "null",
+                                                  "true",
+                                                  "[]",
+                                                  "{}"};
   return tokens;
 }
 
@@ -157,7 +204,8 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, const std
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       ::kill(-pid, SIGKILL);
       r.timed_out = true;

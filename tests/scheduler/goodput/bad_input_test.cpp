@@ -222,7 +222,9 @@ TEST(GoodputBadInput, CorruptedLogsFailCleanly) {
 }
 
 // An event padded with spaces to exactly `size` bytes.
-std::string padded(const std::string& head, size_t size) { return head + std::string(size - head.size() - 1, ' ') + "}"; }
+std::string padded(const std::string& head, size_t size) {
+  return head + std::string(size - head.size() - 1, ' ') + "}";
+}
 
 TEST(GoodputBadInput, TheOneMibLineLimitIsTheSameInTheMiddleAndAtTheEnd) {
   constexpr size_t kMib = 1 << 20;
