@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
@@ -101,10 +102,15 @@ void add_coverage_command(CLI::App& app, const GlobalOptions& global, int& exit_
   auto args = std::make_shared<CoverageArgs>();
   sub->add_option("--probes", args->probes, "Comma-separated probe globs")->capture_default_str();
   sub->add_option("--models", args->models, "Comma-separated fault models")->capture_default_str();
-  sub->add_option("--trials", args->trials, "Injection trials")->capture_default_str();
-  sub->add_option("--clean", args->clean, "Runs of every probe with fresh seeds and no injection")
+  sub->add_option("--trials", args->trials, "Injection trials")
+      ->check(unsigned_in(0, 1'000'000'000))
       ->capture_default_str();
-  sub->add_option("--seed", args->seed, "Campaign seed (replays it exactly)")->capture_default_str();
+  sub->add_option("--clean", args->clean, "Runs of every probe with fresh seeds and no injection")
+      ->check(unsigned_in(0, 1'000'000'000))
+      ->capture_default_str();
+  sub->add_option("--seed", args->seed, "Campaign seed (replays it exactly)")
+      ->check(unsigned_in(0, UINT64_MAX))
+      ->capture_default_str();
   sub->add_option("--json", args->json_path, "Write the counts as JSON (atomically)");
   sub->add_option("--markdown", args->markdown_path, "Write the published tables as Markdown (atomically)");
   sub->callback([&global, &exit_code, args] {

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cli/probe_run.hpp"
+#include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
 #include "scheduler/catalogue.hpp"
@@ -31,11 +32,12 @@ void add_golden_command(CLI::App& app, const GlobalOptions& global, int& exit_co
   sub->add_option("--level", args->level, "quick, standard or long")
       ->check(CLI::IsMember({"quick", "standard", "long"}))
       ->capture_default_str();
-  sub->add_option("--seed", args->seed, "The seed (default: random); qualify --golden runs with it");
+  sub->add_option("--seed", args->seed, "The seed (default: random); qualify --golden runs with it")
+      ->check(unsigned_in(0, UINT64_MAX));
   sub->add_option("--size", args->size_bytes, "Buffer bytes (suffixes K, M, G are binary)")
       ->transform(CLI::AsSizeValue(false));
   sub->add_option("--iterations", args->iterations, "Chain length for ALU probes, repeats for gemm.repeat")
-      ->check(CLI::Range(1u, 1u << 30));
+      ->check(unsigned_in(1, kMaxIterations));
   sub->callback([&global, &exit_code, args] {
     RunOptions options;
     options.seed =

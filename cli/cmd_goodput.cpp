@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "scheduler/goodput/commands.hpp"
 
 namespace sdc::cli {
@@ -11,37 +12,37 @@ namespace {
 
 // Options shared by plan and simulate: the rates and costs of a run.
 void add_rate_options(CLI::App& cmd, goodput::PlanParams& p) {
-  cmd.add_option("--nodes", p.nodes, "Nodes in the job")
-      ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}))
-      ->capture_default_str();
+  cmd.add_option("--nodes", p.nodes, "Nodes in the job")->check(unsigned_in(1, 10'000'000))->capture_default_str();
   cmd.add_option("--gpus-per-node", p.gpus_per_node, "GPUs per node")
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+      ->check(unsigned_in(1, 1024))
       ->capture_default_str();
   cmd.add_option("--failure-rate", p.failure_rate, "Job-stopping failures per node-day (default: Llama 3's 54-day run)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0.0, 1e12))
       ->capture_default_str();
   cmd.add_option("--sdc-rate", p.sdc_rate, "Detected silent data corruptions per node-day")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0.0, 1e12))
       ->capture_default_str();
   cmd.add_option("--restart", p.restart_s, "Seconds from a failure to training again (teardown, restart, warm-up)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0.0, 1e12))
       ->capture_default_str();
   cmd.add_option("--ckpt-write", p.ckpt_write_s, "Seconds a checkpoint save blocks training")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0.0, 1e12))
       ->capture_default_str();
   cmd.add_option("--ckpt-interval", p.ckpt_interval_s, "Seconds between checkpoints")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_in(1e-9, 1e12))
       ->capture_default_str();
   cmd.add_option("--probe-cost", p.probe_cost_s, "Seconds one in-loop probe blocks training")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0.0, 1e12))
       ->capture_default_str();
   cmd.add_option("--probe-interval", p.probe_interval_s, "Seconds between in-loop probes")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_in(1e-9, 1e12))
       ->capture_default_str();
   cmd.add_option("--days", p.days, "Length of the simulated run in days")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_in(1e-9, 1e12))
       ->capture_default_str();
-  cmd.add_option("--seed", p.seed, "Random seed (runs replay exactly)")->capture_default_str();
+  cmd.add_option("--seed", p.seed, "Random seed (runs replay exactly)")
+      ->check(unsigned_in(0, UINT64_MAX))
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -57,10 +58,10 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
   g->add_flag("--lenient", goodput->lenient, "Skip and count bad lines instead of stopping at the first");
   g->add_option("--keep-checkpoints", goodput->ledger.keep_checkpoints,
                 "Committed checkpoints kept as possible restore targets")
-      ->check(CLI::Range(1, 1'000'000))
+      ->check(unsigned_in(1, 1'000'000))
       ->capture_default_str();
   auto* gap = g->add_option("--gap-threshold", gap_s, "Seconds of silence between events counted as a gap")
-                  ->check(CLI::PositiveNumber)
+                  ->check(finite_in(1e-3, 1e9))
                   ->capture_default_str();
   g->callback([goodput, gap, &exit_code]() {
     goodput::GoodputOptions o = *goodput;
@@ -73,9 +74,9 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
   auto* p =
       app.add_subcommand("plan", "Predict ETTR from failure and SDC rates; optimal checkpoint and probe intervals");
   add_rate_options(*p, *plan);
-  p->add_option("--trials", plan->trials, "Monte Carlo runs")->check(CLI::Range(0, 100'000))->capture_default_str();
+  p->add_option("--trials", plan->trials, "Monte Carlo runs")->check(unsigned_in(0, 100'000))->capture_default_str();
   p->add_option("--step", plan->step_s, "Simulated step time in seconds (0: from the intervals)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0.0, 1e12))
       ->capture_default_str();
   p->add_flag("--json", *plan_json, "Print JSON");
   p->callback([plan, plan_json, &exit_code]() { exit_code = goodput::plan_command(*plan, *plan_json, std::cout); });
@@ -85,9 +86,11 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
   s->add_option("--out", sim->out_path, "Event log to write (JSON Lines)")->required();
   s->add_option("--truth", sim->truth_path, "Also write the ground-truth breakdown as JSON");
   add_rate_options(*s, sim->plan);
-  s->add_option("--step", sim->step_s, "Mean step time in seconds")->check(CLI::PositiveNumber)->capture_default_str();
+  s->add_option("--step", sim->step_s, "Mean step time in seconds")
+      ->check(finite_in(1e-9, 1e12))
+      ->capture_default_str();
   s->add_option("--rfc3339", sim->rfc3339_fraction, "Fraction of times written as RFC 3339 strings")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_in(0.0, 1.0))
       ->capture_default_str();
   s->add_flag("--json", sim->json, "Print the ground truth as JSON");
   s->callback([sim, &exit_code]() { exit_code = goodput::simulate_command(*sim, std::cout); });

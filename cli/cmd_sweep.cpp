@@ -1,6 +1,7 @@
 #include <memory>
 
 #include "cli/probe_run.hpp"
+#include "cli/validators.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
 #include "scheduler/sweep.hpp"
@@ -30,7 +31,7 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
                   "Shell command run before each pass; a non-zero exit means the node is busy and the pass is skipped");
   sub->add_option("--idle-check-timeout", args->sweep.idle_check_timeout_s,
                   "Seconds the idle check may take; longer counts as busy")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->check(finite_in(0.1, 3600.0))
       ->capture_default_str();
   sub->add_flag("--once", args->sweep.once, "Run one pass and exit (for a systemd timer): 0 no fault, 1 a fault");
   sub->add_option("--state-dir", args->sweep.state_dir, "Where the history database lives")->capture_default_str();
@@ -38,19 +39,21 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
                   "Write sdcprobe.prom here after each pass (node_exporter's textfile collector directory)");
   sub->add_option("--transient-limit", args->sweep.policy.transient_limit,
                   "Quarantine a device after this many transient faults within --window")
-      ->check(CLI::Range(1, 1000000))
+      ->check(unsigned_in(1, 1000000))
       ->capture_default_str();
   sub->add_option("--window", args->window, "The window transient faults are counted in")->capture_default_str();
   sub->add_option("--clean-sweeps", args->sweep.policy.clean_sweeps,
                   "Clean passes a quarantined device needs before `sdcprobe release` accepts it")
-      ->check(CLI::Range(0, 1000000))
+      ->check(unsigned_in(0, 1000000))
       ->capture_default_str();
-  sub->add_option("--seed", args->run.seed, "Use this seed for every pass (each pass otherwise draws a new one)");
-  sub->add_option("--inject", args->run.inject, "Inject faults, for drills and tests (docs/injection.md)");
+  sub->add_option("--seed", args->run.seed, "Use this seed for every pass (each pass otherwise draws a new one)")
+      ->check(unsigned_in(0, UINT64_MAX));
+  sub->add_option("--inject", args->run.inject, "Inject faults, for drills and tests (docs/injection.md)")
+      ->check(injection_spec());
   sub->add_option("--size", args->run.size_bytes, "Buffer bytes for memory probes (suffixes K, M, G are binary)")
       ->transform(CLI::AsSizeValue(false));
   sub->add_option("--iterations", args->run.iterations, "Passes for memory probes, chain length for ALU probes")
-      ->check(CLI::Range(1u, 1u << 30));
+      ->check(unsigned_in(1, kMaxIterations));
   add_watchdog_option(sub, args->probe_timeout_s);
   sub->callback([&global, &exit_code, args] {
     SweepOptions options = args->sweep;
@@ -63,12 +66,14 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
     options.size_bytes = args->run.size_bytes;
     options.iterations = args->run.iterations;
     options.inject = args->run.inject;
-    if (!options.inject.empty()) parse_injection_specs(options.inject);  // a bad spec fails before any pass
     const WorkerSetup setup{this_executable(), {global.backend, global.cpu_devices}, options.inject, true};
     // Listed by a child: this daemon holds no device context while its workers run.
     const auto devices = list_devices_in_child(setup.executable, global.backend, global.cpu_devices);
     const auto catalogue = level_catalogue(options.level, devices);
+    if (devices.empty()) throw InputError("sweep: no device to test");
     if (options.size_bytes) check_size_bytes(*options.size_bytes, "--size", devices);
+    // A bad spec, or one that matches nothing, fails before any pass.
+    if (!options.inject.empty()) check_injections(parse_injection_specs(options.inject), catalogue, devices, false);
     exit_code = run_sweep(options, devices, catalogue,
                           [&setup](const RunOptions& run) { return make_worker_command(setup, run); });
   });

@@ -3,10 +3,24 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "host/error.hpp"
 #include "scheduler/version.hpp"
+
+namespace {
+
+// An error is one line, whatever the operator's input quoted in it holds.
+std::string one_line(std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return message;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"sdcprobe: finds GPUs and CPUs that compute wrong answers without reporting an error"};
@@ -19,7 +33,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--cpu-devices", global.cpu_devices, "Present the CPU as N virtual devices (core groups)")
-      ->check(CLI::Range(1, 4096))
+      ->check(sdc::cli::unsigned_in(1, 4096))
       ->capture_default_str();
 
   int exit_code = 0;
@@ -41,13 +55,14 @@ int main(int argc, char** argv) {
       std::cerr << "sdcprobe: error: unknown command '" << app.remaining().front() << "' (see sdcprobe --help)\n";
       return 2;
     }
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "sdcprobe: error: " << one_line(e.what()) << " (see sdcprobe --help)\n";
+    return 2;
   } catch (const sdc::InputError& e) {
-    std::cerr << "sdcprobe: error: " << e.what() << "\n";
+    std::cerr << "sdcprobe: error: " << one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "sdcprobe: could not test: " << e.what() << "\n";
+    std::cerr << "sdcprobe: could not test: " << one_line(e.what()) << "\n";
     return 2;
   }
   return exit_code;

@@ -5,21 +5,24 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "scheduler/sweep.hpp"
 
 namespace sdc::cli {
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
-  sub->add_option("--seed", args.seed, "Replay a run exactly with its seed (decimal or 0x-hex); printed by every run");
+  sub->add_option("--seed", args.seed, "Replay a run exactly with its seed (decimal or 0x-hex); printed by every run")
+      ->check(unsigned_in(0, UINT64_MAX));
   sub->add_option("--json", args.json_path, "Write the JSON report to FILE (atomically)");
   sub->add_option(
-      "--inject", args.inject,
-      "Inject faults, e.g. 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' (docs/injection.md)");
+         "--inject", args.inject,
+         "Inject faults, e.g. 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' (docs/injection.md)")
+      ->check(injection_spec());
   sub->add_option("--size", args.size_bytes, "Buffer bytes for memory probes (suffixes K, M, G are binary)")
       ->transform(CLI::AsSizeValue(false));
   sub->add_option("--iterations", args.iterations, "Passes for memory probes, chain length for ALU probes")
-      ->check(CLI::Range(1u, 1u << 30));
+      ->check(unsigned_in(1, kMaxIterations));
 }
 
 void add_watchdog_option(CLI::App* sub, double& probe_timeout_s) {
@@ -27,7 +30,7 @@ void add_watchdog_option(CLI::App* sub, double& probe_timeout_s) {
                   "Watchdog: seconds one probe may run before its device is declared hung (device_error); "
                   "default a third of the level's budget at quick, else 300; a probe that keeps making progress "
                   "is never declared hung")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(finite_in(0.1, 86400.0));
 }
 
 int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const std::vector<std::string>& globs,

@@ -3,12 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 #include "host/error.hpp"
+#include "host/parse_number.hpp"
 #include "kernels/common/random.hpp"
 
 namespace sdc {
@@ -40,14 +41,11 @@ class ClauseParser {
   }
 
   uint64_t unsigned_value(std::string_view key, std::string_view v, uint64_t lo, uint64_t hi) const {
-    const std::string s(v);
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-    if (s.empty() || s[0] == '-' || *end != '\0' || errno != 0 || x < lo || x > hi) {
-      fail(key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + s + "'");
+    try {
+      return parse_unsigned("", v, lo, hi);
+    } catch (const InputError& e) {
+      fail(key, e.what());
     }
-    return x;
   }
 
   InjectionSpec parse() const {
@@ -97,11 +95,9 @@ class ClauseParser {
       } else if (key == "rank") {
         spec.rank = v == "*" ? -1 : static_cast<int>(unsigned_value(key, v, 0, 1u << 30));
       } else if (key == "p") {
-        const std::string s(v);
-        char* end = nullptr;
-        const double p = std::strtod(s.c_str(), &end);
-        if (*end != '\0' || !(p > 0.0 && p <= 1.0)) fail(key, "expected a probability in (0, 1], got '" + s + "'");
-        spec.probability = p;
+        const auto p = parse_finite(v);
+        if (!p || !(*p > 0.0 && *p <= 1.0)) fail(key, "expected a probability in (0, 1], got '" + std::string(v) + "'");
+        spec.probability = *p;
       } else if (key == "after") {
         spec.after = unsigned_value(key, v, 0, UINT64_MAX);
       } else if (key == "bit") {
@@ -162,11 +158,40 @@ bool glob_match(std::string_view pattern, std::string_view text) {
 std::vector<InjectionSpec> parse_injection_specs(std::string_view text) {
   std::vector<InjectionSpec> specs;
   if (trim(text).empty()) throw InputError("bad --inject spec: empty");
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      char what[64];
+      std::snprintf(what, sizeof what, "control character 0x%02x at offset %zu", c, i);
+      throw InputError(std::string("bad --inject spec: ") + what);
+    }
+  }
+  size_t n = 0;
   for (std::string_view clause : split(text, ';')) {
-    if (clause.empty()) continue;
+    ++n;
+    if (clause.empty()) throw InputError("bad --inject spec: clause " + std::to_string(n) + " is empty");
     specs.push_back(ClauseParser(clause).parse());
   }
   return specs;
+}
+
+void check_injection_targets(const std::vector<InjectionSpec>& specs, const std::vector<std::string>& probe_ids,
+                             const std::vector<std::pair<int, std::string>>& devices) {
+  for (const auto& s : specs) {
+    const bool probe =
+        std::any_of(probe_ids.begin(), probe_ids.end(), [&](const std::string& id) { return glob_match(s.probe, id); });
+    if (!probe) {
+      throw InputError("bad --inject spec '" + s.text + "': field 'probe': '" + s.probe +
+                       "' matches no probe of this run (see sdcprobe list)");
+    }
+    const bool device = s.device == "*" || std::any_of(devices.begin(), devices.end(), [&](const auto& d) {
+                          return s.device == std::to_string(d.first) || s.device == d.second;
+                        });
+    if (!device) {
+      throw InputError("bad --inject spec '" + s.text + "': field 'device': '" + s.device +
+                       "' matches no device of this run (see sdcprobe devices)");
+    }
+  }
 }
 
 Injector::Injector(std::vector<InjectionSpec> specs, uint64_t seed, int rank)
@@ -236,7 +261,11 @@ Corruption Injector::plan(const InjectionPoint& point) {
         c.mask = (s.mask ? s.mask : 1ULL << pick_bit()) & width_mask;
         break;
       case FaultModel::kHang:
-        // A device that stops answering: only a watchdog outside this process ends it.
+        // A device that stops answering: only a watchdog outside this process ends it. Said on
+        // stderr, so that a drill (or a test) knows when the device is hung.
+        std::fprintf(stderr, "sdcprobe: injected hang: %.*s on device %d\n", static_cast<int>(point.probe.size()),
+                     point.probe.data(), point.device_index);
+        std::fflush(stderr);
         for (;;) ::pause();
       case FaultModel::kCrash:
         std::raise(SIGSEGV);

@@ -12,6 +12,10 @@
 //           fault with an onset, e.g. a device that goes bad during a run
 //   p       probability per injection point, intermittent only  (0 < p <= 1)
 //   bit     bit position 0..63, or random (default random); taken modulo the element width
+//
+// Numbers are decimal or 0x hex (host/parse_number.hpp): bit=010 is an error, not octal 8. An
+// empty clause is an error, and so is a clause whose probe or device selector matches nothing in
+// the run (check_injection_targets).
 //   bits    multibit: number of adjacent bits flipped from `bit` (2..64, default 2)
 //   count   elements corrupted per injection point              (default 1)
 //   index   element index, or random (default random); taken modulo the element count
@@ -35,6 +39,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/digest.hpp"
@@ -64,6 +69,12 @@ struct InjectionSpec {
 };
 
 std::vector<InjectionSpec> parse_injection_specs(std::string_view text);
+
+// An injection that matches nothing would let a run pass having injected nothing: throws InputError
+// naming the clause and field when a clause's probe glob matches none of `probe_ids` or its device
+// selector none of `devices` (index, UUID).
+void check_injection_targets(const std::vector<InjectionSpec>& specs, const std::vector<std::string>& probe_ids,
+                             const std::vector<std::pair<int, std::string>>& devices);
 
 // Glob with * and ? (probe ids are dotted names; no character classes needed).
 bool glob_match(std::string_view pattern, std::string_view text);

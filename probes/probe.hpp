@@ -18,6 +18,9 @@ enum class Level { kQuick, kStandard, kLong };
 Level parse_level(const std::string& name);  // throws InputError
 const char* level_name(Level level);
 
+// The most --iterations (and a golden file's iterations) may ask for.
+inline constexpr uint32_t kMaxIterations = 1u << 30;
+
 struct ProbeContext {
   Device& device;
   uint64_t seed = 0;  // the same for every device, so outputs are comparable across devices

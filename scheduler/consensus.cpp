@@ -145,8 +145,10 @@ ConsensusOutcome vote(std::vector<ConsensusRecord> records) {
 }
 
 std::string equivalence_class(const DeviceIdentity& d, const ProbeResult& r) {
+  // Only what can change a result: the CPU's kernel release cannot (a kernel upgrade must not orphan
+  // every golden file), a GPU driver can (it JIT-compiles PTX).
   std::string key = d.backend + "|" + d.name + "|" + std::to_string(d.compute_units) + "|" + d.compute_capability +
-                    "|" + d.driver_version + "|" + d.runtime_version;
+                    "|" + (d.backend == "cpu" ? std::string() : d.driver_version + "|") + d.runtime_version;
   for (const char* field : {"library_version", "algorithm"}) {
     if (r.params.contains(field)) key += "|" + r.params.at(field).get<std::string>();
   }

@@ -129,7 +129,12 @@ int CoverageReport::exit_code() const { return totals(false).missed == 0 && fals
 
 CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
   if (options.models.empty()) throw InputError("--models: empty");
-  const std::vector<const Probe*> probes = builtin_registry().select(options.probes);
+  std::vector<const Probe*> probes;
+  try {
+    probes = builtin_registry().select(options.probes);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--probes: ") + e.what());
+  }
   CoverageReport report;
   report.options = options;
   for (const Probe* p : probes) report.bounded[p->id()] = p->has_stated_bound();

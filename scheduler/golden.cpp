@@ -1,5 +1,6 @@
 #include "scheduler/golden.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -46,6 +47,7 @@ std::string golden_to_json(const GoldenFile& g) {
 }
 
 GoldenFile load_golden(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw InputError("--golden " + path + ": is a directory");
   std::ifstream in(path);
   if (!in) throw InputError("--golden " + path + ": cannot read the file");
   std::stringstream text;
@@ -55,8 +57,10 @@ GoldenFile load_golden(const std::string& path) {
   };
   const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw bad("(file)", "not a JSON object");
-  if (j.value("format", "") != "sdcprobe-golden") throw bad("format", "must be \"sdcprobe-golden\"");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != kGoldenVersion) {
+  if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != "sdcprobe-golden") {
+    throw bad("format", "must be the string \"sdcprobe-golden\"");
+  }
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != kGoldenVersion) {
     throw bad("version", "must be " + std::to_string(kGoldenVersion));
   }
   GoldenFile g;
@@ -69,12 +73,21 @@ GoldenFile load_golden(const std::string& path) {
     throw bad("level", e.what());
   }
   if (j.contains("size_bytes")) {
-    if (!j["size_bytes"].is_number_unsigned()) throw bad("size_bytes", "not an unsigned integer");
+    // The ranges of --size and --iterations: a value the CLI refuses is refused here too.
+    if (!j["size_bytes"].is_number_unsigned() || j["size_bytes"].get<uint64_t>() < 8 ||
+        j["size_bytes"].get<uint64_t>() > kMaxGoldenSizeBytes) {
+      throw bad("size_bytes", "expected an integer in [8, " + std::to_string(kMaxGoldenSizeBytes) + "], got " +
+                                  j["size_bytes"].dump());
+    }
     g.size_bytes = j["size_bytes"].get<uint64_t>();
   }
   if (j.contains("iterations")) {
-    if (!j["iterations"].is_number_unsigned()) throw bad("iterations", "not an unsigned integer");
-    g.iterations = j["iterations"].get<uint32_t>();
+    if (!j["iterations"].is_number_unsigned() || j["iterations"].get<uint64_t>() < 1 ||
+        j["iterations"].get<uint64_t>() > kMaxIterations) {
+      throw bad("iterations",
+                "expected an integer in [1, " + std::to_string(kMaxIterations) + "], got " + j["iterations"].dump());
+    }
+    g.iterations = static_cast<uint32_t>(j["iterations"].get<uint64_t>());
   }
   if (!j.contains("entries") || !j["entries"].is_array()) throw bad("entries", "missing or not an array");
   size_t i = 0;
@@ -85,11 +98,15 @@ GoldenFile load_golden(const std::string& path) {
         throw bad(at + "." + field, "missing or not a string");
       }
     }
+    Digest128 digest;
     try {
-      g.digests[{e["class"].get<std::string>(), e["probe"].get<std::string>()}] =
-          parse_digest(e["digest"].get<std::string>());
+      digest = parse_digest(e["digest"].get<std::string>());
     } catch (const std::invalid_argument& err) {
       throw bad(at + ".digest", err.what());
+    }
+    if (!g.digests.emplace(std::make_pair(e["class"].get<std::string>(), e["probe"].get<std::string>()), digest)
+             .second) {
+      throw bad(at, "a second entry for the same class and probe");
     }
   }
   return g;

@@ -15,6 +15,8 @@
 namespace sdc {
 
 inline constexpr int kGoldenVersion = 1;
+// The largest size_bytes a golden file may hold (256 TiB): far from any allocation arithmetic's wrap.
+inline constexpr uint64_t kMaxGoldenSizeBytes = uint64_t{1} << 48;
 
 struct GoldenFile {
   // The run parameters the digests depend on; qualify --golden runs with them.
@@ -38,7 +40,8 @@ std::string golden_to_json(const GoldenFile& golden);
 GoldenFile load_golden(const std::string& path);
 
 // Gives each record without a golden digest the file's digest for its (class, probe); returns the
-// (class, probe) pairs the file lacks, each once, as "probe on class".
+// (class, probe) pairs the file lacks, each once, as "probe on class". A run with any such pair
+// could not be compared as asked: it exits 2 (could not test) unless it found a fault.
 std::vector<std::string> apply_golden(const GoldenFile& golden, std::vector<ConsensusRecord>& records);
 
 }  // namespace sdc

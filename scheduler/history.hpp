@@ -37,6 +37,7 @@ struct RunRecord {
   double started_at = 0;   // Unix seconds
   double finished_at = 0;  // 0 while running
   // running | complete | interrupted (a signal, or a process that died mid-pass) | busy (idle check failed)
+  // | failed (the pass ended in an error, e.g. a full disk)
   std::string status;
 };
 

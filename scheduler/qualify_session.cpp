@@ -175,6 +175,16 @@ std::vector<const Probe*> level_catalogue(Level level, const std::vector<DeviceI
   return probes;
 }
 
+void check_injections(const std::vector<InjectionSpec>& specs, const std::vector<const Probe*>& probes,
+                      const std::vector<DeviceIdentity>& devices, bool collective) {
+  std::vector<std::string> ids;
+  for (const Probe* p : probes) ids.push_back(p->id());
+  if (collective) ids.push_back(kAllreduceProbe);
+  std::vector<std::pair<int, std::string>> targets;
+  for (const auto& d : devices) targets.emplace_back(d.index, d.uuid);
+  check_injection_targets(specs, ids, targets);
+}
+
 std::string this_executable() {
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -241,12 +251,13 @@ QualifySession::QualifySession(QualifyOptions options) : options_(std::move(opti
     devices_ = select_devices(open_devices(options_.backend), options_.device);
     for (const auto& d : devices_) identities_.push_back(d->identity());
   }
-  if (mpi_ && options_.device == "all") place_rank();
   if (options_.probe_globs.empty()) probes_ = level_catalogue(options_.level, identities_);
   // Checked here, before any worker starts: a size a worker could not handle must never look like
-  // a device fault.
+  // a device fault. Injections are checked against the node's devices, before a rank takes its own.
   if (options_.size_bytes)
     check_size_bytes(*options_.size_bytes, golden_ ? "the golden file's size_bytes" : "--size", identities_);
+  check_injections(specs_, probes_, identities_, options_.consensus);
+  if (mpi_ && options_.device == "all") place_rank();
 }
 
 QualifySession::~QualifySession() = default;

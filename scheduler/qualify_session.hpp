@@ -103,6 +103,11 @@ double watchdog_seconds(double probe_timeout_s, Level level);
 // The probes the level includes on at least one of `devices`, in catalogue order.
 std::vector<const Probe*> level_catalogue(Level level, const std::vector<DeviceIdentity>& devices);
 
+// Before any device runs: throws InputError when an --inject clause matches no probe or device of
+// the run (`collective`: coll.allreduce_exact runs too).
+void check_injections(const std::vector<InjectionSpec>& specs, const std::vector<const Probe*>& probes,
+                      const std::vector<DeviceIdentity>& devices, bool collective);
+
 // This process's executable (/proc/self/exe), to start workers from.
 std::string this_executable();
 

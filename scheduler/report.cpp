@@ -22,7 +22,8 @@ std::string hex_seed(uint64_t seed) {
 int exit_code_of(const RunReport& report) {
   if (report.consensus && report.consensus->implicates(report.host, report.rank)) return 1;
   if (report.collective && report.collective->implicates(report.rank)) return 1;
-  bool skipped = report.results.empty();
+  // --golden with digests the file lacks: those probes were not compared as asked.
+  bool skipped = report.results.empty() || (report.consensus && !report.consensus->golden_missing.empty());
   for (const auto& r : report.results) {
     if (r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError) return 1;
     skipped = skipped || r.outcome == Outcome::kSkipped;
@@ -40,7 +41,9 @@ std::string verdict_line(const RunReport& report) {
     if (report.devices.empty()) return "COULD NOT TEST: no device" + tail;
     size_t skipped = 0;
     for (const auto& r : report.results) skipped += r.outcome == Outcome::kSkipped;
-    return "COULD NOT TEST: " + std::to_string(skipped) + " probe runs skipped" + tail;
+    const size_t missing = report.consensus ? report.consensus->golden_missing.size() : 0;
+    return "COULD NOT TEST: " + std::to_string(skipped) + " probe runs skipped" +
+           (missing > 0 ? ", " + std::to_string(missing) + " digests missing from the golden file" : "") + tail;
   }
   // Name each faulty device once, with the probes that caught it.
   std::map<int, std::string> faults;
@@ -85,7 +88,10 @@ std::string npd_verdict(const RunReport& report) {
     line = "OK: " + std::to_string(report.results.size()) + " probe runs passed on " +
            std::to_string(report.devices.size()) + " devices";
   } else if (code == 2) {
-    line = report.devices.empty() ? "UNKNOWN: could not test: no device" : "UNKNOWN: could not test: probes skipped";
+    const bool missing = report.consensus && !report.consensus->golden_missing.empty();
+    line = report.devices.empty() ? "UNKNOWN: could not test: no device"
+           : missing              ? "UNKNOWN: could not test: digests missing from the golden file"
+                                  : "UNKNOWN: could not test: probes skipped";
   } else {
     // The first fault names its device by UUID (never the ordinal) and the probe; the rest are counted.
     size_t faults = 0;

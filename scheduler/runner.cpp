@@ -56,6 +56,11 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
       options.injector->corrupt_digest(probe.id(), device.identity().index, device.identity().uuid, *result.digest);
     }
     result.settle();
+    // A probe that compared nothing tested nothing (iterations 0, an empty buffer): never a pass.
+    if (result.outcome == Outcome::kPass && result.report.checked == 0) {
+      result.outcome = Outcome::kSkipped;
+      result.reason = "checked 0 elements: nothing was tested";
+    }
   } catch (const InputError&) {
     device.set_injection(nullptr, "");
     throw;

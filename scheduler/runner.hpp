@@ -49,7 +49,8 @@ uint64_t probe_seed(uint64_t run_seed, const std::string& probe_id);
 // A report with the run's mode, host, seed, level, start time and injections, and no results yet.
 RunReport new_report(const RunOptions& options, const std::string& mode);
 
-// Runs one probe on one device. Never throws for device or API failures; rethrows InputError.
+// Runs one probe on one device. Never throws for device or API failures; rethrows InputError. A
+// result that checked 0 elements is `skipped`, never a pass.
 ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& options);
 
 // Runs `probes` on every device, in order. After a device_error the device's remaining probes are

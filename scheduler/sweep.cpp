@@ -16,6 +16,7 @@
 #include <random>
 
 #include "host/error.hpp"
+#include "host/parse_number.hpp"
 #include "scheduler/prometheus.hpp"
 #include "scheduler/version.hpp"
 
@@ -107,6 +108,31 @@ bool sleep_until(int stop_fd, Clock::time_point until) {
   }
 }
 
+// A pass that ends in an error (a full disk, a worker that cannot start) must not stay `running`:
+// unless released, marks the run `failed`. When even that write fails, the next sweep's start marks
+// it `interrupted`.
+class FailedRunGuard {
+ public:
+  FailedRunGuard(History& history, int64_t run_id) : history_(history), run_id_(run_id) {}
+  ~FailedRunGuard() {
+    if (released_) return;
+    try {
+      history_.finish_run(run_id_, "failed", unix_now());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sdcprobe sweep: cannot mark pass %lld failed: %s\n", static_cast<long long>(run_id_),
+                   e.what());
+    }
+  }
+  FailedRunGuard(const FailedRunGuard&) = delete;
+  FailedRunGuard& operator=(const FailedRunGuard&) = delete;
+  void release() { released_ = true; }
+
+ private:
+  History& history_;
+  int64_t run_id_;
+  bool released_ = false;
+};
+
 struct PassOutcome {
   bool stopped = false;
   bool fault = false;
@@ -164,6 +190,7 @@ class Sweep {
     for (size_t i : plan.probes) ids.push_back(ids_[i]);
 
     const int64_t run_id = history_.begin_run(run);
+    FailedRunGuard guard(history_, run_id);
     std::string list;
     for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
     char seed[24];
@@ -215,6 +242,7 @@ class Sweep {
     });
     outcome.stopped = outcome.stopped || stop_.requested();
     history_.finish_run(run_id, outcome.stopped ? "interrupted" : "complete", unix_now());
+    guard.release();
     if (!ids_.empty()) history_.set_state(cursor_key, std::to_string((cursor + ran_everywhere) % ids_.size()));
     // Faults found before an interruption are real: the policy sees them either way.
     for (const auto& st : apply_quarantine_policy(history_, options_.policy, run_id, unix_now())) {
@@ -253,8 +281,8 @@ double parse_duration(const std::string& field, const std::string& text) {
   while (i < text.size()) {
     size_t end = i;
     while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
-    if (end == i) return bad();
-    const double value = std::stod(text.substr(i, end - i));
+    const auto value = parse_finite(std::string_view(text).substr(i, end - i));
+    if (!value) return bad();
     double unit = 1;
     if (end < text.size()) {
       switch (text[end]) {
@@ -268,10 +296,13 @@ double parse_duration(const std::string& field, const std::string& text) {
     } else if (i != 0) {
       return bad();  // "1h30" is ambiguous
     }
-    total += value * unit;
+    total += *value * unit;
     i = end;
   }
-  if (!(total > 0)) return bad();
+  // Beyond ten years a duration is a typo, and 300 years of nanoseconds would overflow a clock.
+  if (!(total > 0) || total > kMaxDurationS) {
+    throw InputError(field + ": expected a positive duration up to 10 years (3650d), got '" + text + "'");
+  }
   return total;
 }
 

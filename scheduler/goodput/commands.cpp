@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,7 @@ int goodput_command(const GoodputOptions& o, std::ostream& out) {
   if (o.events_path == "-") {
     analysis = analyze(std::cin, o.ledger, o.lenient);
   } else {
+    if (std::filesystem::is_directory(o.events_path)) throw InputError(o.events_path + ": is a directory");
     std::ifstream in(o.events_path, std::ios::binary);
     if (!in) throw InputError("cannot read " + o.events_path);
     analysis = analyze(in, o.ledger, o.lenient);

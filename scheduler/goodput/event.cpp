@@ -219,6 +219,8 @@ EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
   uint64_t line_no = 0;
   auto handle = [&](const char* data, size_t size) {
     ++line_no;
+    // The same limit wherever the line ends: at a newline, in the next chunk, or at end of file.
+    if (size > kChunk) throw InputError("line " + std::to_string(line_no) + ": line longer than 1 MiB");
     while (size > 0 && (data[size - 1] == '\r' || data[size - 1] == ' ' || data[size - 1] == '\t')) --size;
     if (size == 0) return;
     try {

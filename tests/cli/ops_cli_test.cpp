@@ -102,6 +102,7 @@ class OpsCliTest : public ::testing::Test {
   }
   // One pass with device 1 hung in `probe`.
   void start_hung_sweep(const std::string& probe) {
+    hung_probe_ = probe;
     start_sweep({"--once", "--probe-timeout", "120", "--inject", "device=1,model=hang,probe=" + probe});
   }
   // Sends `sig` and returns the seconds until the sweep exited; `status` receives its wait status.
@@ -112,22 +113,21 @@ class OpsCliTest : public ::testing::Test {
     pid_ = -1;
     return std::chrono::duration<double>(Clock::now() - sent).count();
   }
-  // Waits until device 0's results are recorded: the sweep is then inside device 1's hung worker.
+  // Waits until device 1's worker says it is hung (the injector announces it on stderr, which the
+  // worker shares with the sweep): a condition, not a guess at how long start-up takes.
   void wait_until_hung() {
-    const auto until = Clock::now() + std::chrono::seconds(60);
+    const std::string hung = "sdcprobe: injected hang: " + hung_probe_ + " on device 1";
+    const auto until = Clock::now() + std::chrono::seconds(120);
     while (Clock::now() < until) {
-      if (read_file(dir_ / "sweep.log").find("pass 1: seed") != std::string::npos &&
-          query(db(), "SELECT COUNT(DISTINCT device_uuid) FROM results") == "1") {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well inside the hung probe
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (read_file(dir_ / "sweep.log").find(hung) != std::string::npos) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     FAIL() << "the sweep never reached device 1:\n" << read_file(dir_ / "sweep.log");
   }
 
   fs::path dir_;
   pid_t pid_ = -1;
+  std::string hung_probe_;
 };
 
 // Every file under the prom dir that node_exporter would read (*.prom) parses completely, by our

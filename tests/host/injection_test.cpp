@@ -56,6 +56,15 @@ TEST(InjectionSpec, BadSpecsNameTheField) {
       {"model=lane,lane=32", "'lane'"},
       {"model=multibit,bits=1", "'bits'"},
       {"model=stuck,value=2", "'value'"},
+      // Numbers are decimal or 0x hex: no octal, no sign, no saturation.
+      {"model=bitflip,bit=010", "'bit'"},
+      {"model=bitflip,index=-1", "'index'"},
+      {"model=bitflip,after=18446744073709551616", "'after'"},
+      {"model=bitflip,mode=intermittent,p=nan", "'p'"},
+      // An empty clause injects nothing: an error, wherever it is.
+      {"model=bitflip;;model=stuck", "clause 2 is empty"},
+      {"model=bitflip;", "clause 2 is empty"},
+      {";model=bitflip", "clause 1 is empty"},
   };
   for (const auto& [spec, field] : cases) {
     try {
@@ -65,6 +74,33 @@ TEST(InjectionSpec, BadSpecsNameTheField) {
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << spec << " -> " << e.what();
     }
   }
+}
+
+TEST(InjectionSpec, HexAndDecimalAreTheOnlyBases) {
+  EXPECT_EQ(parse_injection_specs("model=bitflip,bit=10").front().bit, 10);
+  EXPECT_EQ(parse_injection_specs("model=bitflip,bit=0x10").front().bit, 16);
+  EXPECT_EQ(parse_injection_specs("model=bitflip,bit=0").front().bit, 0);
+}
+
+TEST(InjectionSpec, AClauseThatMatchesNothingIsAnError) {
+  const std::vector<std::string> probes = {"alu.fma32", "mem.own_address"};
+  const std::vector<std::pair<int, std::string>> devices = {{0, "CPU-a"}, {1, "CPU-b"}};
+  auto error = [&](const char* spec) -> std::string {
+    try {
+      check_injection_targets(parse_injection_specs(spec), probes, devices);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error("model=bitflip"), "");
+  EXPECT_EQ(error("model=bitflip,probe=alu.*,device=1"), "");
+  EXPECT_EQ(error("model=bitflip,device=CPU-b"), "");
+  EXPECT_NE(error("model=bitflip,device=99").find("field 'device': '99' matches no device"), std::string::npos);
+  EXPECT_NE(error("model=bitflip,probe=alu.fma23").find("field 'probe': 'alu.fma23' matches no probe"),
+            std::string::npos);
+  // Every clause must match, not just one.
+  EXPECT_NE(error("model=bitflip;model=stuck,probe=gemm.*").find("'model=stuck,probe=gemm.*'"), std::string::npos);
 }
 
 TEST(Injector, DigestCorruptionChangesOnlyTheMatchingDigest) {

@@ -186,6 +186,33 @@ TEST(Attribution, APreemptedChainNamesNoSm) {
   EXPECT_FALSE(to_json(r)["records"][0].contains("unit"));
 }
 
+// A probe whose verification compares nothing: what iterations 0 or an empty buffer amounts to.
+class ChecksNothing : public Probe {
+ public:
+  std::string id() const override { return "test.checks_nothing"; }
+  std::string targets() const override { return "nothing"; }
+  std::string blind_spots() const override { return "everything"; }
+  bool included_at(Level, const Device&) const override { return true; }
+  void run(ProbeContext&, ProbeResult&) const override {}
+};
+
+TEST(Runner, AResultThatCheckedNothingIsSkippedAndTheRunCouldNotTest) {
+  auto devices = make_cpu_devices(1);
+  RunOptions o;
+  o.seed = 1;
+  const ChecksNothing nothing;
+  const ProbeResult r = run_probe(nothing, *devices[0], o);
+  EXPECT_EQ(r.outcome, Outcome::kSkipped);
+  EXPECT_NE(r.reason.find("checked 0 elements"), std::string::npos) << r.reason;
+  // A real probe asked for no passes, as a golden file with "iterations": 0 once did.
+  o.iterations = 0;
+  o.size_bytes = 1 << 16;
+  const RunReport report = run_probes({builtin_registry().find("mem.own_address"), &nothing}, devices, o, "qualify");
+  for (const auto& x : report.results) EXPECT_NE(x.outcome, Outcome::kPass) << x.probe;
+  EXPECT_EQ(exit_code_of(report), 2);
+  EXPECT_EQ(npd_verdict(report).rfind("UNKNOWN: could not test", 0), 0u) << npd_verdict(report);
+}
+
 }  // namespace
 }  // namespace sdc
 

@@ -94,6 +94,30 @@ TEST(ConsensusVote, DevicesOfDifferentClassesAreNeverCompared) {
   EXPECT_FALSE(o.inconclusive());
 }
 
+TEST(EquivalenceClass, KeepsOnlyWhatChangesResults) {
+  DeviceIdentity a;
+  a.backend = "cpu";
+  a.name = "Test CPU";
+  a.compute_units = 4;
+  a.compute_capability = "x86_64-avx2-fma";
+  a.driver_version = "linux 6.1.0-18-amd64";
+  a.runtime_version = "openmp 201511";
+  DeviceIdentity b = a;
+  b.driver_version = "linux 6.12.0-1-amd64";  // a kernel upgrade
+  ProbeResult r;
+  r.seed = 9;
+  EXPECT_EQ(equivalence_class(a, r), equivalence_class(b, r));
+  EXPECT_EQ(equivalence_class(a, r).find("linux"), std::string::npos);
+  b.compute_units = 8;
+  EXPECT_NE(equivalence_class(a, r), equivalence_class(b, r));
+  // A GPU driver JIT-compiles PTX: it stays in the key.
+  a.backend = b.backend = "cuda";
+  b.compute_units = a.compute_units;
+  a.driver_version = "570.86";
+  b.driver_version = "575.51";
+  EXPECT_NE(equivalence_class(a, r), equivalence_class(b, r));
+}
+
 TEST(ConsensusVote, TheDeviceAccusedByMostPeersComesFirst) {
   // q: devices 1 and 3 lose to 0, 2 and 4. p: device 3 alone differs from 0, 1, 2 and 5.
   const ConsensusOutcome o = vote({rec(0, 7, "q"), rec(1, 8, "q"), rec(2, 7, "q"), rec(3, 8, "q"), rec(4, 7, "q"),

@@ -9,7 +9,9 @@
 #include <set>
 #include <thread>
 
+#include "host/backend.hpp"
 #include "host/error.hpp"
+#include "scheduler/catalogue.hpp"
 #include "scheduler/history.hpp"
 #include "scheduler/isolation.hpp"
 #include "scheduler/prometheus.hpp"
@@ -251,7 +253,11 @@ TEST(ParseDuration, AcceptsUnitsAndNamesTheFieldOnError) {
   EXPECT_DOUBLE_EQ(parse_duration("--every", "1h30m"), 5400);
   EXPECT_DOUBLE_EQ(parse_duration("--budget", "90"), 90);
   EXPECT_DOUBLE_EQ(parse_duration("--window", "7d"), 7 * 86400);
-  for (const char* bad : {"", "soon", "10x", "0s", "1h30", "-5m"}) {
+  EXPECT_DOUBLE_EQ(parse_duration("--budget", "3650d"), kMaxDurationS);
+  // 300 years of nanoseconds overflow a steady_clock deadline: refused, as are malformed numbers.
+  const std::string huge(400, '9');
+  for (const std::string& bad : std::vector<std::string>{"", "soon", "10x", "0s", "1h30", "-5m", "109500d", "3651d",
+                                                         "1.2.3s", "1e9s", "nan", "inf", ".s", huge, huge + "s"}) {
     try {
       parse_duration("--budget", bad);
       FAIL() << bad;
@@ -292,6 +298,24 @@ TEST_F(OpsTest, MetricsUseDcgmLabelsAndExplicitZeros) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text);
   EXPECT_EQ(fs::status(dir_ / kPromFile).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+}
+
+TEST_F(OpsTest, APassThatFailsPartWayIsMarkedFailedNotRunning) {
+  // A full disk makes a pass throw after its run row exists; the worker factory stands in for it.
+  SweepOptions options;
+  options.once = true;
+  options.state_dir = (dir_ / "state").string();
+  const auto devices = open_devices({"cpu", 1});
+  const auto catalogue = builtin_registry().select({"alu.fma32"});
+  const WorkerCommandFactory full_disk = [](const RunOptions&) -> WorkerCommand {
+    throw std::runtime_error("write: No space left on device");
+  };
+  EXPECT_THROW(run_sweep(options, devices, catalogue, full_disk), std::runtime_error);
+  History h((dir_ / "state" / kHistoryFile).string());
+  const auto runs = h.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "failed");
+  EXPECT_GT(runs[0].finished_at, 0);
 }
 
 TEST(PromCheck, RejectsWhatPrometheusWouldReject) {

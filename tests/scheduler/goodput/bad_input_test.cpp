@@ -221,5 +221,23 @@ TEST(GoodputBadInput, CorruptedLogsFailCleanly) {
   }
 }
 
+// An event padded with spaces to exactly `size` bytes.
+std::string padded(const std::string& head, size_t size) {
+  return head + std::string(size - head.size() - 1, ' ') + "}";
+}
+
+TEST(GoodputBadInput, TheOneMibLineLimitIsTheSameInTheMiddleAndAtTheEnd) {
+  constexpr size_t kMib = 1 << 20;
+  const std::string init = "{\"t\":5,\"event\":\"init_begin\"";
+  EXPECT_EQ(error_of(with_line(padded(init, kMib), 2)), "no error");
+  EXPECT_EQ(error_of(with_line(padded(init, kMib + 1), 2)), "line 2: line longer than 1 MiB");
+  EXPECT_EQ(error_of(with_line(padded(init, kMib + kMib / 2), 2)), "line 2: line longer than 1 MiB");
+  // The last line, without a newline.
+  const std::string head = kGood.substr(0, kGood.rfind('{'));
+  const std::string end = "{\"t\":120,\"event\":\"job_end\"";
+  EXPECT_EQ(error_of(head + padded(end, kMib)), "no error");
+  EXPECT_EQ(error_of(head + padded(end, kMib + 1)), "line 4: line longer than 1 MiB");
+}
+
 }  // namespace
 }  // namespace sdc::goodput

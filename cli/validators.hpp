@@ -1,0 +1,19 @@
+// CLI11 validators, so that bad input fails while the command line is parsed. Numbers follow
+// host/parse_number.hpp's grammar: CLI11's own checks let "nan" through a range and wrap "-1" into
+// an unsigned option.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+
+namespace sdc::cli {
+
+// A decimal or 0x-hex integer in [lo, hi].
+CLI::Validator unsigned_in(uint64_t lo, uint64_t hi);
+// A finite real in [lo, hi].
+CLI::Validator finite_in(double lo, double hi);
+// An --inject spec (host/injection.hpp); an empty one is an error, not "no injection".
+CLI::Validator injection_spec();
+
+}  // namespace sdc::cli

@@ -1,0 +1,162 @@
+// Hostile input through the real binary: numbers, golden files, injections and report paths. Bad
+// input is one `sdcprobe: error:` line naming the field, exit 2; nothing is a pass that tested
+// nothing; no report path is clobbered.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/fuzz/mutate.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using sdc::fuzz::lines_of;
+using sdc::fuzz::ProcessResult;
+
+const std::string kBinary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+
+class InputCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sdcprobe-input-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ProcessResult sdcprobe(std::vector<std::string> args) const {
+    args.insert(args.begin(), kBinary);
+    return sdc::fuzz::run_process(args, dir_.string(), 600);
+  }
+  // Exit 2 with exactly one stderr line: "sdcprobe: error: ..." containing `needle`.
+  void expect_input_error(const std::vector<std::string>& args, const std::string& needle) const {
+    const ProcessResult r = sdcprobe(args);
+    std::string cmd;
+    for (const auto& a : args) cmd += " '" + a + "'";
+    ASSERT_TRUE(r.exited) << cmd;
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.out << r.err;
+    const auto lines = lines_of(r.err);
+    ASSERT_EQ(lines.size(), 1u) << cmd << "\n" << r.err;
+    EXPECT_EQ(lines[0].rfind("sdcprobe: error: ", 0), 0u) << cmd << "\n" << r.err;
+    EXPECT_NE(lines[0].find(needle), std::string::npos) << cmd << "\n" << r.err;
+  }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+const std::vector<std::string> kRun = {"--backend", "cpu", "run", "alu.fma32", "--iterations", "4"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+TEST_F(InputCliTest, SeedsAreDecimalOrHexInRangeAndNothingElse) {
+  for (const char* bad : {"-1", "18446744073709551616", "1e26", "077", "", "0x", "12abc"}) {
+    expect_input_error(with(kRun, {"--seed", bad}), "--seed: expected a decimal or 0x-hex integer");
+  }
+  const ProcessResult hex = sdcprobe(with(kRun, {"--seed", "0x10"}));
+  EXPECT_EQ(hex.code, 0) << hex.out << hex.err;
+  EXPECT_NE(hex.out.find("seed 0x0000000000000010"), std::string::npos) << hex.out;
+  const ProcessResult max = sdcprobe(with(kRun, {"--seed", "18446744073709551615"}));
+  EXPECT_EQ(max.code, 0) << max.out << max.err;
+  EXPECT_NE(max.out.find("seed 0xffffffffffffffff"), std::string::npos) << max.out;
+}
+
+TEST_F(InputCliTest, NanAndNegativeNumbersAreRefused) {
+  expect_input_error({"--backend", "cpu", "qualify", "--probe-timeout", "nan"}, "--probe-timeout");
+  expect_input_error({"--backend", "cpu", "qualify", "--probe-timeout", "inf"}, "--probe-timeout");
+  write("log.jsonl", "{\"t\":0,\"event\":\"alloc_granted\"}\n{\"t\":5,\"event\":\"job_end\"}\n");
+  expect_input_error({"goodput", path("log.jsonl"), "--gap-threshold", "nan"}, "--gap-threshold");
+  expect_input_error({"coverage", "--trials", "-1"}, "--trials");
+  expect_input_error(with(kRun, {"--iterations", "-1"}), "--iterations");
+  expect_input_error(with(kRun, {"--iterations", "4294967299"}), "--iterations");
+  expect_input_error({"--cpu-devices", "-1", "devices"}, "--cpu-devices");
+  expect_input_error({"--backend", "cpu", "sweep", "--once", "--budget", "109500d"}, "--budget");
+}
+
+TEST_F(InputCliTest, CliParseErrorsAreOneLineWithThePrefix) {
+  expect_input_error({"run"}, "probes is required");
+  expect_input_error({"--backend", "gpu", "devices"}, "--backend");
+  expect_input_error({"qualify", "--no-such-option"}, "--no-such-option");
+}
+
+TEST_F(InputCliTest, AnInjectionThatMatchesNothingIsAnInputError) {
+  expect_input_error(with(kRun, {"--inject", "device=99,model=bitflip"}), "field 'device': '99' matches no device");
+  expect_input_error(with(kRun, {"--inject", "probe=alu.fam32,model=bitflip"}), "field 'probe'");
+  expect_input_error(with(kRun, {"--inject", "model=bitflip;;model=stuck"}), "clause 2 is empty");
+  expect_input_error(with(kRun, {"--inject", ""}), "--inject");
+  expect_input_error(with(kRun, {"--inject", "model=bitflip,bit=010"}), "field 'bit'");
+  // A matching one still injects, and is caught.
+  const ProcessResult r = sdcprobe(with(kRun, {"--inject", "device=0,probe=alu.*,model=bitflip,bit=0x3"}));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+}
+
+TEST_F(InputCliTest, GoodputOfADirectorySaysSo) {
+  expect_input_error({"goodput", "/"}, "/: is a directory");
+  expect_input_error({"goodput", dir_.string()}, "is a directory");
+}
+
+std::string golden(const std::string& extra) {
+  return R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick",)" + extra + R"("entries":[]})";
+}
+
+TEST_F(InputCliTest, GoldenValuesGetTheCliRanges) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {golden(R"("iterations":0,)"), "iterations: expected an integer in [1, 1073741824], got 0"},
+      {golden(R"("iterations":4294967299,)"), "iterations: expected an integer in [1, 1073741824], got 4294967299"},
+      {golden(R"("size_bytes":4,)"), "size_bytes: expected an integer in [8, "},
+      {golden(R"("size_bytes":18446744073709551615,)"), "size_bytes: expected an integer in [8, "},
+      {R"({"format":5,"version":1,"seed":1,"level":"quick","entries":[]})", "format: must be the string"},
+      {R"({"format":"sdcprobe-golden","version":4294967297,"seed":1,"level":"quick","entries":[]})", "version"},
+      {R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick","entries":[)"
+       R"({"class":"c","probe":"p","digest":"0123456789abcdef0123456789abcdef"},)"
+       R"({"class":"c","probe":"p","digest":"0123456789abcdef0123456789abcdee"}]})",
+       "entries[1]: a second entry"},
+  };
+  for (const auto& [text, message] : cases) {
+    write("golden.json", text);
+    expect_input_error({"--backend", "cpu", "qualify", "--golden", path("golden.json")}, message);
+  }
+  const ProcessResult r = sdcprobe({"--backend", "cpu", "qualify", "--golden", path("golden.json")});
+  EXPECT_EQ(r.err.find("--size"), std::string::npos) << r.err;
+}
+
+TEST_F(InputCliTest, ReportsAreWrittenThroughLinksAndIntoFifos) {
+  write("real.json", "old");
+  fs::create_symlink("real.json", dir_ / "link.json");
+  const ProcessResult r = sdcprobe(with(kRun, {"--json", path("link.json")}));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.json"));
+  std::ifstream in(dir_ / "real.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["mode"], "run");
+  // "-" is standard output: the table, then the JSON report.
+  const ProcessResult dash = sdcprobe(with(kRun, {"--json", "-"}));
+  ASSERT_EQ(dash.code, 0) << dash.err;
+  EXPECT_NE(dash.out.find("\"mode\": \"run\""), std::string::npos) << dash.out;
+  EXPECT_FALSE(fs::exists(dir_ / "-"));
+  // A FIFO is written, not replaced (the reader is a shell in the background).
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0644), 0);
+  const ProcessResult fifo = sdc::fuzz::run_process(
+      {"/bin/sh", "-c",
+       "cat fifo > from_fifo.json & " + kBinary + " --backend cpu run alu.fma32 --iterations 4 --json fifo; wait"},
+      dir_.string(), 600);
+  ASSERT_EQ(fifo.code, 0) << fifo.out << fifo.err;
+  struct stat st {};
+  ASSERT_EQ(::lstat(path("fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  std::ifstream from(dir_ / "from_fifo.json");
+  EXPECT_EQ(nlohmann::json::parse(from)["mode"], "run");
+}
+
+}  // namespace
