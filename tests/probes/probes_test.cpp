@@ -192,7 +192,7 @@ class ChecksNothing : public Probe {
   std::string id() const override { return "test.checks_nothing"; }
   std::string targets() const override { return "nothing"; }
   std::string blind_spots() const override { return "everything"; }
-  bool included_at(Level, const Device&) const override { return true; }
+  bool included_at(Level, const DeviceIdentity&) const override { return true; }
   void run(ProbeContext&, ProbeResult&) const override {}
 };
 

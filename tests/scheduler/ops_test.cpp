@@ -305,7 +305,7 @@ TEST_F(OpsTest, APassThatFailsPartWayIsMarkedFailedNotRunning) {
   SweepOptions options;
   options.once = true;
   options.state_dir = (dir_ / "state").string();
-  const auto devices = open_devices({"cpu", 1});
+  const std::vector<DeviceIdentity> devices = {open_devices({"cpu", 1}).front()->identity()};
   const auto catalogue = builtin_registry().select({"alu.fma32"});
   const WorkerCommandFactory full_disk = [](const RunOptions&) -> WorkerCommand {
     throw std::runtime_error("write: No space left on device");
