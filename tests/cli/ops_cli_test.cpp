@@ -438,7 +438,7 @@ TEST_F(OpsCliTest, BadSizesAreRejectedBeforeAnyWorkerStarts) {
       {"qualify --backend cpu --size 18446744073709551616", "--size"},
       {"qualify --backend cpu --size 18446744073709551615", "--size (18446744073709551615 bytes) is more than cpu0"},
       {"sweep --once --backend cpu --size 18446744073709551615 " + state(), "--size"},
-      {"qualify --backend cpu --golden " + golden.string(), "the golden file's size_bytes"},
+      {"qualify --backend cpu --golden " + golden.string(), "size_bytes: expected an integer in [8, "},
   };
   for (const auto& [args, message] : cases) {
     const Outcome r = sdcprobe(args);
