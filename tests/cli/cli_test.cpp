@@ -37,7 +37,8 @@ class CliTest : public ::testing::Test {
 
 TEST_F(CliTest, QuickQualifyOnFourVirtualDevicesPasses) {
   const fs::path report = dir_ / "report.json";
-  const Outcome r = sdcprobe("qualify --level quick --budget 1h --backend cpu --cpu-devices 4 --json " + report.string());
+  const Outcome r =
+      sdcprobe("qualify --level quick --budget 1h --backend cpu --cpu-devices 4 --json " + report.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("PASS:"), std::string::npos);
   EXPECT_NE(r.out.find("seed 0x"), std::string::npos);

@@ -289,7 +289,7 @@ TEST(ConsensusProbes, CleanDevicesAgreeOverTwoHundredSeeds) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     RunOptions options;
     options.seed = seed;
-    options.iterations = 16;     // short chains: the digests, not the work, are under test
+    options.iterations = 16;        // short chains: the digests, not the work, are under test
     options.compute_bytes = 65536;  // 64 x 64 GEMM; 2,688 inputs per SFU function
     const RunReport report = run_probes(probes, devices, options, "run");
     const auto records = consensus_records(ids, report.results, "h", 0);
