@@ -4,11 +4,14 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <atomic>
+#include <chrono>
 
 #include <csignal>
 #include <filesystem>
@@ -89,14 +92,25 @@ TEST_F(AtomicFileTest, WritesAFifoDirectlyAndItStaysAFifo) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::fcntl(fd, F_SETFL, 0), 0);
   std::string got;
+  std::atomic<bool> written{false};
   std::thread reader([&] {
     char buf[4096];
-    ssize_t n;
-    // End of file once no writer holds it: at once if the writer never opens the FIFO.
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+    // A FIFO reads as end of file whenever no writer holds it, before the writer opens it too:
+    // only an end of file after the write returned is the end of the report.
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        got.append(buf, static_cast<size_t>(n));
+      } else if (n < 0 || written.load()) {
+        break;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
   });
   std::string report(256 * 1024, 'x');
   write_file_atomically(path("fifo"), report);
+  written = true;
   reader.join();
   ::close(fd);
   EXPECT_EQ(got.size(), report.size());
