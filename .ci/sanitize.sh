@@ -22,6 +22,8 @@ crash='Crash'
 # tests start Open MPI, whose own allocations are not ours; the local communicator covers the logic.
 ctest --preset sanitize -E "${crash}|^python_|^bundle\.|^deploy\.|UnderMpi"
 ASAN_OPTIONS="${ASAN_OPTIONS}:handle_segv=0" ctest --preset sanitize -R "${crash}" -E '^python_'
-# The ASan runtime must be loaded first; the interpreter's own allocations at exit are not ours.
-LD_PRELOAD="$(c++ -print-file-name=libasan.so)" ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=0" \
+# The ASan runtime must be loaded first, and libstdc++ with it: an interpreter that does not link
+# libstdc++ would leave ASan no real __cxa_throw to forward to. The interpreter's own allocations
+# at exit are not ours.
+LD_PRELOAD="$(c++ -print-file-name=libasan.so) $(c++ -print-file-name=libstdc++.so.6)" ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=0" \
   ctest --preset sanitize -R '^python_inline_tests$'
