@@ -1,5 +1,6 @@
 #include "cli/validators.hpp"
 
+#include <functional>
 #include <string>
 
 #include "host/error.hpp"
@@ -7,44 +8,36 @@
 #include "host/parse_number.hpp"
 
 namespace sdc::cli {
+namespace {
 
-CLI::Validator unsigned_in(uint64_t lo, uint64_t hi) {
+// A CLI11 validator from a parser that throws InputError: its message becomes CLI11's error.
+CLI::Validator from_parser(std::function<void(const std::string&)> parse, std::string description) {
   return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
+      [parse = std::move(parse)](std::string& text) -> std::string {
         try {
-          parse_unsigned("", text, lo, hi);
+          parse(text);
           return "";
         } catch (const InputError& e) {
           return e.what();
         }
       },
-      "UINT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      std::move(description));
+}
+
+}  // namespace
+
+CLI::Validator unsigned_in(uint64_t lo, uint64_t hi) {
+  return from_parser([lo, hi](const std::string& text) { parse_unsigned("", text, lo, hi); },
+                     "UINT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
 CLI::Validator finite_in(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        try {
-          parse_finite("", text, lo, hi);
-          return "";
-        } catch (const InputError& e) {
-          return e.what();
-        }
-      },
-      "NUMBER in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return from_parser([lo, hi](const std::string& text) { parse_finite("", text, lo, hi); },
+                     "NUMBER in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
 CLI::Validator injection_spec() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        try {
-          parse_injection_specs(text);
-          return "";
-        } catch (const InputError& e) {
-          return e.what();
-        }
-      },
-      "SPEC");
+  return from_parser([](const std::string& text) { parse_injection_specs(text); }, "SPEC");
 }
 
 }  // namespace sdc::cli
