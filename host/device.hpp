@@ -127,6 +127,11 @@ class Device {
   virtual std::unique_ptr<HostBuffer> allocate_host(size_t bytes);
   // The bytes the scratch buffer holds now (0 before the first use).
   size_t scratch_bytes() const { return scratch_ ? scratch_->bytes() : 0; }
+  // Bytes this device has copied between host and device memory so far, both directions (0 on a
+  // backend whose memory is the host's). The runner reports each probe's share.
+  uint64_t host_device_bytes() const { return host_device_bytes_; }
+  // Backends and their GEMM engines call this for every host<->device copy they make.
+  void count_host_device_bytes(uint64_t bytes) { host_device_bytes_ += bytes; }
   virtual void upload(DeviceBuffer& dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DeviceBuffer& src, size_t bytes) = 0;
 
@@ -195,6 +200,7 @@ class Device {
   std::string probe_id_;
   InjectionTally tally_;
   std::function<void()> heartbeat_;
+  uint64_t host_device_bytes_ = 0;
 };
 
 // A device that failed to open: it keeps the identity known of it, open_error() is `error`, and

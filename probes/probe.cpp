@@ -57,6 +57,7 @@ nlohmann::json to_json(const ProbeResult& r) {
                       {"records", std::move(records)},
                       {"duration_s", r.duration_s},
                       {"bytes", r.bytes},
+                      {"host_device_bytes", r.host_device_bytes},
                       {"flops", r.flops},
                       {"seed", r.seed},
                       {"params", r.params}};

@@ -29,6 +29,9 @@ struct ProbeResult {
   MismatchReport report;  // checked, mismatches, first records
   double duration_s = 0;
   uint64_t bytes = 0;  // bytes read plus written by the device
+  // Bytes copied between host and device memory during the probe (both directions): a probe that
+  // generates and verifies on the device moves O(n) here, not its whole buffers.
+  uint64_t host_device_bytes = 0;
   double flops = 0;
   uint64_t seed = 0;
   nlohmann::json params = nlohmann::json::object();

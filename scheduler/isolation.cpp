@@ -193,6 +193,7 @@ ProbeResult result_from_json(const nlohmann::json& j) {
   }
   r.duration_s = j.at("duration_s").get<double>();
   r.bytes = j.at("bytes").get<uint64_t>();
+  r.host_device_bytes = j.value("host_device_bytes", uint64_t{0});
   r.flops = j.at("flops").get<double>();
   r.seed = j.at("seed").get<uint64_t>();
   r.params = j.at("params");

@@ -50,6 +50,7 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
   ProbeContext ctx{device, result.seed, options.level, options.size_bytes, options.compute_bytes, options.iterations};
   device.set_injection(options.injector, probe.id());
   const auto start = std::chrono::steady_clock::now();
+  const uint64_t copied_before = device.host_device_bytes();
   try {
     probe.run(ctx, result);
     if (result.digest && options.injector != nullptr) {
@@ -76,6 +77,7 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
   }
   device.set_injection(nullptr, "");
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.host_device_bytes = device.host_device_bytes() - copied_before;
   return result;
 }
 

@@ -114,6 +114,7 @@ class CudaDevice final : public Device {
     CudaBuffer& b = own(dst, bytes);
     DeviceGuard guard(ordinal_);
     SDC_CUDA_TRY(cudaMemcpyAsync(b.data(), src, bytes, cudaMemcpyHostToDevice, stream()));
+    count_host_device_bytes(bytes);
     synchronize();
   }
 
@@ -121,6 +122,7 @@ class CudaDevice final : public Device {
     CudaBuffer& b = own(src, bytes);
     DeviceGuard guard(ordinal_);
     SDC_CUDA_TRY(cudaMemcpyAsync(dst, b.data(), bytes, cudaMemcpyDeviceToHost, stream()));
+    count_host_device_bytes(bytes);
     synchronize();
   }
 
@@ -160,6 +162,7 @@ class CudaDevice final : public Device {
     DeviceMemory& device_goldens = grow(chain_goldens_, goldens.size() * sizeof(uint64_t));
     SDC_CUDA_TRY(cudaMemcpyAsync(device_goldens.get(), goldens.data(), goldens.size() * sizeof(uint64_t),
                                  cudaMemcpyHostToDevice, stream()));
+    count_host_device_bytes(goldens.size() * sizeof(uint64_t));
     SDC_CUDA_TRY(launch_chains(chain_kernel(job.kind), job.seed, job.seeds, job.copies, job.iterations, out.data(),
                                producers, shape_, stream()));
     synchronize();  // a fault in the chain kernel surfaces here, not in the injector
@@ -189,6 +192,7 @@ class CudaDevice final : public Device {
         launch_digest(static_cast<const uint64_t*>(b.data()), words, digest_.as<Digest128>(), shape_, stream()));
     Digest128 d;
     SDC_CUDA_TRY(cudaMemcpyAsync(&d, digest_.get(), sizeof(d), cudaMemcpyDeviceToHost, stream()));
+    count_host_device_bytes(sizeof(d));
     synchronize();
     return d;
   }
@@ -241,6 +245,7 @@ class CudaDevice final : public Device {
     if (!xors.empty()) {
       SDC_CUDA_TRY(
           cudaMemcpyAsync(device_xors.get(), xors.data(), device_xors.bytes(), cudaMemcpyHostToDevice, stream()));
+      count_host_device_bytes(device_xors.bytes());
     }
     CorruptionPlan plan;
     plan.device_xors = device_xors.as<XorEntry>();
@@ -331,6 +336,7 @@ class CudaDevice final : public Device {
   MismatchReport collect(uint64_t checked, unsigned width_bits) {
     DeviceMismatchLog log;
     SDC_CUDA_TRY(cudaMemcpyAsync(&log, this->log(), sizeof(log), cudaMemcpyDeviceToHost, stream()));
+    count_host_device_bytes(sizeof(log));
     synchronize();
     MismatchReport report;
     report.checked = checked;
