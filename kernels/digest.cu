@@ -8,10 +8,15 @@
 namespace sdc {
 namespace {
 
-__global__ void digest_kernel(const uint64_t* data, uint64_t words, Digest128* result) {
+// `data` is 8-byte aligned; the last `tail` (0 to 7) bytes after the whole words are a partial
+// word, zero-padded (digest_tail_word), added by thread 0.
+__global__ void digest_kernel(const uint64_t* data, uint64_t words, unsigned tail, Digest128* result) {
   Digest128 d;
   const uint64_t stride = grid_stride();
   for (uint64_t i = grid_thread(); i < words; i += stride) digest_add(d, data[i], i);
+  if (tail != 0 && grid_thread() == 0) {
+    digest_add(d, digest_tail_word(reinterpret_cast<const unsigned char*>(data + words), tail), words);
+  }
   // Every lane reaches the shuffles: blocks are whole warps and no thread leaves the loop early.
   unsigned long long lo = d.lo;
   unsigned long long hi = d.hi;
@@ -27,12 +32,19 @@ __global__ void digest_kernel(const uint64_t* data, uint64_t words, Digest128* r
 
 }  // namespace
 
+cudaError_t launch_digest_bytes(const void* data, uint64_t bytes, Digest128* device_digest, LaunchShape shape,
+                                cudaStream_t stream) {
+  const cudaError_t reset = cudaMemsetAsync(device_digest, 0, sizeof(Digest128), stream);
+  if (reset != cudaSuccess || bytes == 0) return reset;
+  const uint64_t words = bytes / 8;
+  digest_kernel<<<blocks_for(words + 1, shape), shape.threads, 0, stream>>>(
+      static_cast<const uint64_t*>(data), words, static_cast<unsigned>(bytes % 8), device_digest);
+  return cudaGetLastError();
+}
+
 cudaError_t launch_digest(const uint64_t* data, uint64_t words, Digest128* device_digest, LaunchShape shape,
                           cudaStream_t stream) {
-  const cudaError_t reset = cudaMemsetAsync(device_digest, 0, sizeof(Digest128), stream);
-  if (reset != cudaSuccess || words == 0) return reset;
-  digest_kernel<<<blocks_for(words, shape), shape.threads, 0, stream>>>(data, words, device_digest);
-  return cudaGetLastError();
+  return launch_digest_bytes(data, words * 8, device_digest, shape, stream);
 }
 
 }  // namespace sdc

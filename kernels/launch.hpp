@@ -70,6 +70,11 @@ cudaError_t launch_check_chains(const void* out, unsigned width_bits, uint64_t c
 cudaError_t launch_digest(const uint64_t* data, uint64_t words, Digest128* device_digest, LaunchShape shape,
                           cudaStream_t stream);
 
+// The same digest of `bytes` bytes at `data` (8-byte aligned device memory), a partial last word
+// zero-padded (digest_tail_word), into *device_digest (reset first).
+cudaError_t launch_digest_bytes(const void* data, uint64_t bytes, Digest128* device_digest, LaunchShape shape,
+                                cudaStream_t stream);
+
 // Applies `plan` to `elements` elements of `width_bits` (8, 16, 32 or 64) at `data`.
 cudaError_t launch_corruption(void* data, unsigned width_bits, uint64_t elements, const CorruptionPlan& plan,
                               LaunchShape shape, cudaStream_t stream);

@@ -42,4 +42,13 @@ SDC_HD void digest_merge(Digest128& into, const Digest128& part) {
   into.hi += part.hi;
 }
 
+// A byte range is digested as 64-bit little-endian words, word i being bytes [8i, 8i + 8). When the
+// length is not a multiple of 8, the last word holds the remaining `n` (1 to 7) bytes in its low
+// bytes and zeros above, as if the range were zero-padded to a whole word.
+SDC_HD uint64_t digest_tail_word(const unsigned char* bytes, unsigned n) {
+  uint64_t word = 0;
+  for (unsigned i = 0; i < n; ++i) word |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+  return word;
+}
+
 }  // namespace sdc

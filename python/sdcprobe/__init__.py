@@ -10,5 +10,6 @@
 
 from sdcprobe.inline import InlineProbe, SDCDetected, SDCProbeError
 from sdcprobe.callback import SDCCallback
+from sdcprobe.replica import ReplicaCheck
 
-__all__ = ["InlineProbe", "SDCCallback", "SDCDetected", "SDCProbeError"]
+__all__ = ["InlineProbe", "ReplicaCheck", "SDCCallback", "SDCDetected", "SDCProbeError"]

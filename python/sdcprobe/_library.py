@@ -25,6 +25,12 @@ class Config(ctypes.Structure):
     ]
 
 
+class Digest(ctypes.Structure):
+    """Mirrors sdc_digest."""
+
+    _fields_ = [("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64)]
+
+
 SONAME = "libsdcprobe.so.1"
 
 
@@ -77,6 +83,16 @@ def _declare(lib):
     lib.sdc_inline_log_event.restype = ctypes.c_int
     lib.sdc_inline_destroy.argtypes = [handle]
     lib.sdc_inline_destroy.restype = None
+    lib.sdc_digest_host.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(Digest)]
+    lib.sdc_digest_host.restype = ctypes.c_int
+    lib.sdc_digest_cuda.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
+    lib.sdc_digest_cuda.restype = ctypes.c_int
+    lib.sdc_device_identity.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_size_t,
+                                        ctypes.POINTER(ctypes.c_size_t)]
+    lib.sdc_device_identity.restype = ctypes.c_int
+    lib.sdc_choose_every.argtypes = [ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double,
+                                     ctypes.POINTER(ctypes.c_int64)]
+    lib.sdc_choose_every.restype = ctypes.c_int
     lib.sdc_last_error.argtypes = []
     lib.sdc_last_error.restype = ctypes.c_char_p
     lib.sdc_version.argtypes = []

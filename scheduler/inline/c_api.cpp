@@ -1,8 +1,11 @@
 // The C ABI over InlineProbe. Every entry point catches everything: no C++ exception crosses it.
 #include <cstring>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "host/backend.hpp"
+#include "host/byte_digest.hpp"
 #include "host/error.hpp"
 #include "scheduler/inline/inline_probe.hpp"
 #include "scheduler/version.hpp"
@@ -53,6 +56,17 @@ std::vector<std::string> split_globs(const char* text) {
       item += *c;
     }
   }
+}
+
+// Copies `text` and its NUL into buf, or says how much room it needs.
+sdc_status copy_out(const std::string& text, char* buf, size_t len, size_t* needed) {
+  if (needed != nullptr) *needed = text.size() + 1;
+  if (buf == nullptr || len < text.size() + 1) {
+    return fail(SDC_ERR_BUFFER_TOO_SMALL,
+                "buffer of " + std::to_string(len) + " bytes; " + std::to_string(text.size() + 1) + " needed");
+  }
+  std::memcpy(buf, text.c_str(), text.size() + 1);
+  return SDC_OK;
 }
 
 }  // namespace
@@ -114,16 +128,7 @@ sdc_status sdc_inline_finish(sdc_inline* probe) {
 
 sdc_status sdc_inline_poll(sdc_inline* probe, char* buf, size_t len, size_t* needed) {
   if (probe == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "probe must not be NULL");
-  return guarded([&] {
-    const std::string text = probe->probe.verdict().dump();
-    if (needed != nullptr) *needed = text.size() + 1;
-    if (buf == nullptr || len < text.size() + 1) {
-      return fail(SDC_ERR_BUFFER_TOO_SMALL,
-                  "buffer of " + std::to_string(len) + " bytes; " + std::to_string(text.size() + 1) + " needed");
-    }
-    std::memcpy(buf, text.c_str(), text.size() + 1);
-    return SDC_OK;
-  });
+  return guarded([&] { return copy_out(probe->probe.verdict().dump(), buf, len, needed); });
 }
 
 sdc_status sdc_inline_log_event(sdc_inline* probe, const char* event_json) {
@@ -137,6 +142,56 @@ sdc_status sdc_inline_log_event(sdc_inline* probe, const char* event_json) {
 void sdc_inline_destroy(sdc_inline* probe) {
   guarded([&] {
     delete probe;
+    return SDC_OK;
+  });
+}
+
+sdc_status sdc_digest_host(const void* data, size_t bytes, sdc_digest* out) {
+  if (out == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "out must not be NULL");
+  return guarded([&] {
+    const sdc::Digest128 d = sdc::digest_host_bytes(data, bytes);
+    out->lo = d.lo;
+    out->hi = d.hi;
+    return SDC_OK;
+  });
+}
+
+sdc_status sdc_digest_cuda(const void* data, size_t bytes, sdc_digest* device_out, void* stream) {
+  static_assert(sizeof(sdc_digest) == sizeof(sdc::Digest128), "sdc_digest mirrors Digest128");
+  return guarded([&] {
+    sdc::digest_cuda_bytes(data, bytes, reinterpret_cast<sdc::Digest128*>(device_out), stream);
+    return SDC_OK;
+  });
+}
+
+sdc_status sdc_device_identity(const char* backend, int32_t device, char* buf, size_t len, size_t* needed) {
+  return guarded([&] {
+    const std::string name = backend != nullptr ? backend : "auto";
+    if (name != "auto" && name != "cpu" && name != "cuda") {
+      return fail(SDC_ERR_INVALID_ARGUMENT, "backend '" + name + "': expected auto, cpu or cuda");
+    }
+    if (device < 0) return fail(SDC_ERR_INVALID_ARGUMENT, "device must be >= 0");
+    const sdc::DeviceIdentity id = sdc::open_device({name, 1}, device)->identity();
+    const nlohmann::json j = {{"backend", id.backend},
+                              {"index", device},
+                              {"name", id.name},
+                              {"uuid", id.uuid},
+                              {"pci_bus_id", id.pci_bus_id}};
+    return copy_out(j.dump(), buf, len, needed);
+  });
+}
+
+sdc_status sdc_choose_every(double step_s, double check_s, double sdc_rate_per_device_day, double budget_fraction,
+                            int64_t* every) {
+  if (every == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "every must not be NULL");
+  return guarded([&] {
+    if (!(step_s > 0) || !(check_s > 0)) return fail(SDC_ERR_INVALID_ARGUMENT, "step_s and check_s must be positive");
+    if (!(budget_fraction > 0 && budget_fraction <= 1)) {
+      return fail(SDC_ERR_INVALID_ARGUMENT, "budget_fraction must be in (0, 1]");
+    }
+    if (sdc_rate_per_device_day == 0) sdc_rate_per_device_day = sdc::kDefaultSdcRatePerDeviceDay;
+    if (!(sdc_rate_per_device_day > 0)) return fail(SDC_ERR_INVALID_ARGUMENT, "sdc_rate_per_device_day must be >= 0");
+    *every = sdc::choose_probe_every(step_s, check_s, sdc_rate_per_device_day, budget_fraction);
     return SDC_OK;
   });
 }

@@ -26,7 +26,9 @@ extern "C" {
 #endif
 
 /* Raised when a field is added to sdc_inline_config (fields are only ever appended). The library
- * accepts every version from 1 up to its own; version 2 added `stream`. */
+ * accepts every version from 1 up to its own; version 2 added `stream`. New functions leave it
+ * alone: a caller checks for them by symbol. Added without a version change (library 0.1.0):
+ * sdc_digest_host, sdc_digest_cuda, sdc_device_identity, sdc_choose_every. */
 #define SDC_INLINE_ABI_VERSION 2
 
 typedef enum sdc_status {
@@ -88,6 +90,47 @@ SDC_API sdc_status sdc_inline_log_event(sdc_inline* probe, const char* event_jso
 
 /* sdc_inline_finish, then frees everything. NULL is a no-op. */
 SDC_API void sdc_inline_destroy(sdc_inline* probe);
+
+/* ---- Digests of the caller's memory (the replica check, docs/replica.md) ----------------------
+ *
+ * The order-independent 128-bit digest the probes use (kernels/common/digest.hpp): bytes are read as
+ * 64-bit little-endian words, word i being bytes [8i, 8i + 8), and the digest is the sum modulo 2^64
+ * of two independent bijective mixes of each word with its index. When `bytes` is not a multiple of
+ * 8, the last word holds the remaining 1 to 7 bytes in its low bytes and zeros above (the range is
+ * zero-padded to a whole word), identically on the host and on a GPU. The length itself is not part
+ * of the digest: a caller comparing ranges of different lengths combines it in. A NULL pointer or
+ * `bytes` == 0 is SDC_ERR_INVALID_ARGUMENT (the digest of nothing is {0, 0}; there is nothing to
+ * compute). */
+typedef struct sdc_digest {
+  uint64_t lo;
+  uint64_t hi;
+} sdc_digest;
+
+/* The digest of host memory, on the calling thread; `data` needs no alignment. */
+SDC_API sdc_status sdc_digest_host(const void* data, size_t bytes, sdc_digest* out);
+
+/* Enqueues the digest of device memory on `stream` (a cudaStream_t of the device that holds `data`;
+ * NULL is that device's legacy default stream): a kernel of this library writes the sdc_digest to
+ * `device_out`, 16 bytes of device memory on the same device, in stream order. It never waits: the
+ * result is there once the stream's work so far has completed. `data` and `device_out` must be
+ * 8-byte aligned (a misaligned view must be copied first). SDC_ERR_INVALID_ARGUMENT names a NULL,
+ * host, misaligned or other-device pointer, a stream of another device, or bytes == 0;
+ * SDC_ERR_NO_DEVICE when the library was built without CUDA. */
+SDC_API sdc_status sdc_digest_cuda(const void* data, size_t bytes, sdc_digest* device_out, void* stream);
+
+/* The identity of `device` of `backend` ("cpu" or "cuda"; NULL or "auto": CUDA when present) as a
+ * NUL-terminated JSON object {"backend", "index", "name", "uuid", "pci_bus_id"} into buf (capacity
+ * len): a GPU's UUID and PCI bus id in nvidia-smi's forms; a CPU's "CPU-..." id and "cpu:<cores>".
+ * *needed, when not NULL, receives the size required including the NUL; SDC_ERR_BUFFER_TOO_SMALL
+ * when it does not fit. */
+SDC_API sdc_status sdc_device_identity(const char* backend, int32_t device, char* buf, size_t len, size_t* needed);
+
+/* The inline probe's "auto" cadence for any periodic check: the number of steps between checks
+ * that minimises check overhead plus expected SDC rework (the planner's optimal interval), never
+ * spending more than budget_fraction of step time on checks. step_s and check_s must be positive,
+ * budget_fraction in (0, 1]; sdc_rate_per_device_day 0 is the documented default. */
+SDC_API sdc_status sdc_choose_every(double step_s, double check_s, double sdc_rate_per_device_day,
+                                    double budget_fraction, int64_t* every);
 
 /* The calling thread's last error message ("" when none). Valid until the thread's next call. */
 SDC_API const char* sdc_last_error(void);

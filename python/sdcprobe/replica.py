@@ -1,0 +1,382 @@
+"""ReplicaCheck: compares the training state of data-parallel replicas every few steps (docs/replica.md).
+
+    check = ReplicaCheck(group=None, every="auto", event_log="events-rank%d.jsonl" % rank, on_sdc="raise")
+    ...
+    optimizer.step()
+    check.step(step, model.parameters())    # the optimizer's state may follow, e.g. [params, optim.state_dict()]
+
+Each rank digests its tensors where they live (a kernel of libsdcprobe on the current CUDA stream, or
+the same digest on the host), combines the digests in order, and exchanges 24 bytes with every
+replica of `group`. Replicas whose digest differs from the majority are named; with no majority (two
+replicas that differ) the inline probe catalogue runs on every device of the group and blames the
+ones that fail.
+"""
+
+import collections.abc
+import ctypes
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+from sdcprobe import _library
+from sdcprobe.inline import (INT64_MAX, InlineProbe, SDCDetected, SDCProbeError, _check, _int_in,
+                             _library_handle)
+
+# The same calibration as the inline probe (scheduler/inline/inline_probe.hpp): with every="auto",
+# the first check runs at the first step, the next after this many steps, and from then on the
+# planner's cadence, chosen again after each check from the median of the last kStepWindow step
+# times and the mean of the last kCostWindow check times.
+CALIBRATION_STEPS = 5
+STEP_WINDOW = 64
+COST_WINDOW = 4
+
+# One row per tensor in the combined table: the digest's two words and the byte count.
+_ROW_WORDS = 3
+
+
+def _torch():
+    import torch
+    import torch.distributed
+    return torch
+
+
+def _as_uint64(value):
+    return value & (2**64 - 1)
+
+
+def _host_digest(pointer, nbytes):
+    out = _library.Digest()
+    _check(_library_handle().sdc_digest_host(ctypes.c_void_p(pointer), nbytes, ctypes.byref(out)))
+    return out.lo, out.hi
+
+
+def _flat_tensors(tensors):
+    """The tensors in `tensors`, in order: tensors, and sequences or mappings of them (a mapping in
+    sorted key order, as optimizer.state_dict() nests them); other values (ints, strings) are skipped."""
+    torch = _torch()
+    if isinstance(tensors, torch.Tensor):
+        yield tensors
+    elif isinstance(tensors, collections.abc.Mapping):
+        for key in sorted(tensors, key=repr):
+            yield from _flat_tensors(tensors[key])
+    elif isinstance(tensors, collections.abc.Iterable) and not isinstance(tensors, (str, bytes)):
+        for item in tensors:
+            yield from _flat_tensors(item)
+
+
+def _readable(tensor):
+    """The tensor's elements, contiguous and 8-byte aligned, as the digest kernel reads them."""
+    t = tensor.detach()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    if t.data_ptr() % 8 != 0:
+        t = t.clone()
+    return t
+
+
+def tensor_digest_table(tensors, stream=None):
+    """One row (lo, hi, bytes) per tensor, as a list of int triples: the digest of each tensor's
+    bytes where it lives (CUDA: enqueued on `stream`, by default the tensor's device's current
+    stream; the table is read back once at the end)."""
+    torch = _torch()
+    lib = _library_handle()
+    rows = []
+    on_gpu = collections.defaultdict(list)  # device -> [(row, readable tensor)]
+    for tensor in _flat_tensors(tensors):
+        nbytes = tensor.numel() * tensor.element_size()
+        rows.append([0, 0, nbytes])
+        if nbytes == 0:
+            continue  # the digest of nothing is {0, 0}
+        t = _readable(tensor)
+        if t.device.type == "cpu":
+            rows[-1][0], rows[-1][1] = _host_digest(t.data_ptr(), nbytes)
+        elif t.device.type == "cuda":
+            on_gpu[t.device].append((len(rows) - 1, t))  # kept alive until the table is read
+        else:
+            raise SDCProbeError("tensor on %s: ReplicaCheck digests CPU and CUDA tensors" % t.device)
+    for device, entries in on_gpu.items():
+        s = stream if stream is not None else torch.cuda.current_stream(device)
+        if not hasattr(s, "cuda_stream"):
+            s = torch.cuda.ExternalStream(s, device=device)
+        with torch.cuda.stream(s):
+            out = torch.empty((len(entries), 2), dtype=torch.int64, device=device)
+            for slot, (_, t) in enumerate(entries):
+                _check(lib.sdc_digest_cuda(ctypes.c_void_p(t.data_ptr()), t.numel() * t.element_size(),
+                                           ctypes.c_void_p(out[slot].data_ptr()), ctypes.c_void_p(s.cuda_stream)))
+            host = out.cpu().tolist()  # waits for the kernels, in the stream's order
+        for slot, (row, _) in enumerate(entries):
+            rows[row][0], rows[row][1] = _as_uint64(host[slot][0]), _as_uint64(host[slot][1])
+    return rows
+
+
+def combine_digests(rows):
+    """The digests combined in order: the digest of the table of (lo, hi, bytes) rows as 64-bit
+    words. Each word's term depends on its index, so swapping two tensors changes the result."""
+    words = (ctypes.c_uint64 * (max(1, len(rows)) * _ROW_WORDS))()
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            words[i * _ROW_WORDS + j] = _as_uint64(value)
+    return _host_digest(ctypes.addressof(words), ctypes.sizeof(words))
+
+
+def state_digest(tensors, stream=None):
+    """The combined 128-bit digest of `tensors` as (lo, hi)."""
+    return combine_digests(tensor_digest_table(tensors, stream))
+
+
+def device_identity(backend, device):
+    """{"backend", "index", "name", "uuid", "pci_bus_id"} of a device, from the library."""
+    lib = _library_handle()
+    buf = ctypes.create_string_buffer(1024)
+    needed = ctypes.c_size_t(0)
+    status = lib.sdc_device_identity(backend.encode(), device, buf, len(buf), ctypes.byref(needed))
+    if status == 3:  # SDC_ERR_BUFFER_TOO_SMALL
+        buf = ctypes.create_string_buffer(needed.value)
+        status = lib.sdc_device_identity(backend.encode(), device, buf, len(buf), ctypes.byref(needed))
+    _check(status)
+    return json.loads(buf.value.decode())
+
+
+def choose_every(step_s, check_s, budget, sdc_rate=None):
+    """The inline probe's "auto" cadence (the planner's optimum within `budget`) for a check."""
+    every = ctypes.c_int64(0)
+    _check(_library_handle().sdc_choose_every(step_s, check_s, sdc_rate or 0.0, budget, ctypes.byref(every)))
+    return every.value
+
+
+class _EventFile:
+    """Appends goodput events to a JSON Lines file: one write() per line to an O_APPEND file, stamped
+    with Unix nanoseconds; fsynced when durable."""
+
+    def __init__(self, path):
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def log_event(self, event, durable=False, **fields):
+        line = dict(t=time.time_ns(), event=event)
+        line.update(fields)
+        os.write(self._fd, (json.dumps(line) + "\n").encode())
+        if durable:
+            os.fsync(self._fd)
+
+    def close(self):
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class ReplicaCheck:
+    """Checks that the replicas of `group` (default: the world, as in DDP) hold bitwise identical
+    state, every `every` steps ("auto": the planner's cadence for the measured check cost, within
+    `budget` of step time).
+
+    group must name true replicas (docs/replica.md): ranks whose tensors are bitwise identical when
+    nothing is wrong, e.g. DDP's world or HSDP's replicate dimension, never FSDP/ZeRO shards.
+
+    event_log: a path (this rank's JSON Lines file) or an object with log_event(event, **fields),
+    e.g. an InlineProbe. The check's time is logged as probe_begin/probe_end (probe "replica"); a
+    mismatch as sdc_detected with last_good_step, the suspects' ranks and devices.
+
+    on_sdc: "raise" raises SDCDetected, "stop" sets should_stop, or a callable(verdict).
+
+    probe_options: InlineProbe options (probes, inject, seed) for the probe catalogue that breaks a
+    tie between replicas.
+    """
+
+    def __init__(self, group=None, every="auto", event_log=None, on_sdc="raise", budget=0.01, sdc_rate=None,
+                 probe_options=None):
+        if on_sdc not in ("raise", "stop") and not callable(on_sdc):
+            raise ValueError("on_sdc must be 'raise', 'stop' or a callable")
+        if every == "auto" or every is None:
+            self._every = None
+        else:
+            self._every = _int_in("every", every, 1, INT64_MAX)
+        if not 0 < budget <= 1:
+            raise ValueError("budget must be in (0, 1], got %r" % (budget,))
+        torch = _torch()
+        dist = torch.distributed
+        if not dist.is_available() or not dist.is_initialized():
+            raise SDCProbeError("ReplicaCheck needs torch.distributed initialised (init_process_group)")
+        self._dist = dist
+        self.group = group
+        self.on_sdc = on_sdc
+        self.budget = budget
+        self.sdc_rate = sdc_rate
+        self.probe_options = dict(probe_options or {})
+        self.rank = dist.get_rank()
+        self.ranks = list(dist.get_process_group_ranks(group)) if group is not None else list(
+            range(dist.get_world_size()))
+        # NCCL exchanges device tensors; gloo host tensors.
+        self._cuda = dist.get_backend(group) == "nccl"
+        self._exchange_device = torch.device("cuda", torch.cuda.current_device()) if self._cuda else torch.device("cpu")
+        if self._cuda:
+            self._backend, self._device = "cuda", torch.cuda.current_device()
+        else:
+            self._backend, self._device = "cpu", 0
+        identity = device_identity(self._backend, self._device)
+        me = {"rank": self.rank, "host": socket.gethostname(), "device": identity["uuid"],
+              "pci_bus_id": identity["pci_bus_id"]}
+        members = [None] * len(self.ranks)
+        dist.all_gather_object(members, me, group=group)
+        self.members = members  # in group order: who each replica is
+        self._log = _EventFile(event_log) if isinstance(event_log, (str, os.PathLike)) else event_log
+        self._owns_log = isinstance(event_log, (str, os.PathLike))
+        self._next_due = None  # the first step() checks
+        self._last_call_end = None
+        self._last_call_step = None
+        self._step_times = collections.deque(maxlen=STEP_WINDOW)
+        self._costs = collections.deque(maxlen=COST_WINDOW)
+        self.every = self._every
+        self.last_good_step = -1
+        self.checks = 0
+        self.should_stop = False
+        self.verdict = {"verdict": "none", "last_good_step": -1}
+        self._reported = False
+
+    # ---- cadence ---------------------------------------------------------------------------------
+
+    def _proposal(self):
+        """This rank's next interval; every replica adopts the largest proposal, so they stay in step."""
+        if self._every is not None:
+            return self._every
+        if not self._costs or len(self._step_times) < CALIBRATION_STEPS:
+            return CALIBRATION_STEPS
+        cost = sum(self._costs) / len(self._costs)
+        return choose_every(statistics.median(self._step_times), max(cost, 1e-9), self.budget, self.sdc_rate)
+
+    def _time_step(self, step, now):
+        if self._last_call_end is not None and step > self._last_call_step:
+            self._step_times.append((now - self._last_call_end) / (step - self._last_call_step))
+        self._last_call_step = step
+
+    # ---- the check -------------------------------------------------------------------------------
+
+    def _gather(self, words):
+        """Every replica's int64 words, in group order (all_gather_into_tensor, or all_gather where
+        the backend lacks it, e.g. gloo on older torch)."""
+        torch = _torch()
+        mine = torch.tensor(words, dtype=torch.int64, device=self._exchange_device)
+        out = torch.empty(len(self.ranks) * len(words), dtype=torch.int64, device=self._exchange_device)
+        try:
+            self._dist.all_gather_into_tensor(out, mine, group=self.group)
+        except (AttributeError, RuntimeError, NotImplementedError):
+            parts = [torch.empty_like(mine) for _ in self.ranks]
+            self._dist.all_gather(parts, mine, group=self.group)
+            out = torch.cat(parts)
+        return [[int(v) for v in out[i * len(words):(i + 1) * len(words)].tolist()] for i in range(len(self.ranks))]
+
+    def _probe_catalogue_fails(self):
+        """Runs the inline probe catalogue once on this rank's device; True if it found a fault."""
+        options = dict(self.probe_options)
+        options.setdefault("backend", self._backend)
+        options.setdefault("device", self._device)
+        try:
+            probe = InlineProbe(every=1, **options)
+        except SDCProbeError as e:
+            # Every replica must reach the exchange of results, or the others would wait forever.
+            sys.stderr.write("sdcprobe: the probe catalogue could not run on rank %d: %s\n" % (self.rank, e))
+            return False
+        try:
+            probe.step(0)
+        finally:
+            probe.close()
+        return probe.verdict["verdict"] == "fail"
+
+    def _vote(self, digests):
+        """(verdict, suspect positions, probe failures): the minority of a strict majority, else the
+        replicas whose devices fail the probe catalogue, else all of them ("inconclusive")."""
+        counts = collections.Counter(digests)
+        if len(counts) == 1:
+            return "pass", [], []
+        (top, n), (_, second) = counts.most_common(2)
+        if n > second:
+            return "sdc", [i for i, d in enumerate(digests) if d != top], []
+        # No majority: every replica tests its own device, and they share the results.
+        failed = [i for i, (flag,) in enumerate(self._gather([int(self._probe_catalogue_fails())])) if flag]
+        if failed:
+            return "sdc", failed, failed
+        return "inconclusive", list(range(len(digests))), []
+
+    def _event(self, event, durable=False, **fields):
+        if self._log is None:
+            return
+        if isinstance(self._log, _EventFile):
+            self._log.log_event(event, durable=durable, **fields)
+        else:
+            self._log.log_event(event, **fields)
+
+    def step(self, step, tensors, stream=None):
+        """Checks the replicas on a due step (every replica must call it with the same steps) and
+        returns the verdict, or None when the step is not due. `tensors`: tensors, or sequences and
+        mappings of them, in the same order on every replica."""
+        step = _int_in("step", step, 0, INT64_MAX)
+        now = time.perf_counter()
+        self._time_step(step, now)
+        if self._next_due is not None and step < self._next_due:
+            self._last_call_end = time.perf_counter()
+            return None
+        self._event("probe_begin", probe="replica", step=step)
+        start = time.perf_counter()
+        lo, hi = state_digest(tensors, stream)
+        gathered = self._gather([lo - 2**64 if lo >= 2**63 else lo, hi - 2**64 if hi >= 2**63 else hi,
+                                 self._proposal()])
+        digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
+        self.every = max(w[2] for w in gathered)
+        self._next_due = step + self.every
+        verdict, suspects, probe_failures = self._vote(digests)
+        seconds = time.perf_counter() - start
+        self._costs.append(seconds)
+        self.checks += 1
+        self._event("probe_end", probe="replica", verdict="pass" if verdict == "pass" else "fail", step=step)
+        if verdict == "pass" and not self._reported:
+            self.last_good_step = step
+        self.verdict = {
+            "verdict": verdict,
+            "step": step,
+            "last_good_step": self.last_good_step,
+            "replicas": len(digests),
+            "digest": "%016x%016x" % (hi, lo),
+            "suspects": [self.members[i] for i in suspects],
+            "probe_failures": [self.members[i]["rank"] for i in probe_failures],
+            "seconds": seconds,
+            "every": self.every,
+            "auto": self._every is None,
+        }
+        if verdict != "pass" and not self._reported:
+            self._reported = True
+            self._report()
+        self._last_call_end = time.perf_counter()
+        return self.verdict
+
+    def _report(self):
+        v = self.verdict
+        first = v["suspects"][0]
+        fields = {"step": v["step"], "check": "replica", "verdict": v["verdict"], "device": first["device"],
+                  "rank": first["rank"], "suspects": v["suspects"]}
+        if v["last_good_step"] >= 0:
+            fields["last_good_step"] = v["last_good_step"]
+        self._event("sdc_detected", durable=True, **fields)
+        if self.on_sdc == "raise":
+            named = ", ".join("rank %d (%s, %s, %s)" % (s["rank"], s["host"], s["device"], s["pci_bus_id"])
+                              for s in v["suspects"])
+            what = "replicas differ, inconclusive, all suspect: " if v["verdict"] == "inconclusive" else \
+                "replicas differ, suspect: "
+            raise SDCDetected("silent data corruption at step %d (last good step %d): %s%s"
+                              % (v["step"], v["last_good_step"], what, named))
+        if self.on_sdc == "stop":
+            self.should_stop = True
+        else:
+            self.on_sdc(dict(v))
+
+    def close(self):
+        if self._owns_log and self._log is not None:
+            self._log.close()
+        self._log = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

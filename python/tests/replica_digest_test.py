@@ -1,0 +1,100 @@
+"""The replica check's digests on the CPU: the same as the C ABI's for the same bytes, and as the
+definition written out in Python; views, alignment and order handled. Needs torch (/usr/bin/python3)."""
+
+import ctypes
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+
+from sdcprobe import _library, inline  # noqa: E402
+from sdcprobe.replica import combine_digests, state_digest, tensor_digest_table  # noqa: E402
+
+M = 2**64 - 1
+
+
+def mix64(x):
+    x ^= x >> 30
+    x = (x * 0xbf58476d1ce4e5b9) & M
+    x ^= x >> 27
+    x = (x * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+
+
+def fmix64(x):
+    x ^= x >> 33
+    x = (x * 0xff51afd7ed558ccd) & M
+    x ^= x >> 33
+    x = (x * 0xc4ceb9fe1a85ec53) & M
+    return x ^ (x >> 33)
+
+
+def reference(data):
+    """kernels/common/digest.hpp, written out: zero-padded little-endian words."""
+    data = bytes(data) + b"\0" * (-len(data) % 8)
+    lo = hi = 0
+    for i in range(len(data) // 8):
+        w = int.from_bytes(data[8 * i:8 * i + 8], "little")
+        lo = (lo + mix64(w ^ fmix64(i + 1))) & M
+        hi = (hi + fmix64(((w * 0x9e3779b97f4a7c15) + mix64(i ^ 0x5bd1e9955bd1e995)) & M)) & M
+    return lo, hi
+
+
+def abi_digest(data):
+    buf = ctypes.create_string_buffer(bytes(data), len(data))
+    out = _library.Digest()
+    inline._check(inline._library_handle().sdc_digest_host(buf, len(data), ctypes.byref(out)))
+    return out.lo, out.hi
+
+
+def tensor_bytes(t):
+    return t.contiguous().numpy().tobytes()
+
+
+class DigestTest(unittest.TestCase):
+    def test_tensor_digest_equals_the_abi_and_the_definition(self):
+        g = torch.Generator().manual_seed(1)
+        for t in (torch.randn(5, 7, generator=g),                # 140 bytes: a partial last word
+                  torch.randn(3, generator=g).double(),
+                  torch.randint(0, 255, (13,), dtype=torch.uint8, generator=g),
+                  torch.randn(33, generator=g).half()):
+            (lo, hi, nbytes), = tensor_digest_table([t])
+            self.assertEqual(nbytes, len(tensor_bytes(t)))
+            self.assertEqual((lo, hi), abi_digest(tensor_bytes(t)))
+            self.assertEqual((lo, hi), reference(tensor_bytes(t)))
+
+    def test_views_digest_their_elements(self):
+        base = torch.arange(64, dtype=torch.float32).reshape(8, 8)
+        transposed = base.t()                 # not contiguous
+        offset = base.view(-1)[1:30]           # 4-byte aligned only
+        for view in (transposed, offset):
+            self.assertEqual(tensor_digest_table([view]), tensor_digest_table([view.clone().contiguous()]))
+        self.assertNotEqual(tensor_digest_table([transposed]), tensor_digest_table([base]))
+
+    def test_combined_digest_depends_on_order_and_on_every_bit(self):
+        a, b = torch.ones(4), torch.full((4,), 2.0)
+        self.assertNotEqual(state_digest([a, b]), state_digest([b, a]))
+        self.assertEqual(state_digest([a, b]), state_digest([a.clone(), b.clone()]))
+        flipped = b.clone()
+        flipped.view(torch.int32)[3] ^= 1
+        self.assertNotEqual(state_digest([a, b]), state_digest([a, flipped]))
+        # An empty tensor still takes a row: [a] and [a, empty] differ.
+        self.assertNotEqual(state_digest([a]), state_digest([a, torch.empty(0)]))
+
+    def test_nested_state_is_walked_in_order(self):
+        model = torch.nn.Linear(3, 2)
+        optim = torch.optim.Adam(model.parameters())
+        model(torch.ones(1, 3)).sum().backward()
+        optim.step()
+        tensors = [list(model.parameters()), optim.state_dict()]
+        rows = tensor_digest_table(tensors)
+        # weight, bias, then per parameter: exp_avg, exp_avg_sq, step (a tensor in this torch, else skipped).
+        self.assertGreaterEqual(len(rows), 6)
+        self.assertEqual(combine_digests(rows), state_digest(tensors))
+
+
+if __name__ == "__main__":
+    unittest.main()
