@@ -209,7 +209,7 @@ class ReplicaCheck:
         self.ranks = list(dist.get_process_group_ranks(group)) if group is not None else list(
             range(dist.get_world_size()))
         # NCCL exchanges device tensors; gloo host tensors.
-        self._cuda = dist.get_backend(group) == "nccl"
+        self._cuda = "nccl" in str(dist.get_backend(group))
         self._exchange_device = torch.device("cuda", torch.cuda.current_device()) if self._cuda else torch.device("cpu")
         if self._cuda:
             self._backend, self._device = "cuda", torch.cuda.current_device()

@@ -95,6 +95,17 @@ class DigestTest(unittest.TestCase):
         self.assertGreaterEqual(len(rows), 6)
         self.assertEqual(combine_digests(rows), state_digest(tensors))
 
+    @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+    def test_cuda_digest_equals_the_cpu_digest_of_the_same_tensor(self):
+        g = torch.Generator().manual_seed(2)
+        halves = torch.randn(35, generator=g).half()
+        host = [torch.randn(1001, generator=g), torch.randn(64, 33, generator=g).t(), halves[1:]]
+        on_gpu = [host[0].cuda(), host[1].cuda(), halves.cuda()[1:]]      # odd, strided, misaligned
+        self.assertEqual(tensor_digest_table(on_gpu), tensor_digest_table(host))
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):                                      # the caller's current stream
+            self.assertEqual(state_digest(on_gpu), state_digest(host))
+
 
 if __name__ == "__main__":
     unittest.main()
