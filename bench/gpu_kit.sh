@@ -66,6 +66,8 @@ kit_build() {
   scripts/bundle.sh --leave "${leave%,}" "$stage/kit" "${files[@]}"
   mkdir -p "$stage/kit/python"
   cp -r python/sdcprobe python/examples "$stage/kit/python/"
+  mkdir -p "$stage/kit/python/tests"
+  cp python/tests/replica_digest_test.py "$stage/kit/python/tests/"
   find "$stage/kit/python" -name __pycache__ -prune -exec rm -rf {} +
   cp bench/gpu_kit.sh bench/gpu_kit_report.py "$stage/kit/"
   for t in "${tests[@]}"; do basename "$t"; done >"$stage/kit/gpu_tests.txt"
@@ -276,6 +278,10 @@ step_inline() {
     --events "$LOGS/inline-fault.jsonl" --json "$LOGS/inline-fault.json"
   rc=$?
   [ $rc -eq 0 ] || { echo "kit: inline fault run exit $rc (the fault was not caught)"; fail=1; }
+  echo "--- replica check digests: a CUDA tensor's digest equals the CPU digest of the same tensor"
+  (cd "$KIT/python/tests" && step_within 30 $py -m unittest -v replica_digest_test)
+  rc=$?
+  [ $rc -eq 0 ] || { echo "kit: replica digest tests exit $rc"; fail=1; }
   echo "--- goodput"
   step_within 30 "$SDC" goodput "$LOGS/inline-fault.jsonl" --json >"$LOGS/goodput-fault.json"
   rc=$?
