@@ -4,13 +4,16 @@ definition written out in Python; views, alignment and order handled. Needs torc
 import ctypes
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import torch  # noqa: E402
 
-from sdcprobe import _library, inline  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+from sdcprobe import ReplicaCheck, SDCProbeError, _library, inline  # noqa: E402
 from sdcprobe.replica import combine_digests, state_digest, tensor_digest_table  # noqa: E402
 
 M = 2**64 - 1
@@ -105,6 +108,42 @@ class DigestTest(unittest.TestCase):
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):                                      # the caller's current stream
             self.assertEqual(state_digest(on_gpu), state_digest(host))
+
+
+class Recorder:
+    """An event log object, as the goodput recorder or an InlineProbe offers one."""
+
+    def __init__(self):
+        self.events = []
+
+    def log_event(self, event, **fields):
+        self.events.append(dict(fields, event=event))
+
+
+class SingleReplicaTest(unittest.TestCase):
+    def test_arguments_are_checked(self):
+        with self.assertRaises(ValueError):
+            ReplicaCheck(on_sdc="ignore")
+        with self.assertRaises(ValueError):
+            ReplicaCheck(every=0)
+        if not dist.is_initialized():
+            with self.assertRaises(SDCProbeError):
+                ReplicaCheck()
+
+    def test_due_steps_check_and_log_to_an_event_object(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rdzv"), rank=0, world_size=1)
+            try:
+                log = Recorder()
+                check = ReplicaCheck(every=3, event_log=log)
+                verdicts = [check.step(s, [torch.ones(3)]) for s in range(7)]
+            finally:
+                dist.destroy_process_group()
+        self.assertEqual([v is not None for v in verdicts], [True, False, False, True, False, False, True])
+        self.assertEqual(verdicts[-1]["verdict"], "pass")
+        self.assertEqual(verdicts[-1]["last_good_step"], 6)
+        self.assertEqual([(e["event"], e["step"]) for e in log.events],
+                         [(kind, s) for s in (0, 3, 6) for kind in ("probe_begin", "probe_end")])
 
 
 if __name__ == "__main__":
