@@ -95,7 +95,8 @@ def bench_rows(logs):
             continue
         gemm.append({"name": "gemm.random." + b["name"].split("/")[1], "bare_TFLOP/s": b["bare_TFLOP/s"], "probe_TFLOP/s": b["probe_TFLOP/s"],
                      "gemm_ratio": b["gemm_ratio"], "verify_fraction": b["verify_fraction"],
-                     "end_to_end_ratio": b["end_to_end_ratio"]})
+                     "end_to_end_ratio": b["end_to_end_ratio"], "verify_share": b.get("verify_share", 0.0),
+                     "host_device_bytes": b.get("host_device_bytes", 0.0)})
     return rows, ceilings, gemm, errors
 
 
@@ -164,12 +165,12 @@ def summary(work, out, exit_code, seconds):
         for r in rows:
             lines.append("%-24s %-14s %.3f of %s" % (r[0], r[1], r[2], r[3]))
     if gemm:
-        lines.append("%-24s %9s %9s %7s %8s %s" % ("GEMM probe, random data", "bare TF/s", "probe TF/s",
-                                                  "ratio", "verify", "end to end vs bare"))
+        lines.append("%-24s %9s %9s %7s %8s %8s %10s" % ("GEMM probe, random data", "bare TF/s", "probe TF/s",
+                                                          "ratio", "verify", "e2e/bare", "host<->dev"))
         for g in gemm:
-            lines.append("%-24s %9.1f %9.1f %7.3f %8.3f %.2fx" % (g["name"], g["bare_TFLOP/s"], g["probe_TFLOP/s"],
-                                                               g["gemm_ratio"], g["verify_fraction"],
-                                                               g["end_to_end_ratio"]))
+            lines.append("%-24s %9.1f %9.1f %7.3f %8.3f %7.2fx %9.0fB" % (
+                g["name"], g["bare_TFLOP/s"], g["probe_TFLOP/s"], g["gemm_ratio"], g["verify_share"],
+                g["end_to_end_ratio"], g["host_device_bytes"]))
     for e in bench_errors[:4]:
         lines.append("benchmark error: %s" % e[:110])
     if len(bench_errors) > 4:

@@ -23,13 +23,6 @@
 
 namespace sdc {
 
-enum class GemmInputs : uint8_t {
-  kExact,   // bounded integers: exact in any summation order, checked bit for bit (int64 Freivalds)
-  kDense,   // BF16 odd full significands, k <= 256, exact
-  kScaled,  // exact integers scaled by powers of two per row of A and per column of B
-  kRandom,  // full-significand random values, checked by FP64 Freivalds/ABFT against the bound tau
-};
-
 enum class GemmPath : uint8_t {
   kLibrary,  // cuBLAS(Lt) on CUDA; OpenBLAS (after exact widening) on the CPU
   kSimt,     // the hand-written FP32 GEMM: shared-memory tiles and FMA units, no tensor cores
@@ -52,7 +45,7 @@ struct GemmRun {
   MismatchReport report;           // records name (row, column) as index = row * n + column
   double max_ratio = 0;            // largest |r| / tau over every check (random inputs); 0 for exact
   uint64_t flagged_checks = 0;     // row / column tile checks that failed
-  double generate_s = 0;           // host input generation (and upload)
+  double generate_s = 0;           // input generation (on the host, and upload; or on the device)
   double gemm_s = 0;               // all repeats together
   double verify_s = 0;             // all verification (download included)
   std::vector<Digest128> digests;  // one per repeat, when repeats > 1 or spec.digest
@@ -89,6 +82,27 @@ struct GemmVerdict {
 // `acc` for random inputs), then the same check on the transpose per row tile to locate the wrong
 // elements, each confirmed by an O(k) recomputation.
 GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccumulation& acc, int threads);
+
+// Location: candidates (sorted, unique) are the elements whose row fails in its column tile
+// (row_flags, m x column tiles) and whose column fails in its row tile (col_flags, n x row tiles),
+// plus `invalid`. A failed check no candidate confirms is recorded at its tile's first column
+// (gemm_unconfirmed_checks).
+std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, const std::vector<uint8_t>& row_flags,
+                                      const std::vector<uint8_t>& col_flags, const std::vector<uint64_t>& invalid);
+std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, const std::vector<uint8_t>& row_flags);
+// At most this many candidates are confirmed; the rest count as mismatches without a record.
+inline constexpr size_t kGemmMaxConfirm = size_t{1} << 18;
+
+// Confirms candidates (index i * n + j, observed output bits) by O(k) recomputations from the
+// generators alone (no inputs in memory): what a device-verified engine does with the few
+// candidates its kernels return. Same tests and bounds as verify_gemm's confirmation.
+MismatchReport gemm_confirm_candidates(const GemmSpec& spec, const GemmAccumulation& acc,
+                                       const std::vector<uint64_t>& index, const std::vector<uint64_t>& observed,
+                                       int threads);
+
+// Adds repeat `rep`'s verdict to `run`, counting each wrong element once over the repeats (`seen`
+// holds the indices already counted).
+void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::vector<uint64_t>& seen);
 
 // Order-independent digest of C's words.
 Digest128 gemm_digest(const void* c, uint64_t bytes, int threads);

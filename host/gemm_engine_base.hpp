@@ -1,7 +1,8 @@
-// The loop every backend's GemmEngine shares: generate the seeded inputs on the host, load them,
-// multiply (repeats times), offer C to the device's injector, fetch C to the host and verify it
-// there with verify_gemm, digest it, and compare the repeats' digests. Backends supply the
-// multiplication and the transfers.
+// The loop of a GemmEngine whose C is verified on the host (the CPU backend): generate the seeded
+// inputs on the host, load them, multiply (repeats times), offer C to the device's injector, fetch
+// C to the host and verify it there with verify_gemm, digest it, and compare the repeats' digests.
+// Backends supply the multiplication and the transfers. (The CUDA engine generates and verifies on
+// the device instead, with the same SDC_HD element code.)
 #pragma once
 
 #include <memory>

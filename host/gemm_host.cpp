@@ -10,6 +10,7 @@
 
 #include "host/gemm.hpp"
 #include "host/gemm_engine_base.hpp"
+#include "kernels/common/gemm_check.hpp"
 
 namespace sdc {
 
@@ -37,7 +38,7 @@ const char* gemm_inputs_name(GemmInputs in) {
   return "";
 }
 
-uint32_t gemm_check_tile(uint32_t n) { return std::min(n, std::max(256u, (n + 3) / 4)); }
+uint32_t gemm_check_tile(uint32_t n) { return gemm_check_tile_of(n); }
 
 namespace {
 
@@ -45,11 +46,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-bool is_exact(GemmInputs in) { return in != GemmInputs::kRandom; }
-
-// Keys of the check vectors: independent of the input streams.
-constexpr uint32_t kStreamRowCheck = 16;
-constexpr uint32_t kStreamColCheck = 17;
+bool is_exact(GemmInputs in) { return gemm_inputs_exact(in); }
 
 bool have_avx2() {
 #if defined(__x86_64__)
@@ -168,58 +165,43 @@ void generate_gemm_inputs_into(const GemmSpec& spec, int threads, GemmHostInputs
   in.a_wide.resize(wide ? m * k : 0);
   in.bt_wide.resize(wide ? n * k : 0);
   const bool exact = is_exact(spec.inputs);
-  uint32_t mag = gemm_exact_magnitude(t, spec.k);
-  if (spec.inputs == GemmInputs::kScaled) mag = std::min(mag, gemm_scaled_magnitude_cap(t));
+  // Every element comes from the SDC_HD generators the CUDA kernels call (gemm_elements.hpp).
+  const GemmGenerator ga = gemm_generator(t, spec.inputs, spec.k, spec.seed, kGemmStreamA);
+  const GemmGenerator gb = gemm_generator(t, spec.inputs, spec.k, spec.seed, kGemmStreamB);
   in.a_int.resize(exact ? m * k : 0);
   in.bt_int.resize(exact ? n * k : 0);
-  in.exact_bound = !exact ? 0 : spec.inputs == GemmInputs::kDense ? k * 255 * 255 : k * mag * mag;
+  in.exact_bound = gemm_exact_output_bound(spec.inputs, spec.k, ga.mag);
   in.row_exp.clear();
   in.col_exp.clear();
   if (spec.inputs == GemmInputs::kScaled) {
-    const int range = gemm_scale_range(t);
-    const uint32_t kr = gemm_stream_key(spec.seed, kGemmStreamRowScale),
-                   kc = gemm_stream_key(spec.seed, kGemmStreamColScale);
     in.row_exp.resize(m);
     in.col_exp.resize(n);
-    for (uint64_t i = 0; i < m; ++i) in.row_exp[i] = gemm_scale_exponent(kr, i, range);
-    for (uint64_t j = 0; j < n; ++j) in.col_exp[j] = gemm_scale_exponent(kc, j, range);
+    for (uint64_t i = 0; i < m; ++i) in.row_exp[i] = gemm_generated_exponent(ga, i);
+    for (uint64_t j = 0; j < n; ++j) in.col_exp[j] = gemm_generated_exponent(gb, j);
   }
-  auto fill = [&](uint32_t stream, uint64_t rows, std::vector<uint8_t>& raw, std::vector<float>& w,
+  auto fill = [&](const GemmGenerator& g, uint64_t rows, std::vector<uint8_t>& raw, std::vector<float>& w,
                   std::vector<int32_t>& ints, const std::vector<int32_t>& exps) {
-    const uint32_t key = gemm_stream_key(spec.seed, stream);
-    const uint64_t total = rows * k;
     void* out = raw.data();
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 32)
     for (int64_t r = 0; r < static_cast<int64_t>(rows); ++r) {
       const uint64_t base = static_cast<uint64_t>(r) * k;
-      if (!exact) {
-        fill_random(t, key, base, base + k, out, wide ? w.data() : nullptr);
+      if (!exact) {  // gemm_generated_float / _double, unrolled per type so that it vectorises
+        fill_random(t, g.key, base, base + k, out, wide ? w.data() : nullptr);
         continue;
       }
       const float scale = exps.empty() ? 1.0f : exp2_float(exps[r]);
       for (uint64_t p = 0; p < k; ++p) {
         const uint64_t idx = base + p;
-        if (t == GemmType::kFp64 && !exact) {
-          static_cast<double*>(out)[idx] = gemm_random_double(key, idx);
-          continue;
-        }
-        float v;
-        if (exact) {
-          const float iv =
-              spec.inputs == GemmInputs::kDense ? gemm_dense_bf16_value(key, idx) : gemm_exact_value(key, idx, mag);
-          ints[idx] = static_cast<int32_t>(iv);
-          v = iv * scale;
-        } else {
-          v = gemm_random_value(t, key, idx);
-        }
+        const int32_t iv = gemm_generated_int(g, idx);
+        const float v = static_cast<float>(iv) * scale;  // = gemm_generated_float(g, idx)
+        ints[idx] = iv;
         gemm_store_input(t, out, idx, v);
         if (wide) w[idx] = v;
       }
     }
-    (void)total;
   };
-  fill(kGemmStreamA, m, in.a, in.a_wide, in.a_int, in.row_exp);
-  fill(kGemmStreamB, n, in.bt, in.bt_wide, in.bt_int, in.col_exp);
+  fill(ga, m, in.a, in.a_wide, in.a_int, in.row_exp);
+  fill(gb, n, in.bt, in.bt_wide, in.bt_int, in.col_exp);
 }
 
 Digest128 gemm_digest(const void* c, uint64_t bytes, int threads) {
@@ -387,7 +369,7 @@ double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, 
   const uint32_t tiles = (n + tile - 1) / tile;
   flags.assign(static_cast<size_t>(m) * tiles, 0);
   std::vector<double> w(n);
-  for (uint32_t j = 0; j < n; ++j) w[j] = 1.0 + (gemm_random32(key, j) >> 8) * 0x1p-24;  // in [1, 2)
+  for (uint32_t j = 0; j < n; ++j) w[j] = gemm_float_check_weight(key, j);  // in [1, 2)
   // Y_t = B w_t and |B| w_t, tile by tile (tiles x k).
   std::vector<double> y(static_cast<size_t>(tiles) * k, 0.0), ya(static_cast<size_t>(tiles) * k, 0.0);
 #pragma omp parallel num_threads(threads)
@@ -410,12 +392,9 @@ double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, 
   }
   // |B||w| rounded to FP32 for the bound's sum, which runs in FP32 on 16 lanes (see row_dots4).
   const std::vector<float> yaf(ya.begin(), ya.end());
-  // The FP32 sum of nonnegative terms |a| |B||w|: each factor rounded once (2^-24 each, at most
-  // 2^-23 with the product), then k additions: scaling by this factor gives an upper bound.
-  const double float_sum_factor = (1 + 0x1p-22) / (1 - gemm_gamma(k + 1.0, 0x1p-24));
+  const double float_sum_factor = gemm_float_sum_factor(k);
   const double rel = gemm_relative_bound(acc, k);
-  // Error of the FP64 check itself (Y, A Y, C w and the absolute sums): generous and rigorous.
-  const double slack = 2 * gemm_gamma(static_cast<double>(k) + n + 8, 0x1p-53) + 0x1p-45;
+  const double slack = gemm_check_slack(k, n);
   // sum of w over each tile, for the underflow allowance.
   std::vector<double> wsum(tiles, 0.0);
   for (uint32_t j = 0; j < n; ++j) wsum[j / tile] += w[j];
@@ -445,14 +424,10 @@ double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, 
             strided[j] = static_cast<double>(c[static_cast<size_t>(i) * rs + j * cs]);
           c_dots(strided.data(), w.data(), jlo, jhi, d);
         }
-        // The output rounding term u_out (|C||w|)_i uses |C_ij| <= (1 + rel) (|A||B|)_ij, which
-        // holds for every correct result, so tau needs no pass over |C| (and an infinite or NaN
-        // output cannot inflate it: it makes the residual fail).
         const double cw = d[0];
-        const double tau =
-            (rel + acc.u_out * (1 + rel)) * q[r] + (k + 2.0) * acc.underflow * wsum[tt] + slack * (2 + rel) * q[r];
+        const double tau = gemm_tile_tau(acc, rel, slack, k, q[r], wsum[tt]);
         const double res = std::fabs(cw - s[r]);
-        if (!(res <= tau)) flags[static_cast<size_t>(i) * tiles + tt] = 1;
+        if (gemm_check_fails(res, tau)) flags[static_cast<size_t>(i) * tiles + tt] = 1;
         if (res == res && tau > 0) max_ratio = std::max(max_ratio, res / tau);
       }
     }
@@ -462,23 +437,16 @@ double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, 
 
 // ---- Exact Freivalds modulo 2^64 -------------------------------------------------------------
 
-// The observed outputs as unscaled integers; kInvalid where the value is not an integer within
-// the exact bound (NaN, a fraction, out of range): such an element is wrong without further check.
-constexpr int64_t kInvalid = INT64_MIN;
-
 template <typename C>
 void exact_check(uint32_t m, uint32_t n, uint32_t k, const int32_t* a, const int32_t* bt, C c, uint32_t tile,
                  uint32_t key, int threads, std::vector<uint8_t>& flags) {
-  constexpr uint32_t kVectors = 2;
+  constexpr uint32_t kVectors = kGemmExactVectors;
   const uint32_t tiles = (n + tile - 1) / tile;
   flags.assign(static_cast<size_t>(m) * tiles, 0);
   std::vector<uint64_t> w(static_cast<size_t>(n) * kVectors);
   for (uint32_t j = 0; j < n; ++j) {
-    for (uint32_t v = 0; v < kVectors; ++v) {
-      const uint64_t idx = (static_cast<uint64_t>(j) * kVectors + v) * 2;
-      w[static_cast<size_t>(j) * kVectors + v] =
-          ((static_cast<uint64_t>(gemm_random32(key, idx)) << 32) | gemm_random32(key, idx + 1)) | 1u;  // odd
-    }
+    for (uint32_t v = 0; v < kVectors; ++v)
+      w[static_cast<size_t>(j) * kVectors + v] = gemm_exact_check_weight(key, j, v);
   }
   const size_t rows_y = static_cast<size_t>(tiles) * kVectors;
   std::vector<uint64_t> y(rows_y * k, 0);
@@ -508,23 +476,12 @@ void exact_check(uint32_t m, uint32_t n, uint32_t k, const int32_t* a, const int
         for (uint32_t p = 0; p < k; ++p) s += static_cast<uint64_t>(static_cast<int64_t>(ar[p])) * yr[p];
         for (uint32_t j = jlo; j < jhi; ++j) {
           const int64_t cv = c(i, j);
-          cw += static_cast<uint64_t>(cv == kInvalid ? 0 : cv) * w[static_cast<size_t>(j) * kVectors + v];
+          cw += static_cast<uint64_t>(cv == kGemmInvalid ? 0 : cv) * w[static_cast<size_t>(j) * kVectors + v];
         }
         if (s != cw) flags[static_cast<size_t>(i) * tiles + tt] = 1;
       }
     }
   }
-}
-
-uint64_t output_bits_at(GemmType t, const void* c, uint64_t idx) {
-  if (t == GemmType::kFp64) return static_cast<const uint64_t*>(c)[idx];
-  return static_cast<const uint32_t*>(c)[idx];
-}
-
-double output_value_at(GemmType t, const void* c, uint64_t idx) {
-  if (t == GemmType::kFp64) return static_cast<const double*>(c)[idx];
-  if (t == GemmType::kInt8) return static_cast<const int32_t*>(c)[idx];
-  return static_cast<const float*>(c)[idx];
 }
 
 uint64_t expected_bits_of(GemmType t, double v) {
@@ -544,7 +501,6 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
   const GemmType t = s.type;
   const uint32_t m = s.m, n = s.n, k = s.k;
   const uint32_t tile_c = gemm_check_tile(n), tile_r = gemm_check_tile(m);
-  const uint32_t col_tiles = (n + tile_c - 1) / tile_c, row_tiles = (m + tile_r - 1) / tile_r;
   const bool exact = is_exact(s.inputs);
   const unsigned out_bits = gemm_output_bytes(t) * 8;
   GemmVerdict verdict;
@@ -574,19 +530,14 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
         size_t wrong = 0;
 #pragma omp simd reduction(+ : wrong)
         for (size_t j = 0; j < n; ++j) {
-          const double o = static_cast<double>(crow[j]);
-          const double v = o * (row_scale * cs[j]);
-          const bool in_range = std::fabs(v) <= bound;  // false for NaN
-          const int32_t iv = static_cast<int32_t>(in_range ? v : 0.0);
-          // A nonzero output that unscales to zero (underflow) is wrong too.
-          const bool ok = in_range && static_cast<double>(iv) == v && (iv != 0 || o == 0);
-          out[j] = ok ? iv : kInvalid;
-          wrong += ok ? 0 : 1;
+          const int64_t iv = gemm_unscale_output(static_cast<double>(crow[j]), row_scale * cs[j], bound);
+          out[j] = iv;
+          wrong += iv == kGemmInvalid ? 1 : 0;
         }
         if (wrong == 0) continue;
         auto& list = bad[static_cast<size_t>(omp_get_thread_num()) % bad.size()];
         for (size_t j = 0; j < n; ++j) {
-          if (out[j] == kInvalid) list.push_back(i * n + j);
+          if (out[j] == kGemmInvalid) list.push_back(i * n + j);
         }
       }
     };
@@ -602,24 +553,24 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
     exact_check(
         m, n, k, in.a_int.data(), in.bt_int.data(),
         [ci, n](uint32_t i, uint32_t j) { return ci[static_cast<size_t>(i) * n + j]; }, tile_c,
-        gemm_stream_key(s.seed, kStreamRowCheck), threads, row_flags);
+        gemm_stream_key(s.seed, kGemmStreamRowCheck), threads, row_flags);
   } else if (t == GemmType::kFp64) {
     const double* a = reinterpret_cast<const double*>(in.a.data());
     const double* bt = reinterpret_cast<const double*>(in.bt.data());
     const double* cd = static_cast<const double*>(c);
-    verdict.max_ratio = float_check(m, n, k, a, bt, cd, n, 1, tile_c, gemm_stream_key(s.seed, kStreamRowCheck), acc,
+    verdict.max_ratio = float_check(m, n, k, a, bt, cd, n, 1, tile_c, gemm_stream_key(s.seed, kGemmStreamRowCheck), acc,
                                     threads, row_flags);
   } else {
     const float* a = in.a_wide.empty() ? reinterpret_cast<const float*>(in.a.data()) : in.a_wide.data();
     const float* bt = in.bt_wide.empty() ? reinterpret_cast<const float*>(in.bt.data()) : in.bt_wide.data();
     if (t == GemmType::kInt8) {
       const int32_t* cd = static_cast<const int32_t*>(c);
-      verdict.max_ratio = float_check(m, n, k, a, bt, cd, n, 1, tile_c, gemm_stream_key(s.seed, kStreamRowCheck), acc,
-                                      threads, row_flags);
+      verdict.max_ratio = float_check(m, n, k, a, bt, cd, n, 1, tile_c, gemm_stream_key(s.seed, kGemmStreamRowCheck),
+                                      acc, threads, row_flags);
     } else {
       const float* cd = static_cast<const float*>(c);
-      verdict.max_ratio = float_check(m, n, k, a, bt, cd, n, 1, tile_c, gemm_stream_key(s.seed, kStreamRowCheck), acc,
-                                      threads, row_flags);
+      verdict.max_ratio = float_check(m, n, k, a, bt, cd, n, 1, tile_c, gemm_stream_key(s.seed, kGemmStreamRowCheck),
+                                      acc, threads, row_flags);
     }
   }
   uint64_t row_flag_count = 0;
@@ -634,44 +585,32 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
     exact_check(
         n, m, k, in.bt_int.data(), in.a_int.data(),
         [ci, n](uint32_t j, uint32_t i) { return ci[static_cast<size_t>(i) * n + j]; }, tile_r,
-        gemm_stream_key(s.seed, kStreamColCheck), threads, col_flags);
+        gemm_stream_key(s.seed, kGemmStreamColCheck), threads, col_flags);
   } else if (t == GemmType::kFp64) {
     const double* a = reinterpret_cast<const double*>(in.a.data());
     const double* bt = reinterpret_cast<const double*>(in.bt.data());
     const double* cd = static_cast<const double*>(c);
-    float_check(n, m, k, bt, a, cd, 1, n, tile_r, gemm_stream_key(s.seed, kStreamColCheck), acc, threads, col_flags);
+    float_check(n, m, k, bt, a, cd, 1, n, tile_r, gemm_stream_key(s.seed, kGemmStreamColCheck), acc, threads,
+                col_flags);
   } else {
     const float* a = in.a_wide.empty() ? reinterpret_cast<const float*>(in.a.data()) : in.a_wide.data();
     const float* bt = in.bt_wide.empty() ? reinterpret_cast<const float*>(in.bt.data()) : in.bt_wide.data();
     if (t == GemmType::kInt8) {
       float_check(n, m, k, bt, a, static_cast<const int32_t*>(c), 1, n, tile_r,
-                  gemm_stream_key(s.seed, kStreamColCheck), acc, threads, col_flags);
+                  gemm_stream_key(s.seed, kGemmStreamColCheck), acc, threads, col_flags);
     } else {
-      float_check(n, m, k, bt, a, static_cast<const float*>(c), 1, n, tile_r, gemm_stream_key(s.seed, kStreamColCheck),
-                  acc, threads, col_flags);
+      float_check(n, m, k, bt, a, static_cast<const float*>(c), 1, n, tile_r,
+                  gemm_stream_key(s.seed, kGemmStreamColCheck), acc, threads, col_flags);
     }
   }
   for (uint8_t f : col_flags) verdict.flagged_checks += f;
 
-  std::vector<uint64_t> candidates = invalid;
-  for (uint32_t i = 0; i < m; ++i) {
-    for (uint32_t tt = 0; tt < col_tiles; ++tt) {
-      if (!row_flags[static_cast<size_t>(i) * col_tiles + tt]) continue;
-      const uint32_t jhi = std::min(n, (tt + 1) * tile_c);
-      for (uint32_t j = tt * tile_c; j < jhi; ++j) {
-        if (col_flags[static_cast<size_t>(j) * row_tiles + i / tile_r])
-          candidates.push_back(static_cast<uint64_t>(i) * n + j);
-      }
-    }
-  }
-  std::sort(candidates.begin(), candidates.end());
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  const std::vector<uint64_t> candidates = gemm_candidates(m, n, row_flags, col_flags, invalid);
 
   // Confirm each candidate by an O(k) recomputation (capped; the rest count as mismatches).
-  constexpr size_t kMaxConfirm = size_t{1} << 18;
-  const size_t confirm = std::min(candidates.size(), kMaxConfirm);
+  const size_t confirm = std::min(candidates.size(), kGemmMaxConfirm);
   const double rel = gemm_relative_bound(acc, k);
-  const double slack = 2 * gemm_gamma(static_cast<double>(k) + 8, 0x1p-53) + 0x1p-45;
+  const double slack = gemm_element_slack(k);
   std::vector<MismatchReport> parts(static_cast<size_t>(std::max(1, threads)));
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t q = 0; q < static_cast<int64_t>(confirm); ++q) {
@@ -706,10 +645,9 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
           ab += std::fabs(pr);
         }
       }
-      const double obs = output_value_at(t, c, idx);
-      const double tau =
-          rel * ab + acc.u_out * std::fabs(obs) + (k + 2.0) * acc.underflow + slack * (ab + std::fabs(obs));
-      wrong = !(std::fabs(obs - e) <= tau) || !std::isfinite(obs);
+      const double obs = gemm_output_value(t, c, idx);
+      const double tau = gemm_element_tau(acc, rel, slack, k, ab, std::fabs(obs));
+      wrong = gemm_check_fails(std::fabs(obs - e), tau) || !std::isfinite(obs);
       expected = e;
     }
     if (!wrong) continue;
@@ -718,7 +656,7 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
     MismatchRecord rec;
     rec.index = idx;
     rec.expected = expected_bits_of(t, expected);
-    rec.observed = output_bits_at(t, c, idx);
+    rec.observed = gemm_output_bits(t, c, idx);
     rec.width_bits = out_bits;
     rec.lane = static_cast<int>(j % 32);
     r.keep(rec);
@@ -729,19 +667,120 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
   }
   verdict.report.mismatches += candidates.size() - confirm;
   if (verdict.report.mismatches == 0) {
-    // A failed check whose element the location could not confirm still counts: one per failed
-    // row tile, recorded at the tile's first column.
-    for (size_t f = 0; f < row_flags.size(); ++f) {
-      if (!row_flags[f]) continue;
+    for (uint64_t idx : gemm_unconfirmed_checks(n, row_flags)) {
       ++verdict.report.mismatches;
       MismatchRecord rec;
-      rec.index = static_cast<uint64_t>(f / col_tiles) * n + (f % col_tiles) * tile_c;
-      rec.observed = output_bits_at(t, c, rec.index);
+      rec.index = idx;
+      rec.observed = gemm_output_bits(t, c, rec.index);
       rec.width_bits = out_bits;
       verdict.report.keep(rec);
     }
   }
   return verdict;
+}
+
+std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, const std::vector<uint8_t>& row_flags,
+                                      const std::vector<uint8_t>& col_flags, const std::vector<uint64_t>& invalid) {
+  const uint32_t tile_c = gemm_check_tile(n), tile_r = gemm_check_tile(m);
+  const uint32_t col_tiles = (n + tile_c - 1) / tile_c, row_tiles = (m + tile_r - 1) / tile_r;
+  std::vector<uint64_t> candidates = invalid;
+  for (uint32_t i = 0; i < m; ++i) {
+    for (uint32_t tt = 0; tt < col_tiles; ++tt) {
+      if (!row_flags[static_cast<size_t>(i) * col_tiles + tt]) continue;
+      const uint32_t jhi = std::min(n, (tt + 1) * tile_c);
+      for (uint32_t j = tt * tile_c; j < jhi; ++j) {
+        if (col_flags[static_cast<size_t>(j) * row_tiles + i / tile_r])
+          candidates.push_back(static_cast<uint64_t>(i) * n + j);
+      }
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  return candidates;
+}
+
+std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, const std::vector<uint8_t>& row_flags) {
+  const uint32_t tile_c = gemm_check_tile(n), col_tiles = (n + tile_c - 1) / tile_c;
+  std::vector<uint64_t> out;
+  for (size_t f = 0; f < row_flags.size(); ++f) {
+    if (row_flags[f]) out.push_back(static_cast<uint64_t>(f / col_tiles) * n + (f % col_tiles) * tile_c);
+  }
+  return out;
+}
+
+MismatchReport gemm_confirm_candidates(const GemmSpec& s, const GemmAccumulation& acc,
+                                       const std::vector<uint64_t>& index, const std::vector<uint64_t>& observed,
+                                       int threads) {
+  const GemmType t = s.type;
+  const uint32_t n = s.n, k = s.k;
+  const bool exact = is_exact(s.inputs);
+  const GemmGenerator ga = gemm_generator(t, s.inputs, k, s.seed, kGemmStreamA);
+  const GemmGenerator gb = gemm_generator(t, s.inputs, k, s.seed, kGemmStreamB);
+  const double bound = static_cast<double>(gemm_exact_output_bound(s.inputs, k, ga.mag));
+  const double rel = gemm_relative_bound(acc, k);
+  const double slack = gemm_element_slack(k);
+  const unsigned out_bits = gemm_output_bytes(t) * 8;
+  std::vector<MismatchReport> parts(static_cast<size_t>(std::max(1, threads)));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t q = 0; q < static_cast<int64_t>(index.size()); ++q) {
+    const uint64_t idx = index[static_cast<size_t>(q)];
+    const uint64_t bits = observed[static_cast<size_t>(q)];
+    const uint32_t i = static_cast<uint32_t>(idx / n), j = static_cast<uint32_t>(idx % n);
+    const uint64_t arow = static_cast<uint64_t>(i) * k, brow = static_cast<uint64_t>(j) * k;
+    const double obs = gemm_output_value(t, &bits, 0);
+    double expected;
+    bool wrong;
+    if (exact) {
+      int64_t e = 0;
+      for (uint32_t p = 0; p < k; ++p)
+        e += static_cast<int64_t>(gemm_generated_int(ga, arow + p)) * gemm_generated_int(gb, brow + p);
+      const int scale = gemm_generated_exponent(ga, i) + gemm_generated_exponent(gb, j);
+      wrong = gemm_unscale_output(obs, exp2_double(-scale), bound) != e;
+      expected = std::ldexp(static_cast<double>(e), scale);
+    } else {
+      double e = 0, ab = 0;
+      for (uint32_t p = 0; p < k; ++p) {
+        const double pr = gemm_generated_double(ga, arow + p) * gemm_generated_double(gb, brow + p);
+        e += pr;
+        ab += std::fabs(pr);
+      }
+      const double tau = gemm_element_tau(acc, rel, slack, k, ab, std::fabs(obs));
+      wrong = gemm_check_fails(std::fabs(obs - e), tau) || !std::isfinite(obs);
+      expected = e;
+    }
+    if (!wrong) continue;
+    MismatchReport& r = parts[static_cast<size_t>(omp_get_thread_num()) % parts.size()];
+    ++r.mismatches;
+    MismatchRecord rec;
+    rec.index = idx;
+    rec.expected = expected_bits_of(t, expected);
+    rec.observed = bits;
+    rec.width_bits = out_bits;
+    rec.lane = static_cast<int>(j % 32);
+    r.keep(rec);
+  }
+  MismatchReport report;
+  for (const auto& p : parts) {
+    report.mismatches += p.mismatches;
+    for (const auto& rec : p.records) report.keep(rec);
+  }
+  return report;
+}
+
+void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::vector<uint64_t>& seen) {
+  run.max_ratio = std::max(run.max_ratio, v.max_ratio);
+  run.flagged_checks += v.flagged_checks;
+  run.report.checked += v.report.checked;
+  // Count each wrong element once over the repeats (a permanent fault shows in every repeat).
+  uint64_t fresh = 0;
+  for (const auto& rec : v.report.records) {
+    if (std::find(seen.begin(), seen.end(), rec.index) != seen.end()) continue;
+    seen.push_back(rec.index);
+    run.report.keep(rec);
+    ++fresh;
+  }
+  const uint64_t unrecorded = v.report.mismatches - v.report.records.size();
+  if (rep == 0 || fresh > 0) run.report.mismatches += fresh + unrecorded;
 }
 
 // ---- The shared engine loop ------------------------------------------------------------------
@@ -787,7 +826,8 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
     if (rep > 0 && spec.repeats > 1 && run.digests[rep] != run.digests[0] && v.report.mismatches == 0) {
       // Differs from repeat 0 while both pass their bounds: name the elements that differ.
       for (uint64_t e = 0; e < elements; ++e) {
-        const uint64_t now = output_bits_at(spec.type, host_c, e), then = output_bits_at(spec.type, first.data(), e);
+        const uint64_t now = gemm_output_bits(spec.type, host_c, e),
+                       then = gemm_output_bits(spec.type, first.data(), e);
         if (now == then) continue;
         ++v.report.mismatches;
         MismatchRecord rec;
@@ -800,19 +840,7 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
       }
     }
     run.verify_s += seconds_since(t0);
-    run.max_ratio = std::max(run.max_ratio, v.max_ratio);
-    run.flagged_checks += v.flagged_checks;
-    run.report.checked += v.report.checked;
-    // Count each wrong element once over the repeats (a permanent fault shows in every repeat).
-    uint64_t fresh = 0;
-    for (const auto& rec : v.report.records) {
-      if (std::find(seen.begin(), seen.end(), rec.index) != seen.end()) continue;
-      seen.push_back(rec.index);
-      run.report.keep(rec);
-      ++fresh;
-    }
-    const uint64_t unrecorded = v.report.mismatches - v.report.records.size();
-    if (rep == 0 || fresh > 0) run.report.mismatches += fresh + unrecorded;
+    gemm_merge_repeat(run, v, rep, seen);
   }
   run.algorithm = algorithm(spec);
   run.library_version = library_version();

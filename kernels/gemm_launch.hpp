@@ -1,10 +1,15 @@
-// Host-callable launcher of the hand-written SIMT GEMM (gemm.simt.fp32). Enqueues on `stream` and
-// returns the launch status; the caller synchronises.
+// Host-callable launchers of the gemm.* kernels: the hand-written SIMT GEMM (gemm.simt.fp32), and
+// the generation and verification that keep a GEMM probe's O(n^2) data on the device. Each enqueues
+// on `stream` and returns the launch status; the caller synchronises.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
+
+#include "kernels/common/device_mismatch.hpp"
+#include "kernels/common/gemm_check.hpp"
 
 namespace sdc {
 
@@ -14,5 +19,53 @@ namespace sdc {
 // fixed order. Device pointers.
 cudaError_t launch_gemm_simt_fp32(const float* a, const float* bt, float* c, uint32_t m, uint32_t n, uint32_t k,
                                   cudaStream_t stream);
+
+// Generates one operand, rows x g.k elements (A with A's generator, Bt with B's), into `out`: the
+// bits generate_gemm_inputs stores on the host (kernels/gemm_generate.cu).
+cudaError_t launch_gemm_generate(const GemmGenerator& g, uint64_t rows, void* out, cudaStream_t stream);
+
+// One Freivalds/ABFT pass over `lines` lines of C (kernels/gemm_verify.cu): the rows (line = A's
+// generator, other = B's, element (line, col) at line * n + col) or, to locate, the columns (roles
+// swapped, at col * n + line). The inputs are regenerated, not read.
+struct GemmCheckShape {
+  GemmGenerator line, other;
+  GemmType out_type = GemmType::kFp32;
+  uint32_t lines = 0, width = 0, k = 0;  // lines checked, elements per line, depth
+  uint32_t tile = 0, tiles = 0;          // the line split into at most kGemmMaxCheckTiles tiles
+  uint64_t line_stride = 0, col_stride = 0;
+  uint32_t key = 0;  // check vector key
+};
+
+// The FP64 check's bound terms that do not depend on the data (gemm_check.hpp).
+struct GemmFloatBound {
+  GemmAccumulation acc;
+  double rel = 0, slack = 0, sum_factor = 0;
+  double wsum[kGemmMaxCheckTiles] = {};  // sum of w over each tile
+};
+
+// Device scratch each check needs.
+size_t gemm_float_check_scratch(const GemmCheckShape& s);
+size_t gemm_exact_check_scratch(const GemmCheckShape& s);
+
+// Random families: flags[line * tiles + t] = 1 where |C w - A (B w)| > tau over tile t; the
+// summary (zeroed here) counts the failed checks and keeps the largest |r| / tau.
+cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBound& b, const void* c, void* scratch,
+                                    uint8_t* flags, GemmCheckSummary* summary, cudaStream_t stream);
+
+// Exact families: int64 Freivalds modulo 2^64 with two odd vectors, zero tolerance. Outputs that
+// unscale to no integer within `bound` count as invalid; with `invalid` set, the first
+// `invalid_cap` of their indices are written there.
+cudaError_t launch_gemm_exact_check(const GemmCheckShape& s, double bound, const void* c, void* scratch, uint8_t* flags,
+                                    GemmCheckSummary* summary, unsigned long long* invalid, uint64_t invalid_cap,
+                                    cudaStream_t stream);
+
+// bits[q] = the bits of output element index[q] (candidates to confirm on the host).
+cudaError_t launch_gemm_gather(GemmType out_type, const void* c, const unsigned long long* index, uint64_t count,
+                               unsigned long long* bits, cudaStream_t stream);
+
+// Records (in `log`, zeroed here) every element of C that differs from `first`, an earlier
+// repeat's output: expected = first, lane = column % 32.
+cudaError_t launch_gemm_diff(GemmType out_type, const void* c, const void* first, uint64_t elements, uint32_t n,
+                             DeviceMismatchLog* log, cudaStream_t stream);
 
 }  // namespace sdc

@@ -2,11 +2,15 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
 #include "kernels/gemm_launch.hpp"
+#include "kernels/launch.hpp"
 
 namespace sdc {
 namespace {
@@ -79,6 +83,12 @@ struct Problem {
   }
 };
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int host_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 template <typename T>
 T algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
   T value{};
@@ -90,7 +100,8 @@ T algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttri
 }  // namespace
 
 CudaGemmEngine::CudaGemmEngine(Device& device, int ordinal, cudaStream_t stream, GemmInjectFn inject)
-    : HostVerifiedGemmEngine(device, std::move(inject)),
+    : device_(device),
+      inject_(std::move(inject)),
       ordinal_(ordinal),
       stream_(stream),
       lt_(ordinal),
@@ -140,19 +151,6 @@ GemmAccumulation CudaGemmEngine::accumulation(GemmType type, GemmPath path) cons
   return a;
 }
 
-int CudaGemmEngine::threads() const { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
-void CudaGemmEngine::load(const GemmHostInputs& in) {
-  if (a_.bytes() < in.a.size()) a_ = DeviceMemory(ordinal_, in.a.size());
-  if (bt_.bytes() < in.bt.size()) bt_ = DeviceMemory(ordinal_, in.bt.size());
-  DeviceGuard guard(ordinal_);
-  SDC_CUDA_TRY(cudaMemcpyAsync(a_.get(), in.a.data(), in.a.size(), cudaMemcpyHostToDevice, stream_));
-  SDC_CUDA_TRY(cudaMemcpyAsync(bt_.get(), in.bt.data(), in.bt.size(), cudaMemcpyHostToDevice, stream_));
-  SDC_CUDA_TRY(cudaStreamSynchronize(stream_));
-  // Choose (or look up) the pinned algorithm here, outside the GEMM's timing.
-  if (in.spec.path == GemmPath::kLibrary) pinned(in.spec);
-}
-
 const CudaGemmEngine::Pinned& CudaGemmEngine::pinned(const GemmSpec& s) {
   const Key key{static_cast<int>(s.type), s.m, s.n, s.k};
   auto it = pinned_.find(key);
@@ -185,8 +183,7 @@ const CudaGemmEngine::Pinned& CudaGemmEngine::pinned(const GemmSpec& s) {
   throw std::runtime_error("cuBLASLt offers no algorithm without split-K for this GEMM");
 }
 
-void CudaGemmEngine::multiply(const GemmHostInputs& in, DeviceBuffer& c) {
-  const GemmSpec& s = in.spec;
+void CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
   DeviceGuard guard(ordinal_);
   if (s.path == GemmPath::kSimt) {
     SDC_CUDA_TRY(
@@ -214,12 +211,232 @@ void CudaGemmEngine::multiply(const GemmHostInputs& in, DeviceBuffer& c) {
   SDC_CUDA_TRY(cudaStreamSynchronize(stream_));
 }
 
-const void* CudaGemmEngine::fetch(DeviceBuffer& c, size_t bytes) {
-  host_c_.resize(bytes);
+void CudaGemmEngine::synchronize() { SDC_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+
+void CudaGemmEngine::download(void* host, const void* device, size_t bytes) {
+  if (bytes == 0) return;
+  SDC_CUDA_TRY(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_));
+  device_.count_host_device_bytes(bytes);
+  synchronize();
+}
+
+void CudaGemmEngine::upload(void* device, const void* host, size_t bytes) {
+  if (bytes == 0) return;
+  SDC_CUDA_TRY(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_));
+  device_.count_host_device_bytes(bytes);
+  synchronize();
+}
+
+DeviceMemory& CudaGemmEngine::grow(DeviceMemory& mem, size_t bytes) {
+  if (mem.bytes() < bytes) {
+    mem = DeviceMemory();  // free first, so the old and new blocks need not fit together
+    mem = DeviceMemory(ordinal_, bytes);
+  }
+  return mem;
+}
+
+void CudaGemmEngine::generate(const GemmSpec& s) {
+  if (s.m == 0 || s.n == 0 || s.k == 0) throw std::invalid_argument("gemm: empty shape");
+  if (s.inputs == GemmInputs::kDense && (s.type != GemmType::kBf16 || s.k > kGemmDenseMaxK)) {
+    throw std::invalid_argument("gemm: dense inputs are bf16 with k <= 256");
+  }
+  if (s.inputs == GemmInputs::kScaled && s.type == GemmType::kInt8) throw std::invalid_argument("gemm: no scaled int8");
+  const unsigned ib = gemm_input_bytes(s.type);
+  grow(a_, uint64_t{s.m} * s.k * ib);
+  grow(bt_, uint64_t{s.n} * s.k * ib);
+  SDC_CUDA_TRY(
+      launch_gemm_generate(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamA), s.m, a_.get(), stream_));
+  SDC_CUDA_TRY(
+      launch_gemm_generate(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamB), s.n, bt_.get(), stream_));
+  synchronize();
+}
+
+void CudaGemmEngine::generate_on_device(const GemmSpec& spec, std::vector<uint8_t>& a, std::vector<uint8_t>& bt) {
   DeviceGuard guard(ordinal_);
-  SDC_CUDA_TRY(cudaMemcpyAsync(host_c_.data(), c.data(), bytes, cudaMemcpyDeviceToHost, stream_));
-  SDC_CUDA_TRY(cudaStreamSynchronize(stream_));
-  return host_c_.data();
+  generate(spec);
+  const unsigned ib = gemm_input_bytes(spec.type);
+  a.resize(uint64_t{spec.m} * spec.k * ib);
+  bt.resize(uint64_t{spec.n} * spec.k * ib);
+  download(a.data(), a_.get(), a.size());
+  download(bt.data(), bt_.get(), bt.size());
+}
+
+GemmCheckSummary CudaGemmEngine::check(const GemmSpec& spec, const GemmAccumulation& acc, const void* c, bool columns,
+                                       std::vector<uint8_t>& flags) {
+  GemmCheckShape s;
+  const GemmGenerator ga = gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamA);
+  const GemmGenerator gb = gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamB);
+  s.line = columns ? gb : ga;
+  s.other = columns ? ga : gb;
+  s.out_type = spec.type;
+  s.lines = columns ? spec.n : spec.m;
+  s.width = columns ? spec.m : spec.n;
+  s.k = spec.k;
+  s.tile = gemm_check_tile(s.width);
+  s.tiles = (s.width + s.tile - 1) / s.tile;
+  s.line_stride = columns ? 1 : spec.n;
+  s.col_stride = columns ? spec.n : 1;
+  s.key = gemm_stream_key(spec.seed, columns ? kGemmStreamColCheck : kGemmStreamRowCheck);
+  const size_t flag_bytes = static_cast<size_t>(s.lines) * s.tiles;
+  grow(flags_, flag_bytes);
+  grow(summary_, sizeof(GemmCheckSummary));
+  auto* summary = summary_.as<GemmCheckSummary>();
+  auto* flags_d = flags_.as<uint8_t>();
+  if (gemm_inputs_exact(spec.inputs)) {
+    grow(scratch_, gemm_exact_check_scratch(s));
+    // Only the row pass records invalid outputs: the column pass sees the same ones.
+    unsigned long long* invalid = nullptr;
+    if (!columns) invalid = grow(invalid_, kGemmMaxConfirm * sizeof(unsigned long long)).as<unsigned long long>();
+    const double bound = static_cast<double>(gemm_exact_output_bound(spec.inputs, spec.k, ga.mag));
+    SDC_CUDA_TRY(
+        launch_gemm_exact_check(s, bound, c, scratch_.get(), flags_d, summary, invalid, kGemmMaxConfirm, stream_));
+  } else {
+    GemmFloatBound b;
+    b.acc = acc;
+    b.rel = gemm_relative_bound(acc, s.k);
+    b.slack = gemm_check_slack(s.k, s.width);
+    b.sum_factor = gemm_float_sum_factor(s.k);
+    // O(width) on the host: the same weights the kernels compute.
+    for (uint32_t j = 0; j < s.width; ++j) b.wsum[j / s.tile] += gemm_float_check_weight(s.key, j);
+    grow(scratch_, gemm_float_check_scratch(s));
+    SDC_CUDA_TRY(launch_gemm_float_check(s, b, c, scratch_.get(), flags_d, summary, stream_));
+  }
+  GemmCheckSummary out;
+  download(&out, summary, sizeof out);
+  flags.clear();
+  if (out.flagged > 0 || out.invalid > 0) {
+    flags.resize(flag_bytes);
+    download(flags.data(), flags_d, flag_bytes);
+  }
+  return out;
+}
+
+std::vector<uint64_t> CudaGemmEngine::gather(GemmType type, const void* c, const std::vector<uint64_t>& index) {
+  std::vector<uint64_t> bits(index.size());
+  if (index.empty()) return bits;
+  const size_t bytes = index.size() * sizeof(uint64_t);
+  grow(index_, bytes);
+  grow(bits_, bytes);
+  upload(index_.get(), index.data(), bytes);
+  SDC_CUDA_TRY(launch_gemm_gather(type, c, index_.as<unsigned long long>(), index.size(),
+                                  bits_.as<unsigned long long>(), stream_));
+  download(bits.data(), bits_.get(), bytes);
+  return bits;
+}
+
+GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c) {
+  const uint32_t m = spec.m, n = spec.n;
+  GemmVerdict verdict;
+  verdict.report.checked = static_cast<uint64_t>(m) * n;
+  std::vector<uint8_t> row_flags, col_flags;
+  const GemmCheckSummary rows = check(spec, acc, c, false, row_flags);
+  if (!gemm_inputs_exact(spec.inputs)) {
+    std::memcpy(&verdict.max_ratio, &rows.max_ratio_bits, sizeof verdict.max_ratio);
+  }
+  verdict.flagged_checks = rows.flagged;
+  if (rows.flagged == 0 && rows.invalid == 0) return verdict;
+
+  // Locate: the same check on the transpose; candidates where both fail, plus the invalid outputs.
+  std::vector<uint64_t> invalid(std::min<uint64_t>(rows.invalid, kGemmMaxConfirm));
+  download(invalid.data(), invalid_.get(), invalid.size() * sizeof(uint64_t));
+  const GemmCheckSummary cols = check(spec, acc, c, true, col_flags);
+  verdict.flagged_checks += cols.flagged;
+  if (row_flags.empty())
+    row_flags.assign(static_cast<size_t>(m) * ((n + gemm_check_tile(n) - 1) / gemm_check_tile(n)), 0);
+  if (col_flags.empty())
+    col_flags.assign(static_cast<size_t>(n) * ((m + gemm_check_tile(m) - 1) / gemm_check_tile(m)), 0);
+  std::vector<uint64_t> candidates = gemm_candidates(m, n, row_flags, col_flags, invalid);
+  const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
+  candidates.resize(candidates.size() - unconfirmed);
+  verdict.report = gemm_confirm_candidates(spec, acc, candidates, gather(spec.type, c, candidates), host_threads());
+  verdict.report.checked = static_cast<uint64_t>(m) * n;
+  // Invalid outputs past the recorded ones are wrong without confirmation.
+  verdict.report.mismatches += unconfirmed + (rows.invalid - invalid.size());
+  if (verdict.report.mismatches == 0) {
+    // A failed check whose element the location could not confirm still counts.
+    const std::vector<uint64_t> at = gemm_unconfirmed_checks(n, row_flags);
+    const std::vector<uint64_t> bits = gather(spec.type, c, at);
+    for (size_t q = 0; q < at.size(); ++q) {
+      ++verdict.report.mismatches;
+      MismatchRecord rec;
+      rec.index = at[q];
+      rec.observed = bits[q];
+      rec.width_bits = gemm_output_bytes(spec.type) * 8;
+      verdict.report.keep(rec);
+    }
+  }
+  return verdict;
+}
+
+Digest128 CudaGemmEngine::digest(const void* c, uint64_t bytes) {
+  grow(digest_, sizeof(Digest128));
+  const LaunchShape shape{4096, 256};
+  SDC_CUDA_TRY(launch_digest(static_cast<const uint64_t*>(c), bytes / 8, digest_.as<Digest128>(), shape, stream_));
+  Digest128 d;
+  download(&d, digest_.get(), sizeof d);
+  return d;
+}
+
+GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
+  if (!supports(spec.type, spec.path)) {
+    throw std::runtime_error(std::string("gemm: ") + gemm_type_name(spec.type) + " on this path is not supported here");
+  }
+  if (spec.n % 2 != 0) throw std::invalid_argument("gemm: n must be even (digests read 64-bit words)");
+  DeviceGuard guard(ordinal_);
+  GemmRun run;
+  // Choose (or look up) the pinned algorithm outside the timings.
+  if (spec.path == GemmPath::kLibrary) pinned(spec);
+  auto t0 = std::chrono::steady_clock::now();
+  generate(spec);
+  run.generate_s = seconds_since(t0);
+  const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
+  const unsigned width = gemm_output_bytes(spec.type) * 8;
+  const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
+  if (!c_ || c_->bytes() != c_bytes) {
+    c_.reset();
+    c_ = device_.allocate(c_bytes);
+  }
+  DeviceBuffer& c = *c_;
+  const GemmAccumulation acc = accumulation(spec.type, spec.path);
+  std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
+  for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {
+    t0 = std::chrono::steady_clock::now();
+    multiply(spec, c);
+    run.gemm_s += seconds_since(t0);
+    inject_(c, elements, width, 1);
+    t0 = std::chrono::steady_clock::now();
+    GemmVerdict v = verify(spec, acc, c.data());
+    // Digests only where repeats or devices are compared (gemm.repeat.*, gemm.exact.* for
+    // consensus).
+    if (spec.repeats > 1 || spec.digest) run.digests.push_back(digest(c.data(), c_bytes));
+    if (spec.repeats > 1 && rep == 0) {
+      SDC_CUDA_TRY(cudaMemcpyAsync(grow(first_, c_bytes).get(), c.data(), c_bytes, cudaMemcpyDeviceToDevice, stream_));
+      synchronize();
+    }
+    if (rep > 0 && spec.repeats > 1 && run.digests[rep] != run.digests[0] && v.report.mismatches == 0) {
+      // Differs from repeat 0 while both pass their bounds: name the elements that differ.
+      grow(log_, sizeof(DeviceMismatchLog));
+      SDC_CUDA_TRY(
+          launch_gemm_diff(spec.type, c.data(), first_.get(), elements, spec.n, log_.as<DeviceMismatchLog>(), stream_));
+      DeviceMismatchLog log;
+      download(&log, log_.get(), sizeof log);
+      v.report.mismatches += log.mismatches;
+      for (uint64_t r = 0; r < std::min<uint64_t>(log.mismatches, kDeviceMismatchSlots); ++r) {
+        MismatchRecord rec;
+        rec.index = log.records[r].index;
+        rec.expected = log.records[r].expected;
+        rec.observed = log.records[r].observed;
+        rec.width_bits = width;
+        rec.lane = static_cast<int>(log.records[r].lane);
+        v.report.keep(rec);
+      }
+    }
+    run.verify_s += seconds_since(t0);
+    gemm_merge_repeat(run, v, rep, seen);
+  }
+  run.algorithm = algorithm(spec);
+  run.library_version = library_version();
+  return run;
 }
 
 std::string CudaGemmEngine::algorithm(const GemmSpec& spec) const {

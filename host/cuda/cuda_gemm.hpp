@@ -1,38 +1,41 @@
 // The CUDA backend's GEMM engine: cuBLASLt for every data type (tensor cores where the type has
 // them; FP32 with CUBLAS_COMPUTE_32F_PEDANTIC), with the algorithm chosen once per (type, shape) from
 // the heuristic, split-K excluded, and then reused (pinned), with this engine's own workspace; and
-// the hand-written SIMT kernel (kernels/gemm_simt.cu) for gemm.simt.fp32. Inputs are generated on
-// the host and uploaded; C is downloaded and verified on the host by verify_gemm.
+// the hand-written SIMT kernel (kernels/gemm_simt.cu) for gemm.simt.fp32. Nothing O(n^2) crosses
+// the bus: A and B are generated on the device by the host's SDC_HD generators
+// (kernels/gemm_generate.cu), C is checked there by the Freivalds/ABFT kernels of
+// kernels/gemm_verify.cu on the FP64 and integer cores, and digested there. Only per-(line, tile)
+// flags and the candidates' values come back, to be confirmed on the host in O(k) each.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "host/cuda/cuda_raii.hpp"
-#include "host/gemm_engine_base.hpp"
+#include "host/gemm.hpp"
+#include "kernels/common/gemm_check.hpp"
 
 namespace sdc {
 
-class CudaGemmEngine : public HostVerifiedGemmEngine {
+class CudaGemmEngine : public GemmEngine {
  public:
-  // `device` allocates C (so its apply_corruption can reach it); `stream` is the device's stream,
-  // on which every operation is enqueued (the injector's kernel runs on it too).
+  // `device` allocates C (so its apply_corruption can reach it) and counts the bytes this engine
+  // copies between host and device; `stream` is the device's stream, on which every operation is
+  // enqueued (the injector's kernel runs on it too).
   CudaGemmEngine(Device& device, int ordinal, cudaStream_t stream, GemmInjectFn inject);
 
   bool supports(GemmType type, GemmPath path) const override;
   GemmAccumulation accumulation(GemmType type, GemmPath path) const override;
+  GemmRun run(const GemmSpec& spec) override;
 
- protected:
-  int threads() const override;
-  void load(const GemmHostInputs& in) override;
-  void multiply(const GemmHostInputs& in, DeviceBuffer& c) override;
-  const void* fetch(DeviceBuffer& c, size_t bytes) override;
-  std::string algorithm(const GemmSpec& spec) const override;
-  std::string library_version() const override;
+  // The inputs as generated on the device, copied to the host (tests compare them with
+  // generate_gemm_inputs bit for bit; the copy is counted like any other).
+  void generate_on_device(const GemmSpec& spec, std::vector<uint8_t>& a, std::vector<uint8_t>& bt);
 
  private:
   struct Pinned {
@@ -41,14 +44,35 @@ class CudaGemmEngine : public HostVerifiedGemmEngine {
   };
   using Key = std::tuple<int, uint32_t, uint32_t, uint32_t>;
   const Pinned& pinned(const GemmSpec& spec);
+  void generate(const GemmSpec& spec);
+  void multiply(const GemmSpec& spec, DeviceBuffer& c);
+  GemmVerdict verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c);
+  // One pass of the check (rows, or columns to locate); returns its summary, flags in `flags`.
+  GemmCheckSummary check(const GemmSpec& spec, const GemmAccumulation& acc, const void* c, bool columns,
+                         std::vector<uint8_t>& flags);
+  // The bits of output elements `index` (C stays on the device).
+  std::vector<uint64_t> gather(GemmType type, const void* c, const std::vector<uint64_t>& index);
+  Digest128 digest(const void* c, uint64_t bytes);
+  // Counted copies, complete on return.
+  void download(void* host, const void* device, size_t bytes);
+  void upload(void* device, const void* host, size_t bytes);
+  void synchronize();
+  DeviceMemory& grow(DeviceMemory& mem, size_t bytes);
+  std::string algorithm(const GemmSpec& spec) const;
+  std::string library_version() const;
 
+  Device& device_;
+  GemmInjectFn inject_;
   int ordinal_;
   cudaStream_t stream_;
   int cc_ = 0;  // compute capability, major * 10 + minor
   CublasLtHandle lt_;
   DeviceMemory workspace_;
   DeviceMemory a_, bt_;
-  std::vector<uint8_t> host_c_;
+  std::unique_ptr<DeviceBuffer> c_;
+  DeviceMemory first_;    // repeat 0's output, for naming the elements a later repeat changed
+  DeviceMemory scratch_;  // Y of the checks
+  DeviceMemory flags_, summary_, invalid_, index_, bits_, digest_, log_;
   std::map<Key, Pinned> pinned_;
 };
 

@@ -19,6 +19,13 @@ namespace sdc {
 // so that exact GEMMs stay exact in the output.
 enum class GemmType : uint8_t { kFp64, kFp32, kTf32, kFp16, kBf16, kE4m3, kE5m2, kInt8 };
 
+enum class GemmInputs : uint8_t {
+  kExact,   // bounded integers: exact in any summation order, checked bit for bit (int64 Freivalds)
+  kDense,   // BF16 odd full significands, k <= 256, exact
+  kScaled,  // exact integers scaled by powers of two per row of A and per column of B
+  kRandom,  // full-significand random values, checked by FP64 Freivalds/ABFT against the bound tau
+};
+
 // A small binary float format: `exp_bits` exponent bits with `bias`, `man_bits` stored significand
 // bits. e4m3 is the "fn" variant (no infinities; S.1111.111 is NaN).
 struct MiniFloat {
@@ -308,6 +315,82 @@ SDC_HD double gemm_random_double(uint32_t key, uint64_t i) {
   double d;
   memcpy(&d, &bits, sizeof d);
   return d;
+}
+
+// --- One operand's generator --------------------------------------------------------------------
+
+// Everything that fixes the elements of one operand (A, or B stored transposed as Bt): element
+// (r, p) of the rows x k matrix, at index r * k + p, is a pure function of this and the index, so
+// the host and the device generate the same bits, and a verifier regenerates any row in O(k).
+struct GemmGenerator {
+  GemmType type = GemmType::kFp32;
+  GemmInputs inputs = GemmInputs::kRandom;
+  uint32_t k = 0;
+  uint32_t key = 0;        // the operand's stream key
+  uint32_t scale_key = 0;  // scaled inputs: the key of the row (A) or column (B) exponents
+  uint32_t mag = 0;        // exact and scaled inputs: integers in [-mag, mag]
+  int range = 0;           // scaled inputs: exponents in [-range, range]
+};
+
+SDC_HD bool gemm_inputs_exact(GemmInputs in) { return in != GemmInputs::kRandom; }
+
+// Integer magnitude of the exact families (scaled ones are capped further).
+SDC_HD uint32_t gemm_input_magnitude(GemmType t, GemmInputs in, uint32_t k) {
+  const uint32_t mag = gemm_exact_magnitude(t, k);
+  const uint32_t cap = gemm_scaled_magnitude_cap(t);
+  return in == GemmInputs::kScaled && cap < mag ? cap : mag;
+}
+
+// Bound on |Cint_ij| of the exact families (0 for random inputs).
+SDC_HD uint64_t gemm_exact_output_bound(GemmInputs in, uint32_t k, uint32_t mag) {
+  if (!gemm_inputs_exact(in)) return 0;
+  return in == GemmInputs::kDense ? uint64_t{k} * 255 * 255 : uint64_t{k} * mag * mag;
+}
+
+// The generator of operand `stream` (kGemmStreamA or kGemmStreamB) of a GEMM with depth k.
+SDC_HD GemmGenerator gemm_generator(GemmType t, GemmInputs in, uint32_t k, uint64_t seed, uint32_t stream) {
+  GemmGenerator g;
+  g.type = t;
+  g.inputs = in;
+  g.k = k;
+  g.key = gemm_stream_key(seed, stream);
+  g.scale_key = gemm_stream_key(seed, stream == kGemmStreamA ? kGemmStreamRowScale : kGemmStreamColScale);
+  g.mag = gemm_input_magnitude(t, in, k);
+  g.range = in == GemmInputs::kScaled ? gemm_scale_range(t) : 0;
+  return g;
+}
+
+// Scale exponent of row r (0 unless scaled).
+SDC_HD int gemm_generated_exponent(const GemmGenerator& g, uint64_t r) {
+  return g.inputs == GemmInputs::kScaled ? gemm_scale_exponent(g.scale_key, r, g.range) : 0;
+}
+
+// Exact families: the unscaled integer at index i.
+SDC_HD int32_t gemm_generated_int(const GemmGenerator& g, uint64_t i) {
+  const float v = g.inputs == GemmInputs::kDense ? gemm_dense_bf16_value(g.key, i) : gemm_exact_value(g.key, i, g.mag);
+  return static_cast<int32_t>(v);
+}
+
+// The stored value at index i (in row i / k), for every type but fp64 with random inputs.
+SDC_HD float gemm_generated_float(const GemmGenerator& g, uint64_t i) {
+  if (!gemm_inputs_exact(g.inputs)) return gemm_random_value(g.type, g.key, i);
+  const float scale = exp2_float(gemm_generated_exponent(g, i / g.k));
+  return static_cast<float>(gemm_generated_int(g, i)) * scale;
+}
+
+// The stored value at index i as a double (every type).
+SDC_HD double gemm_generated_double(const GemmGenerator& g, uint64_t i) {
+  if (g.type == GemmType::kFp64 && !gemm_inputs_exact(g.inputs)) return gemm_random_double(g.key, i);
+  return gemm_generated_float(g, i);
+}
+
+// Stores element i of the operand into `data` (the input type's encoding).
+SDC_HD void gemm_generate_element(const GemmGenerator& g, void* data, uint64_t i) {
+  if (g.type == GemmType::kFp64) {
+    static_cast<double*>(data)[i] = gemm_generated_double(g, i);
+  } else {
+    gemm_store_input(g.type, data, i, gemm_generated_float(g, i));
+  }
 }
 
 // --- Verification bounds ------------------------------------------------------------------------

@@ -1,7 +1,13 @@
 // The gemm.* engine and probes on a CUDA device (label `gpu`; skipped without one): every family
 // passes clean, a flip above the bound is caught with its row and column, the pinned cuBLASLt
-// algorithm repeats bit for bit, and exact outputs equal the CPU's bit for bit.
+// algorithm repeats bit for bit, and exact outputs equal the CPU's bit for bit. Inputs generated on
+// the device equal the host's bit for bit, the bytes a probe moves between host and device are
+// O(n), and the device's checks locate faults (and a repeat's change below the bound) exactly.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
 
 #include "host/backend.hpp"
 #include "host/cuda/cuda_gemm.hpp"
@@ -12,6 +18,41 @@ namespace sdc {
 namespace {
 
 std::vector<std::unique_ptr<Device>> gpus() { return make_cuda_devices(); }
+
+struct Fault {
+  uint64_t index;
+  uint64_t mask;  // XORed into the element's bits; 0 writes `value` instead
+  uint64_t value;
+  int repeat = -1;  // only in this repeat (-1: every repeat)
+};
+
+// An injector for an engine under test: changes C's elements through a one-element round trip
+// (test code: not counted, not part of the engine's traffic).
+GemmInjectFn faults_at(std::vector<Fault> faults) {
+  auto repeat = std::make_shared<int>(0);
+  return [faults, repeat](DeviceBuffer& c, uint64_t, unsigned width, uint64_t) {
+    const unsigned bytes = width / 8;
+    for (const Fault& f : faults) {
+      if (f.repeat >= 0 && f.repeat != *repeat) continue;
+      uint64_t word = 0;
+      char* at = static_cast<char*>(c.data()) + f.index * bytes;
+      ASSERT_EQ(cudaMemcpy(&word, at, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      word = f.mask != 0 ? word ^ f.mask : f.value;
+      ASSERT_EQ(cudaMemcpy(at, &word, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    ++*repeat;
+  };
+}
+
+GemmSpec square(GemmType t, GemmInputs in, uint32_t n) {
+  GemmSpec s;
+  s.type = t;
+  s.inputs = in;
+  s.m = s.n = n;
+  s.k = in == GemmInputs::kDense ? 256 : n;
+  s.seed = 11;
+  return s;
+}
 
 struct Case {
   GemmType type;
@@ -80,6 +121,8 @@ TEST(CudaGemmProbes, PassCleanAndNameTheRowAndColumnOfAFlip) {
     const ProbeResult clean = run_probe(*p, *devices[0], o);
     if (clean.outcome == Outcome::kSkipped) continue;  // e.g. e5m2: no cuBLASLt E5M2 x E5M2
     EXPECT_EQ(clean.outcome, Outcome::kPass) << p->id() << " " << clean.reason;
+    // Generated and verified on the device: summaries and digests only, no matrix.
+    EXPECT_LT(clean.host_device_bytes, 64u * n) << p->id();
     const int bit = p->id().find("fp64") != std::string::npos ? 62 : 30;
     Injector inj(parse_injection_specs("model=bitflip,bit=" + std::to_string(bit) +
                                        ",index=" + std::to_string(uint64_t{row} * n + col)),
@@ -90,7 +133,120 @@ TEST(CudaGemmProbes, PassCleanAndNameTheRowAndColumnOfAFlip) {
     ASSERT_FALSE(bad.report.records.empty()) << p->id();
     EXPECT_EQ(bad.report.records[0].index / n, row) << p->id();
     EXPECT_EQ(bad.report.records[0].index % n, col) << p->id();
+    EXPECT_LT(bad.host_device_bytes, 64u * n) << p->id();
   }
+}
+
+TEST(CudaGemmEngine, DeviceGeneratedInputsEqualTheHostsBitForBit) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr, faults_at({}));
+  for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
+                     GemmType::kE4m3, GemmType::kE5m2, GemmType::kInt8}) {
+    for (GemmInputs in : {GemmInputs::kExact, GemmInputs::kRandom, GemmInputs::kScaled, GemmInputs::kDense}) {
+      if (in == GemmInputs::kScaled && t == GemmType::kInt8) continue;
+      if (in == GemmInputs::kDense && t != GemmType::kBf16) continue;
+      GemmSpec s = square(t, in, 96);
+      s.n = 128;
+      s.k = 200;
+      const GemmHostInputs host = generate_gemm_inputs(s, 2);
+      std::vector<uint8_t> a, bt;
+      engine.generate_on_device(s, a, bt);
+      const std::string what = std::string(gemm_type_name(t)) + "/" + gemm_inputs_name(in);
+      ASSERT_EQ(a.size(), host.a.size()) << what;
+      ASSERT_EQ(bt.size(), host.bt.size()) << what;
+      EXPECT_EQ(std::memcmp(a.data(), host.a.data(), a.size()), 0) << what;
+      EXPECT_EQ(std::memcmp(bt.data(), host.bt.data(), bt.size()), 0) << what;
+    }
+  }
+}
+
+TEST(CudaGemmEngine, BytesBetweenHostAndDeviceAreLinearInN) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  Device& device = *devices[0];
+  for (GemmInputs in : {GemmInputs::kRandom, GemmInputs::kExact}) {
+    uint64_t faulty_bytes[2] = {};
+    for (uint32_t n : {2048u, 4096u}) {
+      GemmSpec s = square(GemmType::kBf16, in, n);
+      s.repeats = 2;  // digests too
+      CudaGemmEngine clean(device, device.identity().index, nullptr, faults_at({}));
+      uint64_t before = device.host_device_bytes();
+      EXPECT_EQ(clean.run(s).report.mismatches, 0u);
+      const uint64_t clean_bytes = device.host_device_bytes() - before;
+      CudaGemmEngine bad(device, device.identity().index, nullptr,
+                         faults_at({{uint64_t{300} * n + 517, uint64_t{1} << 30, 0}}));
+      before = device.host_device_bytes();
+      EXPECT_EQ(bad.run(s).report.mismatches, 1u);
+      faulty_bytes[n == 4096] = device.host_device_bytes() - before;
+      const uint64_t c_bytes = uint64_t{n} * n * 4;
+      std::printf("%s n=%u: %llu bytes clean, %llu with a fault (C is %llu)\n", gemm_inputs_name(in), n,
+                  static_cast<unsigned long long>(clean_bytes),
+                  static_cast<unsigned long long>(faulty_bytes[n == 4096]), static_cast<unsigned long long>(c_bytes));
+      EXPECT_LT(clean_bytes, 64u * n) << n;
+      EXPECT_LT(faulty_bytes[n == 4096], 64u * n) << n;
+      EXPECT_LT(faulty_bytes[n == 4096] * 100, uint64_t{n} * n) << n;
+    }
+    // O(n), not O(n^2): doubling n at most doubles the bytes (plus a constant).
+    EXPECT_LE(faulty_bytes[1], 2 * faulty_bytes[0] + 1024);
+  }
+}
+
+TEST(CudaGemmEngine, DeviceChecksLocateEveryFaultAtItsRowAndColumn) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t n = 1024;
+  struct Case {
+    GemmType type;
+    GemmInputs inputs;
+  };
+  for (const Case& c : {Case{GemmType::kBf16, GemmInputs::kRandom}, Case{GemmType::kE4m3, GemmInputs::kRandom},
+                        Case{GemmType::kFp64, GemmInputs::kRandom}, Case{GemmType::kFp32, GemmInputs::kExact},
+                        Case{GemmType::kFp16, GemmInputs::kScaled}, Case{GemmType::kInt8, GemmInputs::kExact},
+                        Case{GemmType::kBf16, GemmInputs::kDense}}) {
+    const std::string what = std::string(gemm_type_name(c.type)) + "/" + gemm_inputs_name(c.inputs);
+    const uint64_t high = c.type == GemmType::kFp64 ? uint64_t{1} << 62 : uint64_t{1} << 30;
+    // Two faults in one row (different column tiles) and one more in the first one's column.
+    const std::vector<uint64_t> at = {uint64_t{300} * n + 517, uint64_t{300} * n + 900, uint64_t{811} * n + 517};
+    CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr,
+                          faults_at({{at[0], high, 0}, {at[1], high, 0}, {at[2], high, 0}}));
+    if (!engine.supports(c.type, GemmPath::kLibrary)) continue;
+    const GemmRun run = engine.run(square(c.type, c.inputs, n));
+    EXPECT_EQ(run.report.mismatches, 3u) << what;
+    ASSERT_EQ(run.report.records.size(), 3u) << what;
+    for (size_t q = 0; q < 3; ++q) {
+      EXPECT_EQ(run.report.records[q].index, at[q]) << what;
+      EXPECT_EQ(run.report.records[q].lane, static_cast<int>(at[q] % n % 32)) << what;
+    }
+  }
+  // Exact families: the lowest bit is caught, and a NaN (no integer at all) too.
+  CudaGemmEngine exact(*devices[0], devices[0]->identity().index, nullptr,
+                       faults_at({{uint64_t{10} * n + 20, 1, 0}, {uint64_t{7} * n + 1000, 0, 0x7fc00000u}}));
+  const GemmRun run = exact.run(square(GemmType::kFp32, GemmInputs::kExact, n));
+  EXPECT_EQ(run.report.mismatches, 2u);
+  ASSERT_EQ(run.report.records.size(), 2u);
+  EXPECT_EQ(run.report.records[0].index, uint64_t{7} * n + 1000);
+  EXPECT_EQ(run.report.records[0].observed, 0x7fc00000u);
+  EXPECT_EQ(run.report.records[1].index, uint64_t{10} * n + 20);
+}
+
+TEST(CudaGemmEngine, ARepeatThatChangesBelowTheBoundIsNamedByTheDeviceDigests) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t n = 1024;
+  const uint64_t at = uint64_t{100} * n + 200;
+  CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr, faults_at({{at, 1, 0, 1}}));
+  GemmSpec s = square(GemmType::kBf16, GemmInputs::kRandom, n);
+  s.repeats = 3;
+  const GemmRun run = engine.run(s);
+  ASSERT_EQ(run.digests.size(), 3u);
+  EXPECT_EQ(run.digests[0], run.digests[2]);
+  EXPECT_NE(run.digests[0], run.digests[1]);
+  EXPECT_EQ(run.flagged_checks, 0u);  // one ulp of one element: below the bound
+  EXPECT_EQ(run.report.mismatches, 1u);
+  ASSERT_EQ(run.report.records.size(), 1u);
+  EXPECT_EQ(run.report.records[0].index, at);
+  EXPECT_EQ(run.report.records[0].observed, run.report.records[0].expected ^ 1u);
 }
 
 }  // namespace

@@ -1,0 +1,114 @@
+// Arithmetic of the gemm.* verification, shared by the host's verify_gemm and the CUDA verify
+// kernels: the check vectors, the bound tau of one Freivalds/ABFT check and of one element, and the
+// conversion of an exact family's output back to its integer. The CPU tests exercise every
+// function here; kernels/gemm_verify.cu calls the same code.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/common/gemm_elements.hpp"
+#include "kernels/common/sdc_hd.hpp"
+
+namespace sdc {
+
+// Keys of the check vectors: independent of the input streams.
+inline constexpr uint32_t kGemmStreamRowCheck = 16;
+inline constexpr uint32_t kGemmStreamColCheck = 17;
+
+// Column tiles per check: gemm_check_tile makes at most four.
+inline constexpr uint32_t kGemmMaxCheckTiles = 4;
+
+// Column-tile width of the checks for an n-column output (at least 256 columns, at most 4 tiles).
+SDC_HD uint32_t gemm_check_tile_of(uint32_t n) {
+  const uint32_t quarter = (n + 3) / 4;
+  const uint32_t wide = quarter > 256u ? quarter : 256u;
+  return n < wide ? n : wide;
+}
+
+// FP64 check vector: w_j in [1, 2) with 24 random bits.
+SDC_HD double gemm_float_check_weight(uint32_t key, uint32_t j) {
+  return 1.0 + static_cast<double>(gemm_random32(key, j) >> 8) * 0x1p-24;
+}
+
+// Exact families: two odd random vectors modulo 2^64.
+inline constexpr uint32_t kGemmExactVectors = 2;
+SDC_HD uint64_t gemm_exact_check_weight(uint32_t key, uint32_t j, uint32_t v) {
+  const uint64_t idx = (static_cast<uint64_t>(j) * kGemmExactVectors + v) * 2;
+  return ((static_cast<uint64_t>(gemm_random32(key, idx)) << 32) | gemm_random32(key, idx + 1)) | 1u;
+}
+
+// The bound's sum q = sum_p |a_p| (|B||w|)_p runs in FP32 on rounded factors: each factor rounded
+// once (2^-24 each, at most 2^-23 with the product), then k additions in any order. Scaling the
+// FP32 sum by this factor gives an upper bound of the exact sum.
+SDC_HD double gemm_float_sum_factor(uint32_t k) { return (1 + 0x1p-22) / (1 - gemm_gamma(k + 1.0, 0x1p-24)); }
+
+// Error of the FP64 check itself (Y, A Y, C w and the absolute sums, any summation order) for depth
+// k and `width` columns: generous and rigorous.
+SDC_HD double gemm_check_slack(uint32_t k, uint32_t width) {
+  return 2 * gemm_gamma(static_cast<double>(k) + width + 8, 0x1p-53) + 0x1p-45;
+}
+
+// tau of one check |C w - A (B w)| over a column tile, where q bounds (|A|(|B||w|))_i (already
+// scaled by gemm_float_sum_factor), `rel` = gemm_relative_bound(acc, k) and wsum is the sum of w
+// over the tile. The output rounding term u_out (|C||w|)_i uses |C_ij| <= (1 + rel) (|A||B|)_ij,
+// which holds for every correct result, so tau needs no pass over |C| (and an infinite or NaN
+// output cannot inflate it: it makes the residual fail).
+SDC_HD double gemm_tile_tau(const GemmAccumulation& acc, double rel, double slack, uint32_t k, double q, double wsum) {
+  return (rel + acc.u_out * (1 + rel)) * q + (k + 2.0) * acc.underflow * wsum + slack * (2 + rel) * q;
+}
+
+// A check fails unless its residual is within tau (a NaN residual fails).
+SDC_HD bool gemm_check_fails(double residual, double tau) { return !(residual <= tau); }
+
+// Slack of one element's O(k) FP64 recomputation.
+SDC_HD double gemm_element_slack(uint32_t k) { return 2 * gemm_gamma(static_cast<double>(k) + 8, 0x1p-53) + 0x1p-45; }
+
+// tau of one element with sum_p |a_p b_p| = ab and observed value obs.
+SDC_HD double gemm_element_tau(const GemmAccumulation& acc, double rel, double slack, uint32_t k, double ab,
+                               double obs_abs) {
+  return rel * ab + acc.u_out * obs_abs + (k + 2.0) * acc.underflow + slack * (ab + obs_abs);
+}
+
+// 2^e as a double for e in [-1022, 1023], from bits.
+SDC_HD double exp2_double(int e) {
+  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+// Exact families: an observed output that is not an integer within the bound after unscaling.
+inline constexpr int64_t kGemmInvalid = INT64_MIN;
+
+// The observed output `o` times `unscale` (an exact power of two) as an integer, or kGemmInvalid
+// where that is not an integer within `bound` (NaN, a fraction, out of range) or where a nonzero
+// output unscales to zero (underflow). Every exact bound is below 2^31, so an integer in range
+// converts to int32 exactly.
+SDC_HD int64_t gemm_unscale_output(double o, double unscale, double bound) {
+  const double v = o * unscale;
+  const bool in_range = (v < 0 ? -v : v) <= bound;  // false for NaN
+  const int32_t iv = static_cast<int32_t>(in_range ? v : 0.0);
+  const bool ok = in_range && static_cast<double>(iv) == v && (iv != 0 || o == 0);
+  return ok ? iv : kGemmInvalid;
+}
+
+// Output element idx of C (gemm_output_bytes per element) as a value, and as its bits.
+SDC_HD double gemm_output_value(GemmType t, const void* c, uint64_t idx) {
+  if (t == GemmType::kFp64) return static_cast<const double*>(c)[idx];
+  if (t == GemmType::kInt8) return static_cast<const int32_t*>(c)[idx];
+  return static_cast<const float*>(c)[idx];
+}
+SDC_HD uint64_t gemm_output_bits(GemmType t, const void* c, uint64_t idx) {
+  if (t == GemmType::kFp64) return static_cast<const uint64_t*>(c)[idx];
+  return static_cast<const uint32_t*>(c)[idx];
+}
+
+// What a device's check returns to the host besides the per-(row, tile) flags.
+struct GemmCheckSummary {
+  unsigned long long flagged;         // failed checks
+  unsigned long long max_ratio_bits;  // bits of the largest |r| / tau (nonnegative: orders as an integer)
+  unsigned long long invalid;         // exact families: outputs that are no integer within the bound
+};
+
+}  // namespace sdc

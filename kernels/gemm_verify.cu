@@ -1,0 +1,339 @@
+// Verification of the gemm.* outputs on the device, on the FP64 and integer CUDA cores (not the
+// tensor cores that computed C). The arithmetic (check vectors, tau, the exact unscaling) is the
+// SDC_HD code of gemm_check.hpp that the host's verify_gemm uses; these kernels only sum.
+//
+// A check is Y = B w per column tile (the inputs regenerated, one thread per depth index p), then
+// a block per few lines of C: A_line . Y, |A_line| . |B||w| and C_line . w, reduced in a fixed
+// order. The outputs are read once; the inputs are never read (regenerated in registers). The sums
+// use explicit FMAs (this library compiles with --fmad=false): one rounding per step, which the
+// bound's error model (any order, at most one rounding per operation) covers.
+#include <cuda_runtime.h>
+
+#include "kernels/device_util.cuh"
+#include "kernels/gemm_launch.hpp"
+
+namespace sdc {
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr uint32_t kChunk = 256;  // columns j per partial sum of Y
+constexpr uint32_t kMaxTiles = kGemmMaxCheckTiles;
+constexpr uint32_t kVectors = kGemmExactVectors;
+constexpr unsigned kMaxLineBlocks = 65535;
+
+uint32_t chunks_per_tile(const GemmCheckShape& s) { return (s.tile + kChunk - 1) / kChunk; }
+
+// Columns [lo, hi) of chunk c (over all tiles) of a line of `width`.
+__device__ void chunk_range(const GemmCheckShape& s, uint32_t c, uint32_t cpt, uint32_t& lo, uint32_t& hi) {
+  const uint32_t t = c / cpt;
+  lo = t * s.tile + (c % cpt) * kChunk;
+  hi = min(min(lo + kChunk, (t + 1) * s.tile), s.width);
+  if (hi < lo) hi = lo;
+}
+
+// Sums N values over the block; thread 0 holds the totals. Every thread of the block must call it.
+template <typename T, int N>
+__device__ void block_sum(T (&v)[N]) {
+  __shared__ T part[kThreads / 32][N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    for (int offset = 16; offset > 0; offset /= 2) v[i] += __shfl_down_sync(0xffffffffu, v[i], offset);
+  }
+  const unsigned warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) part[warp][i] = v[i];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      T sum = 0;
+      for (unsigned w = 0; w < blockDim.x / 32; ++w) sum += part[w][i];
+      v[i] = sum;
+    }
+  }
+  __syncthreads();
+}
+
+// ---- Random families: FP64 Freivalds / ABFT ---------------------------------------------------
+
+// partial[c * k + p] = (sum B_jp w_j, sum |B_jp| w_j) over the columns j of chunk c.
+__global__ void float_y_partial(GemmCheckShape s, uint32_t cpt, double2* partial) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= s.k) return;
+  uint32_t lo, hi;
+  chunk_range(s, blockIdx.y, cpt, lo, hi);
+  double y = 0, ya = 0;
+  for (uint32_t j = lo; j < hi; ++j) {
+    const double b = gemm_generated_double(s.other, static_cast<uint64_t>(j) * s.k + p);
+    const double w = gemm_float_check_weight(s.key, j);
+    y = fma(b, w, y);
+    ya = fma(fabs(b), w, ya);
+  }
+  partial[static_cast<uint64_t>(blockIdx.y) * s.k + p] = make_double2(y, ya);
+}
+
+// Y_t and |B||w|_t (rounded to FP32, as on the host) from the chunks, in a fixed order.
+__global__ void float_y_reduce(GemmCheckShape s, uint32_t cpt, const double2* partial, double* y, float* ya) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= s.k) return;
+  const uint32_t t = blockIdx.y;
+  double sy = 0, sa = 0;
+  for (uint32_t c = 0; c < cpt; ++c) {
+    const double2 v = partial[(static_cast<uint64_t>(t) * cpt + c) * s.k + p];
+    sy += v.x;
+    sa += v.y;
+  }
+  y[static_cast<uint64_t>(t) * s.k + p] = sy;
+  ya[static_cast<uint64_t>(t) * s.k + p] = static_cast<float>(sa);
+}
+
+// kLines lines per block: each block reads Y and |B||w| (L2-resident) once for all its lines.
+constexpr uint32_t kLines = 8;
+
+template <typename Out>
+__global__ void __launch_bounds__(kThreads)
+    float_lines(GemmCheckShape s, GemmFloatBound b, const Out* __restrict__ c, const double* __restrict__ y,
+                const float* __restrict__ ya, uint8_t* flags, GemmCheckSummary* summary) {
+  for (uint32_t first = blockIdx.x * kLines; first < s.lines; first += gridDim.x * kLines) {
+    const uint32_t count = min(kLines, s.lines - first);
+    // Per line r and tile t: A_r . Y_t, then C_r . w over tile t (doubles); |A_r| . |B||w|_t in
+    // FP32, as on the host.
+    double sums[2 * kLines * kMaxTiles] = {};
+    float q[kLines * kMaxTiles] = {};
+    for (uint32_t p = threadIdx.x; p < s.k; p += blockDim.x) {
+      double yt[kMaxTiles];
+      float yat[kMaxTiles];
+#pragma unroll
+      for (uint32_t t = 0; t < kMaxTiles; ++t) {
+        yt[t] = t < s.tiles ? y[static_cast<uint64_t>(t) * s.k + p] : 0.0;
+        yat[t] = t < s.tiles ? ya[static_cast<uint64_t>(t) * s.k + p] : 0.0f;
+      }
+#pragma unroll
+      for (uint32_t r = 0; r < kLines; ++r) {
+        const double a = r < count ? gemm_generated_double(s.line, static_cast<uint64_t>(first + r) * s.k + p) : 0.0;
+        const float af = fabsf(static_cast<float>(a));
+#pragma unroll
+        for (uint32_t t = 0; t < kMaxTiles; ++t) {
+          sums[r * kMaxTiles + t] = fma(a, yt[t], sums[r * kMaxTiles + t]);
+          q[r * kMaxTiles + t] = fmaf(af, yat[t], q[r * kMaxTiles + t]);
+        }
+      }
+    }
+#pragma unroll
+    for (uint32_t t = 0; t < kMaxTiles; ++t) {
+      if (t >= s.tiles) break;
+      const uint32_t hi = min((t + 1) * s.tile, s.width);
+      for (uint32_t j = t * s.tile + threadIdx.x; j < hi; j += blockDim.x) {
+        const double w = gemm_float_check_weight(s.key, j);
+#pragma unroll
+        for (uint32_t r = 0; r < kLines; ++r) {
+          if (r < count) {
+            const uint64_t at = static_cast<uint64_t>(first + r) * s.line_stride + j * s.col_stride;
+            sums[(kLines + r) * kMaxTiles + t] = fma(static_cast<double>(c[at]), w, sums[(kLines + r) * kMaxTiles + t]);
+          }
+        }
+      }
+    }
+    block_sum(sums);
+    block_sum(q);
+    if (threadIdx.x == 0) {
+      // Unrolled with constant indices, so the sums stay in registers.
+#pragma unroll
+      for (uint32_t r = 0; r < kLines; ++r) {
+#pragma unroll
+        for (uint32_t t = 0; t < kMaxTiles; ++t) {
+          if (r >= count || t >= s.tiles) continue;
+          const double tau = gemm_tile_tau(b.acc, b.rel, b.slack, s.k, q[r * kMaxTiles + t] * b.sum_factor, b.wsum[t]);
+          const double res = fabs(sums[(kLines + r) * kMaxTiles + t] - sums[r * kMaxTiles + t]);
+          const bool fails = gemm_check_fails(res, tau);
+          flags[static_cast<uint64_t>(first + r) * s.tiles + t] = fails ? 1 : 0;
+          if (fails) atomicAdd(&summary->flagged, 1ull);
+          if (res == res && tau > 0) {
+            atomicMax(&summary->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(res / tau)));
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- Exact families: int64 Freivalds modulo 2^64 ----------------------------------------------
+
+// y[(t * kVectors + v) * k + p] += sum over chunk c of B_jp w_vj (mod 2^64: any order is exact).
+__global__ void exact_y(GemmCheckShape s, uint32_t cpt, unsigned long long* y) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= s.k) return;
+  uint32_t lo, hi;
+  chunk_range(s, blockIdx.y, cpt, lo, hi);
+  unsigned long long acc[kVectors] = {};
+  for (uint32_t j = lo; j < hi; ++j) {
+    const auto b = static_cast<unsigned long long>(
+        static_cast<long long>(gemm_generated_int(s.other, static_cast<uint64_t>(j) * s.k + p)));
+    for (uint32_t v = 0; v < kVectors; ++v) acc[v] += b * gemm_exact_check_weight(s.key, j, v);
+  }
+  const uint32_t t = blockIdx.y / cpt;
+  for (uint32_t v = 0; v < kVectors; ++v) atomicAdd(&y[(static_cast<uint64_t>(t) * kVectors + v) * s.k + p], acc[v]);
+}
+
+template <typename Out>
+__global__ void __launch_bounds__(kThreads)
+    exact_lines(GemmCheckShape s, double bound, const Out* __restrict__ c, const unsigned long long* __restrict__ y,
+                uint8_t* flags, GemmCheckSummary* summary, unsigned long long* invalid, uint64_t invalid_cap) {
+  constexpr uint32_t kSums = kMaxTiles * kVectors;
+  for (uint32_t line = blockIdx.x; line < s.lines; line += gridDim.x) {
+    unsigned long long sums[2 * kSums] = {};  // A . Y_tv, then C . w_v over tile t
+    const uint64_t base = static_cast<uint64_t>(line) * s.k;
+    for (uint32_t p = threadIdx.x; p < s.k; p += blockDim.x) {
+      const auto a = static_cast<unsigned long long>(static_cast<long long>(gemm_generated_int(s.line, base + p)));
+#pragma unroll
+      for (uint32_t tv = 0; tv < kSums; ++tv) {
+        if (tv >= s.tiles * kVectors) break;
+        sums[tv] += a * y[static_cast<uint64_t>(tv) * s.k + p];
+      }
+    }
+    const uint64_t row = static_cast<uint64_t>(line) * s.line_stride;
+    const int line_exp = gemm_generated_exponent(s.line, line);
+#pragma unroll
+    for (uint32_t t = 0; t < kMaxTiles; ++t) {
+      if (t >= s.tiles) break;
+      const uint32_t hi = min((t + 1) * s.tile, s.width);
+      for (uint32_t j = t * s.tile + threadIdx.x; j < hi; j += blockDim.x) {
+        const uint64_t idx = row + j * s.col_stride;
+        const double unscale = exp2_double(-(line_exp + gemm_generated_exponent(s.other, j)));
+        int64_t ci = gemm_unscale_output(static_cast<double>(c[idx]), unscale, bound);
+        if (ci == kGemmInvalid) {
+          ci = 0;
+          if (invalid != nullptr) {
+            const unsigned long long slot = atomicAdd(&summary->invalid, 1ull);
+            if (slot < invalid_cap) invalid[slot] = idx;
+          }
+        }
+#pragma unroll
+        for (uint32_t v = 0; v < kVectors; ++v) {
+          sums[kSums + t * kVectors + v] += static_cast<unsigned long long>(ci) * gemm_exact_check_weight(s.key, j, v);
+        }
+      }
+    }
+    block_sum(sums);
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (uint32_t t = 0; t < kMaxTiles; ++t) {
+        if (t >= s.tiles) continue;
+        bool fails = false;
+#pragma unroll
+        for (uint32_t v = 0; v < kVectors; ++v) fails |= sums[t * kVectors + v] != sums[kSums + t * kVectors + v];
+        flags[static_cast<uint64_t>(line) * s.tiles + t] = fails ? 1 : 0;
+        if (fails) atomicAdd(&summary->flagged, 1ull);
+      }
+    }
+  }
+}
+
+// ---- Candidates and repeats -------------------------------------------------------------------
+
+__global__ void gather_kernel(GemmType t, const void* c, const unsigned long long* index, uint64_t count,
+                              unsigned long long* bits) {
+  const uint64_t stride = grid_stride();
+  for (uint64_t q = grid_thread(); q < count; q += stride) bits[q] = gemm_output_bits(t, c, index[q]);
+}
+
+__global__ void diff_kernel(GemmType t, const void* c, const void* first, uint64_t elements, uint32_t n,
+                            DeviceMismatchLog* log) {
+  const uint64_t stride = grid_stride();
+  for (uint64_t e = grid_thread(); e < elements; e += stride) {
+    const uint64_t now = gemm_output_bits(t, c, e), then = gemm_output_bits(t, first, e);
+    record_mismatch_if(now != then, log, e, then, now, kNoUnit, static_cast<unsigned>((e % n) % 32));
+  }
+}
+
+unsigned line_blocks(uint32_t lines) { return lines < kMaxLineBlocks ? (lines == 0 ? 1 : lines) : kMaxLineBlocks; }
+unsigned float_line_blocks(uint32_t lines) { return line_blocks((lines + kLines - 1) / kLines); }
+
+}  // namespace
+
+size_t gemm_float_check_scratch(const GemmCheckShape& s) {
+  const size_t per_p = static_cast<size_t>(s.tiles) * chunks_per_tile(s) * sizeof(double2) +
+                       static_cast<size_t>(s.tiles) * (sizeof(double) + sizeof(float));
+  return per_p * s.k;
+}
+
+size_t gemm_exact_check_scratch(const GemmCheckShape& s) {
+  return static_cast<size_t>(s.tiles) * kVectors * s.k * sizeof(unsigned long long);
+}
+
+cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBound& b, const void* c, void* scratch,
+                                    uint8_t* flags, GemmCheckSummary* summary, cudaStream_t stream) {
+  if (s.tiles == 0 || s.tiles > kMaxTiles) return cudaErrorInvalidValue;
+  const uint32_t cpt = chunks_per_tile(s);
+  auto* partial = static_cast<double2*>(scratch);
+  auto* y = reinterpret_cast<double*>(partial + static_cast<size_t>(s.tiles) * cpt * s.k);
+  auto* ya = reinterpret_cast<float*>(y + static_cast<size_t>(s.tiles) * s.k);
+  cudaError_t e = cudaMemsetAsync(summary, 0, sizeof(GemmCheckSummary), stream);
+  if (e != cudaSuccess) return e;
+  const unsigned pblocks = (s.k + kThreads - 1) / kThreads;
+  float_y_partial<<<dim3(pblocks, s.tiles * cpt), kThreads, 0, stream>>>(s, cpt, partial);
+  float_y_reduce<<<dim3(pblocks, s.tiles), kThreads, 0, stream>>>(s, cpt, partial, y, ya);
+  const unsigned blocks = float_line_blocks(s.lines);
+  switch (s.out_type) {
+    case GemmType::kFp64:
+      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const double*>(c), y, ya, flags, summary);
+      break;
+    case GemmType::kInt8:
+      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const int32_t*>(c), y, ya, flags, summary);
+      break;
+    default:
+      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const float*>(c), y, ya, flags, summary);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_exact_check(const GemmCheckShape& s, double bound, const void* c, void* scratch, uint8_t* flags,
+                                    GemmCheckSummary* summary, unsigned long long* invalid, uint64_t invalid_cap,
+                                    cudaStream_t stream) {
+  if (s.tiles == 0 || s.tiles > kMaxTiles) return cudaErrorInvalidValue;
+  const uint32_t cpt = chunks_per_tile(s);
+  auto* y = static_cast<unsigned long long*>(scratch);
+  cudaError_t e = cudaMemsetAsync(summary, 0, sizeof(GemmCheckSummary), stream);
+  if (e == cudaSuccess) e = cudaMemsetAsync(y, 0, gemm_exact_check_scratch(s), stream);
+  if (e != cudaSuccess) return e;
+  const unsigned pblocks = (s.k + kThreads - 1) / kThreads;
+  exact_y<<<dim3(pblocks, s.tiles * cpt), kThreads, 0, stream>>>(s, cpt, y);
+  const unsigned blocks = line_blocks(s.lines);
+  switch (s.out_type) {
+    case GemmType::kFp64:
+      exact_lines<<<blocks, kThreads, 0, stream>>>(s, bound, static_cast<const double*>(c), y, flags, summary, invalid,
+                                                   invalid_cap);
+      break;
+    case GemmType::kInt8:
+      exact_lines<<<blocks, kThreads, 0, stream>>>(s, bound, static_cast<const int32_t*>(c), y, flags, summary, invalid,
+                                                   invalid_cap);
+      break;
+    default:
+      exact_lines<<<blocks, kThreads, 0, stream>>>(s, bound, static_cast<const float*>(c), y, flags, summary, invalid,
+                                                   invalid_cap);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_gather(GemmType out_type, const void* c, const unsigned long long* index, uint64_t count,
+                               unsigned long long* bits, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  const LaunchShape shape{4096, kThreads};
+  gather_kernel<<<blocks_for(count, shape), shape.threads, 0, stream>>>(out_type, c, index, count, bits);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_diff(GemmType out_type, const void* c, const void* first, uint64_t elements, uint32_t n,
+                             DeviceMismatchLog* log, cudaStream_t stream) {
+  const cudaError_t e = cudaMemsetAsync(log, 0, sizeof(DeviceMismatchLog), stream);
+  if (e != cudaSuccess) return e;
+  const LaunchShape shape{65535, kThreads};
+  diff_kernel<<<blocks_for(elements, shape), shape.threads, 0, stream>>>(out_type, c, first, elements, n, log);
+  return cudaGetLastError();
+}
+
+}  // namespace sdc

@@ -1,0 +1,292 @@
+// The SDC_HD code the CUDA GEMM engine shares with the host: the input generators pinned per type
+// and family (fixed seed -> exact bits), the host's generate_gemm_inputs proven element for element
+// to be those generators (the device kernels call the same functions), and the verification
+// arithmetic (check vectors, tau, the exact unscaling) and the host-side confirmation of the
+// candidates a device returns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "host/gemm.hpp"
+#include "kernels/common/gemm_check.hpp"
+#include "kernels/common/gemm_elements.hpp"
+
+namespace sdc {
+namespace {
+
+struct Family {
+  GemmType type;
+  GemmInputs inputs;
+};
+
+// Every (type, family) the generators accept.
+std::vector<Family> families() {
+  std::vector<Family> out;
+  for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
+                     GemmType::kE4m3, GemmType::kE5m2, GemmType::kInt8}) {
+    out.push_back({t, GemmInputs::kExact});
+    out.push_back({t, GemmInputs::kRandom});
+    if (t != GemmType::kInt8) out.push_back({t, GemmInputs::kScaled});
+  }
+  out.push_back({GemmType::kBf16, GemmInputs::kDense});
+  return out;
+}
+
+std::string name_of(const Family& f) { return std::string(gemm_type_name(f.type)) + "/" + gemm_inputs_name(f.inputs); }
+
+GemmSpec small_spec(const Family& f) {
+  GemmSpec s;
+  s.type = f.type;
+  s.inputs = f.inputs;
+  s.m = 24;
+  s.n = 32;
+  s.k = 40;
+  s.seed = 7;
+  return s;
+}
+
+TEST(GemmGenerator, HostInputsAreTheSharedGeneratorsElementForElement) {
+  for (const Family& f : families()) {
+    const GemmSpec s = small_spec(f);
+    const GemmHostInputs in = generate_gemm_inputs(s, 2);
+    const unsigned ib = gemm_input_bytes(f.type);
+    const GemmGenerator ga = gemm_generator(f.type, f.inputs, s.k, s.seed, kGemmStreamA);
+    const GemmGenerator gb = gemm_generator(f.type, f.inputs, s.k, s.seed, kGemmStreamB);
+    EXPECT_EQ(in.exact_bound, gemm_exact_output_bound(f.inputs, s.k, ga.mag)) << name_of(f);
+    for (int op = 0; op < 2; ++op) {
+      const GemmGenerator& g = op == 0 ? ga : gb;
+      const std::vector<uint8_t>& stored = op == 0 ? in.a : in.bt;
+      const uint32_t rows = op == 0 ? s.m : s.n;
+      // What the device kernel writes: gemm_generate_element for every index.
+      std::vector<uint8_t> device(stored.size());
+      for (uint64_t i = 0; i < uint64_t{rows} * s.k; ++i) gemm_generate_element(g, device.data(), i);
+      ASSERT_EQ(std::memcmp(device.data(), stored.data(), stored.size()), 0) << name_of(f) << " operand " << op;
+      ASSERT_EQ(stored.size(), uint64_t{rows} * s.k * ib);
+      for (uint64_t i = 0; i < uint64_t{rows} * s.k; ++i) {
+        const double v = gemm_generated_double(g, i);
+        if (f.type != GemmType::kFp64) {
+          const std::vector<float>& wide = op == 0 ? in.a_wide : in.bt_wide;
+          const float stored_value =
+              wide.empty() ? reinterpret_cast<const float*>(stored.data())[i] : wide[static_cast<size_t>(i)];
+          ASSERT_EQ(stored_value, gemm_generated_float(g, i)) << name_of(f) << " " << i;
+          ASSERT_EQ(static_cast<double>(stored_value), v);
+        } else {
+          ASSERT_EQ(reinterpret_cast<const double*>(stored.data())[i], v) << name_of(f) << " " << i;
+        }
+        if (gemm_inputs_exact(f.inputs)) {
+          const std::vector<int32_t>& ints = op == 0 ? in.a_int : in.bt_int;
+          ASSERT_EQ(ints[static_cast<size_t>(i)], gemm_generated_int(g, i)) << name_of(f) << " " << i;
+        }
+      }
+      if (f.inputs == GemmInputs::kScaled) {
+        const std::vector<int32_t>& exps = op == 0 ? in.row_exp : in.col_exp;
+        for (uint32_t r = 0; r < rows; ++r) EXPECT_EQ(exps[r], gemm_generated_exponent(g, r)) << name_of(f);
+      }
+    }
+  }
+}
+
+// Digest of one operand's stored bytes (zero-padded to whole words).
+uint64_t bytes_digest(const std::vector<uint8_t>& bytes) {
+  std::vector<uint8_t> padded(bytes);
+  padded.resize((padded.size() + 7) / 8 * 8, 0);
+  return gemm_digest(padded.data(), padded.size(), 1).lo;
+}
+
+TEST(GemmGenerator, OutputsArePinnedPerTypeAndFamily) {
+  // Seed 7, A 24 x 40 and Bt 32 x 40: the bits every backend must generate (the values the host
+  // generated before the generators moved into SDC_HD code). A change here changes every GEMM
+  // probe's inputs: make it deliberately. (int8's exact and random families coincide: both draw
+  // uniform integers in [-127, 127].)
+  struct Pin {
+    const char* name;
+    uint64_t a, bt;
+  };
+  const Pin pins[] = {
+      {"fp64/exact", 0x4d3b4e7c698acebfULL, 0xbde01c8c48b5ae9dULL},
+      {"fp64/random", 0x9c907a3e91d2cb00ULL, 0x4ab582f44706997aULL},
+      {"fp64/scaled", 0x968655315a08f7ddULL, 0xa2ba725b53dc4708ULL},
+      {"fp32/exact", 0xb8f5ef09d649e228ULL, 0xb2aaf004a4999491ULL},
+      {"fp32/random", 0xe9789a72fb84cca9ULL, 0xd14dc10bc169272aULL},
+      {"fp32/scaled", 0xf9cc36d544acd4f9ULL, 0x0e401bcd3aff866dULL},
+      {"tf32/exact", 0xb8f5ef09d649e228ULL, 0xb2aaf004a4999491ULL},
+      {"tf32/random", 0xed8bd0018f47125eULL, 0xe6d72692790d68d0ULL},
+      {"tf32/scaled", 0xf9cc36d544acd4f9ULL, 0x0e401bcd3aff866dULL},
+      {"fp16/exact", 0x6b39ad604f2f379fULL, 0xf60107953dfcef27ULL},
+      {"fp16/random", 0x830821a93cf85fc1ULL, 0x5ee0bfe97d92f5baULL},
+      {"fp16/scaled", 0x459b9f8d297b4ce7ULL, 0x6a0d4b619363a258ULL},
+      {"bf16/exact", 0xb110a87779137674ULL, 0x428c43c51183aec1ULL},
+      {"bf16/random", 0xa4d50c3b54c058b2ULL, 0x5e13015b8f0a2b33ULL},
+      {"bf16/scaled", 0xf958bfa5179a9a14ULL, 0xcef077e04ff20209ULL},
+      {"e4m3/exact", 0xb4cfa711ed76acc3ULL, 0xde69a057c0c17617ULL},
+      {"e4m3/random", 0xe6b67d46480bd31dULL, 0xfa43a5d86b769aceULL},
+      {"e4m3/scaled", 0x9c9e958c0003bc23ULL, 0x4166844575cd634dULL},
+      {"e5m2/exact", 0x0dede7a93d4642c9ULL, 0x4b7b270df5264202ULL},
+      {"e5m2/random", 0xf6099025efb20cdeULL, 0x02629ed3bc167d7bULL},
+      {"e5m2/scaled", 0xc59e529db04e042dULL, 0xf8463784eb0c456dULL},
+      {"int8/exact", 0x7f6ccc32443d618aULL, 0x99190459eb6adc3cULL},
+      {"int8/random", 0x7f6ccc32443d618aULL, 0x99190459eb6adc3cULL},
+      {"bf16/dense", 0x1e28f037e874e450ULL, 0x7ed7b5e6a775cfe7ULL},
+  };
+  std::vector<Family> fs = families();
+  ASSERT_EQ(fs.size(), sizeof pins / sizeof pins[0]);
+  for (size_t q = 0; q < fs.size(); ++q) {
+    const GemmHostInputs in = generate_gemm_inputs(small_spec(fs[q]), 1);
+    const uint64_t a = bytes_digest(in.a), bt = bytes_digest(in.bt);
+    EXPECT_EQ(name_of(fs[q]), pins[q].name);
+    EXPECT_EQ(a, pins[q].a) << name_of(fs[q]);
+    EXPECT_EQ(bt, pins[q].bt) << name_of(fs[q]);
+    if (a != pins[q].a || bt != pins[q].bt) {
+      std::printf("    {\"%s\", 0x%016llxULL, 0x%016llxULL},\n", name_of(fs[q]).c_str(),
+                  static_cast<unsigned long long>(a), static_cast<unsigned long long>(bt));
+    }
+  }
+  // A few elements spelled out.
+  const GemmGenerator bf16 = gemm_generator(GemmType::kBf16, GemmInputs::kRandom, 40, 7, kGemmStreamA);
+  const GemmGenerator e4m3 = gemm_generator(GemmType::kE4m3, GemmInputs::kExact, 8192, 7, kGemmStreamB);
+  EXPECT_EQ(e4m3.mag, 1u);  // 8192 * m^2 <= 2^13
+  EXPECT_EQ(bf16.key, gemm_stream_key(7, kGemmStreamA));
+  for (uint64_t i = 0; i < 64; ++i) {
+    const float v = gemm_generated_float(bf16, i);
+    EXPECT_EQ(v, gemm_random_value_of(GemmType::kBf16, gemm_random32(bf16.key, i)));
+    EXPECT_EQ(bits_of_float(v) & 0xffffu, 0u);  // a bf16 value
+    EXPECT_GE(std::fabs(v), 0.125f);
+    EXPECT_LT(std::fabs(v), 2.0f);
+    EXPECT_LE(std::abs(gemm_generated_int(e4m3, i)), 1);
+  }
+}
+
+TEST(GemmCheck, CheckVectorsAndTilesAreThoseDocumented) {
+  EXPECT_EQ(gemm_check_tile_of(64), 64u);
+  EXPECT_EQ(gemm_check_tile_of(512), 256u);
+  EXPECT_EQ(gemm_check_tile_of(1025), 257u);
+  EXPECT_EQ(gemm_check_tile_of(8192), 2048u);
+  for (uint32_t n : {2u, 64u, 255u, 256u, 257u, 1000u, 1025u, 4097u, 8192u, 10000u, 65536u}) {
+    const uint32_t tile = gemm_check_tile_of(n);
+    EXPECT_LE((n + tile - 1) / tile, kGemmMaxCheckTiles) << n;
+    EXPECT_EQ(gemm_check_tile(n), tile);
+  }
+  const uint32_t key = gemm_stream_key(3, kGemmStreamRowCheck);
+  for (uint32_t j = 0; j < 1000; ++j) {
+    const double w = gemm_float_check_weight(key, j);
+    EXPECT_GE(w, 1.0);
+    EXPECT_LT(w, 2.0);
+    EXPECT_EQ(w, 1.0 + (gemm_random32(key, j) >> 8) * 0x1p-24);
+    for (uint32_t v = 0; v < kGemmExactVectors; ++v) EXPECT_EQ(gemm_exact_check_weight(key, j, v) & 1u, 1u);
+  }
+  EXPECT_NE(gemm_exact_check_weight(key, 5, 0), gemm_exact_check_weight(key, 5, 1));
+}
+
+TEST(GemmCheck, TauIsTheDocumentedBound) {
+  GemmAccumulation acc;
+  acc.u_acc = 0x1p-23;
+  const uint32_t k = 8192, n = 8192;
+  const double rel = gemm_relative_bound(acc, k);
+  const double slack = gemm_check_slack(k, n);
+  EXPECT_DOUBLE_EQ(slack, 2 * gemm_gamma(k + n + 8.0, 0x1p-53) + 0x1p-45);
+  EXPECT_DOUBLE_EQ(gemm_float_sum_factor(k), (1 + 0x1p-22) / (1 - gemm_gamma(k + 1.0, 0x1p-24)));
+  const double q = 1234.5, wsum = 3000;
+  EXPECT_DOUBLE_EQ(gemm_tile_tau(acc, rel, slack, k, q, wsum),
+                   (rel + acc.u_out * (1 + rel)) * q + (k + 2.0) * acc.underflow * wsum + slack * (2 + rel) * q);
+  const double es = gemm_element_slack(k);
+  EXPECT_DOUBLE_EQ(es, 2 * gemm_gamma(k + 8.0, 0x1p-53) + 0x1p-45);
+  EXPECT_DOUBLE_EQ(gemm_element_tau(acc, rel, es, k, 10.0, 2.0),
+                   rel * 10 + acc.u_out * 2 + (k + 2.0) * acc.underflow + es * 12);
+  EXPECT_FALSE(gemm_check_fails(1.0, 1.0));
+  EXPECT_TRUE(gemm_check_fails(std::nextafter(1.0, 2.0), 1.0));
+  EXPECT_TRUE(gemm_check_fails(std::nan(""), 1.0));
+  EXPECT_TRUE(gemm_check_fails(INFINITY, 1e300));
+}
+
+TEST(GemmCheck, ExactUnscalingAcceptsOnlyIntegersWithinTheBound) {
+  EXPECT_EQ(exp2_double(0), 1.0);
+  EXPECT_EQ(exp2_double(-60), std::ldexp(1.0, -60));
+  EXPECT_EQ(exp2_double(120), std::ldexp(1.0, 120));
+  EXPECT_EQ(gemm_unscale_output(48.0, 0.25, 100), 12);
+  EXPECT_EQ(gemm_unscale_output(-100.0, 1.0, 100), -100);
+  EXPECT_EQ(gemm_unscale_output(0.0, 1.0, 100), 0);
+  EXPECT_EQ(gemm_unscale_output(101.0, 1.0, 100), kGemmInvalid);
+  EXPECT_EQ(gemm_unscale_output(2.5, 1.0, 100), kGemmInvalid);
+  EXPECT_EQ(gemm_unscale_output(std::nan(""), 1.0, 100), kGemmInvalid);
+  EXPECT_EQ(gemm_unscale_output(INFINITY, 1.0, 100), kGemmInvalid);
+  EXPECT_EQ(gemm_unscale_output(0x1p-1074, 1.0, 100), kGemmInvalid);  // nonzero that unscales to zero
+  EXPECT_EQ(gemm_unscale_output(3.0 * 0x1p-40, 0x1p40, 100), 3);
+}
+
+// A reference C for the small spec: exact families exactly, random ones in FP64 rounded once.
+std::vector<uint8_t> reference_c(const GemmHostInputs& in) {
+  const GemmSpec& s = in.spec;
+  std::vector<uint8_t> c(uint64_t{s.m} * s.n * gemm_output_bytes(s.type));
+  for (uint32_t i = 0; i < s.m; ++i) {
+    for (uint32_t j = 0; j < s.n; ++j) {
+      double e = 0;
+      for (uint32_t p = 0; p < s.k; ++p) {
+        e += gemm_generated_double(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamA), uint64_t{i} * s.k + p) *
+             gemm_generated_double(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamB), uint64_t{j} * s.k + p);
+      }
+      const uint64_t idx = uint64_t{i} * s.n + j;
+      if (s.type == GemmType::kFp64) {
+        reinterpret_cast<double*>(c.data())[idx] = e;
+      } else if (s.type == GemmType::kInt8) {
+        reinterpret_cast<int32_t*>(c.data())[idx] = static_cast<int32_t>(e);
+      } else {
+        reinterpret_cast<float*>(c.data())[idx] = static_cast<float>(e);
+      }
+    }
+  }
+  return c;
+}
+
+void flip(std::vector<uint8_t>& c, GemmType t, uint64_t idx, int bit) {
+  const unsigned ob = gemm_output_bytes(t);
+  uint64_t word = 0;
+  std::memcpy(&word, c.data() + idx * ob, ob);
+  word ^= uint64_t{1} << bit;
+  std::memcpy(c.data() + idx * ob, &word, ob);
+}
+
+// The device path's host half: candidates from flags, then gemm_confirm_candidates regenerating
+// the rows, gives the records verify_gemm gives on the same output.
+TEST(GemmCheck, ConfirmingCandidatesFromTheGeneratorsMatchesVerifyGemm) {
+  for (const Family& f : families()) {
+    const GemmSpec s = small_spec(f);
+    if (f.type == GemmType::kE5m2 || f.type == GemmType::kE4m3) continue;  // no host accumulation model here
+    GemmAccumulation acc;
+    if (f.type == GemmType::kFp64) {
+      acc.u_acc = acc.u_out = 0x1p-53;
+      acc.underflow = 0x1p-1074;
+    }
+    const GemmHostInputs in = generate_gemm_inputs(s, 1);
+    std::vector<uint8_t> c = reference_c(in);
+    const uint64_t bad = uint64_t{5} * s.n + 17;
+    const int bit = f.type == GemmType::kFp64 ? 62 : 30;
+    flip(c, f.type, bad, bit);
+    const GemmVerdict host = verify_gemm(in, c.data(), acc, 1);
+    ASSERT_EQ(host.report.mismatches, 1u) << name_of(f);
+    ASSERT_EQ(host.report.records.size(), 1u) << name_of(f);
+    // Row 5 and column 17 flagged in their (single) tiles: the intersection is the bad element.
+    std::vector<uint8_t> row_flags(s.m, 0), col_flags(s.n, 0);
+    row_flags[5] = 1;
+    col_flags[17] = 1;
+    const std::vector<uint64_t> cand = gemm_candidates(s.m, s.n, row_flags, col_flags, {bad + 1});
+    ASSERT_EQ(cand, (std::vector<uint64_t>{bad, bad + 1})) << name_of(f);
+    std::vector<uint64_t> bits;
+    for (uint64_t idx : cand) bits.push_back(gemm_output_bits(f.type, c.data(), idx));
+    const MismatchReport dev = gemm_confirm_candidates(s, acc, cand, bits, 2);
+    ASSERT_EQ(dev.mismatches, 1u) << name_of(f);
+    ASSERT_EQ(dev.records.size(), 1u);
+    EXPECT_EQ(dev.records[0].index, host.report.records[0].index) << name_of(f);
+    EXPECT_EQ(dev.records[0].expected, host.report.records[0].expected) << name_of(f);
+    EXPECT_EQ(dev.records[0].observed, host.report.records[0].observed) << name_of(f);
+    EXPECT_EQ(dev.records[0].lane, 17);
+  }
+  const std::vector<uint8_t> flags = {0, 1, 0, 0, 1, 0};  // 3 rows x 2 tiles of a 512-column C
+  EXPECT_EQ(gemm_unconfirmed_checks(512, flags), (std::vector<uint64_t>{256, 2 * 512 + 0}));
+}
+
+}  // namespace
+}  // namespace sdc
