@@ -24,24 +24,7 @@ cudaError_t launch_gemm_simt_fp32(const float* a, const float* bt, float* c, uin
 // bits generate_gemm_inputs stores on the host (kernels/gemm_generate.cu).
 cudaError_t launch_gemm_generate(const GemmGenerator& g, uint64_t rows, void* out, cudaStream_t stream);
 
-// One Freivalds/ABFT pass over `lines` lines of C (kernels/gemm_verify.cu): the rows (line = A's
-// generator, other = B's, element (line, col) at line * n + col) or, to locate, the columns (roles
-// swapped, at col * n + line). The inputs are regenerated, not read.
-struct GemmCheckShape {
-  GemmGenerator line, other;
-  GemmType out_type = GemmType::kFp32;
-  uint32_t lines = 0, width = 0, k = 0;  // lines checked, elements per line, depth
-  uint32_t tile = 0, tiles = 0;          // the line split into at most kGemmMaxCheckTiles tiles
-  uint64_t line_stride = 0, col_stride = 0;
-  uint32_t key = 0;  // check vector key
-};
-
-// The FP64 check's bound terms that do not depend on the data (gemm_check.hpp).
-struct GemmFloatBound {
-  GemmAccumulation acc;
-  double rel = 0, slack = 0, sum_factor = 0;
-  double wsum[kGemmMaxCheckTiles] = {};  // sum of w over each tile
-};
+// The checks' shape and bound: GemmCheckShape and GemmFloatBound (gemm_check.hpp).
 
 // Device scratch each check needs.
 size_t gemm_float_check_scratch(const GemmCheckShape& s);

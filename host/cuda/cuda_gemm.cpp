@@ -263,20 +263,7 @@ void CudaGemmEngine::generate_on_device(const GemmSpec& spec, std::vector<uint8_
 
 GemmCheckSummary CudaGemmEngine::check(const GemmSpec& spec, const GemmAccumulation& acc, const void* c, bool columns,
                                        std::vector<uint8_t>& flags) {
-  GemmCheckShape s;
-  const GemmGenerator ga = gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamA);
-  const GemmGenerator gb = gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamB);
-  s.line = columns ? gb : ga;
-  s.other = columns ? ga : gb;
-  s.out_type = spec.type;
-  s.lines = columns ? spec.n : spec.m;
-  s.width = columns ? spec.m : spec.n;
-  s.k = spec.k;
-  s.tile = gemm_check_tile(s.width);
-  s.tiles = (s.width + s.tile - 1) / s.tile;
-  s.line_stride = columns ? 1 : spec.n;
-  s.col_stride = columns ? spec.n : 1;
-  s.key = gemm_stream_key(spec.seed, columns ? kGemmStreamColCheck : kGemmStreamRowCheck);
+  const GemmCheckShape s = gemm_check_shape(spec.type, spec.inputs, spec.m, spec.n, spec.k, spec.seed, columns);
   const size_t flag_bytes = static_cast<size_t>(s.lines) * s.tiles;
   grow(flags_, flag_bytes);
   grow(summary_, sizeof(GemmCheckSummary));
@@ -287,17 +274,12 @@ GemmCheckSummary CudaGemmEngine::check(const GemmSpec& spec, const GemmAccumulat
     // Only the row pass records invalid outputs: the column pass sees the same ones.
     unsigned long long* invalid = nullptr;
     if (!columns) invalid = grow(invalid_, kGemmMaxConfirm * sizeof(unsigned long long)).as<unsigned long long>();
-    const double bound = static_cast<double>(gemm_exact_output_bound(spec.inputs, spec.k, ga.mag));
+    const double bound = static_cast<double>(gemm_exact_output_bound(spec.inputs, spec.k, s.line.mag));
     SDC_CUDA_TRY(
         launch_gemm_exact_check(s, bound, c, scratch_.get(), flags_d, summary, invalid, kGemmMaxConfirm, stream_));
   } else {
-    GemmFloatBound b;
-    b.acc = acc;
-    b.rel = gemm_relative_bound(acc, s.k);
-    b.slack = gemm_check_slack(s.k, s.width);
-    b.sum_factor = gemm_float_sum_factor(s.k);
     // O(width) on the host: the same weights the kernels compute.
-    for (uint32_t j = 0; j < s.width; ++j) b.wsum[j / s.tile] += gemm_float_check_weight(s.key, j);
+    const GemmFloatBound b = gemm_float_bound(s, acc);
     grow(scratch_, gemm_float_check_scratch(s));
     SDC_CUDA_TRY(launch_gemm_float_check(s, b, c, scratch_.get(), flags_d, summary, stream_));
   }

@@ -104,6 +104,56 @@ SDC_HD uint64_t gemm_output_bits(GemmType t, const void* c, uint64_t idx) {
   return static_cast<const uint32_t*>(c)[idx];
 }
 
+// One Freivalds/ABFT pass over `lines` lines of C: the rows (line = A's generator, other = B's,
+// element (line, col) at line * n + col) or, to locate, the columns (roles swapped, at
+// col * n + line). Y_t = sum over the columns j of tile t of other's row j times w_j; line r's check
+// over tile t compares A_r . Y_t with sum over tile t of C(r, j) w_j.
+struct GemmCheckShape {
+  GemmGenerator line, other;
+  GemmType out_type = GemmType::kFp32;
+  uint32_t lines = 0, width = 0, k = 0;  // lines checked, elements per line, depth
+  uint32_t tile = 0, tiles = 0;          // the line split into at most kGemmMaxCheckTiles tiles
+  uint64_t line_stride = 0, col_stride = 0;
+  uint32_t key = 0;  // check vector key
+};
+
+// The row pass (columns = false) or the column pass of an m x n x k GEMM.
+SDC_HD GemmCheckShape gemm_check_shape(GemmType t, GemmInputs in, uint32_t m, uint32_t n, uint32_t k, uint64_t seed,
+                                       bool columns) {
+  GemmCheckShape s;
+  const GemmGenerator ga = gemm_generator(t, in, k, seed, kGemmStreamA);
+  const GemmGenerator gb = gemm_generator(t, in, k, seed, kGemmStreamB);
+  s.line = columns ? gb : ga;
+  s.other = columns ? ga : gb;
+  s.out_type = t;
+  s.lines = columns ? n : m;
+  s.width = columns ? m : n;
+  s.k = k;
+  s.tile = gemm_check_tile_of(s.width);
+  s.tiles = (s.width + s.tile - 1) / s.tile;
+  s.line_stride = columns ? 1 : n;
+  s.col_stride = columns ? n : 1;
+  s.key = gemm_stream_key(seed, columns ? kGemmStreamColCheck : kGemmStreamRowCheck);
+  return s;
+}
+
+// The FP64 check's bound terms that do not depend on the data.
+struct GemmFloatBound {
+  GemmAccumulation acc;
+  double rel = 0, slack = 0, sum_factor = 0;
+  double wsum[kGemmMaxCheckTiles] = {};  // sum of w over each tile
+};
+
+SDC_HD GemmFloatBound gemm_float_bound(const GemmCheckShape& s, const GemmAccumulation& acc) {
+  GemmFloatBound b;
+  b.acc = acc;
+  b.rel = gemm_relative_bound(acc, s.k);
+  b.slack = gemm_check_slack(s.k, s.width);
+  b.sum_factor = gemm_float_sum_factor(s.k);
+  for (uint32_t j = 0; j < s.width; ++j) b.wsum[j / s.tile] += gemm_float_check_weight(s.key, j);
+  return b;
+}
+
 // What a device's check returns to the host besides the per-(row, tile) flags.
 struct GemmCheckSummary {
   unsigned long long flagged;         // failed checks

@@ -5,6 +5,7 @@
 // candidates a device returns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -217,17 +218,18 @@ TEST(GemmCheck, ExactUnscalingAcceptsOnlyIntegersWithinTheBound) {
   EXPECT_EQ(gemm_unscale_output(3.0 * 0x1p-40, 0x1p40, 100), 3);
 }
 
-// A reference C for the small spec: exact families exactly, random ones in FP64 rounded once.
-std::vector<uint8_t> reference_c(const GemmHostInputs& in) {
-  const GemmSpec& s = in.spec;
+// A reference C: exact families exactly, random ones in FP64 rounded once.
+std::vector<uint8_t> reference_c(const GemmSpec& s) {
+  const GemmGenerator ga = gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamA);
+  const GemmGenerator gb = gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamB);
+  std::vector<double> a(uint64_t{s.m} * s.k), b(uint64_t{s.n} * s.k);
+  for (uint64_t i = 0; i < a.size(); ++i) a[i] = gemm_generated_double(ga, i);
+  for (uint64_t i = 0; i < b.size(); ++i) b[i] = gemm_generated_double(gb, i);
   std::vector<uint8_t> c(uint64_t{s.m} * s.n * gemm_output_bytes(s.type));
   for (uint32_t i = 0; i < s.m; ++i) {
     for (uint32_t j = 0; j < s.n; ++j) {
       double e = 0;
-      for (uint32_t p = 0; p < s.k; ++p) {
-        e += gemm_generated_double(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamA), uint64_t{i} * s.k + p) *
-             gemm_generated_double(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamB), uint64_t{j} * s.k + p);
-      }
+      for (uint32_t p = 0; p < s.k; ++p) e += a[uint64_t{i} * s.k + p] * b[uint64_t{j} * s.k + p];
       const uint64_t idx = uint64_t{i} * s.n + j;
       if (s.type == GemmType::kFp64) {
         reinterpret_cast<double*>(c.data())[idx] = e;
@@ -239,6 +241,85 @@ std::vector<uint8_t> reference_c(const GemmHostInputs& in) {
     }
   }
   return c;
+}
+std::vector<uint8_t> reference_c(const GemmHostInputs& in) { return reference_c(in.spec); }
+
+GemmAccumulation fp32_or_fp64(GemmType t) {
+  GemmAccumulation acc;
+  if (t == GemmType::kFp64) {
+    acc.u_acc = acc.u_out = 0x1p-53;
+    acc.underflow = 0x1p-1074;
+  }
+  return acc;
+}
+
+// The device's check (kernels/gemm_verify.cu) on the CPU, one line at a time as a block computes
+// it, from the same GemmCheckShape and helpers: flags[line * tiles + t].
+std::vector<uint8_t> check_lines(const GemmCheckShape& s, const GemmAccumulation& acc, const void* c,
+                                 double& max_ratio) {
+  std::vector<uint8_t> flags(size_t{s.lines} * s.tiles, 0);
+  const size_t yk = size_t{s.tiles} * s.k;
+  if (!gemm_inputs_exact(s.line.inputs)) {
+    const GemmFloatBound b = gemm_float_bound(s, acc);
+    std::vector<double> y(yk, 0.0), ya(yk, 0.0);
+    for (uint32_t j = 0; j < s.width; ++j) {
+      const double w = gemm_float_check_weight(s.key, j);
+      for (uint32_t p = 0; p < s.k; ++p) {
+        const double bv = gemm_generated_double(s.other, uint64_t{j} * s.k + p);
+        y[size_t{j / s.tile} * s.k + p] += bv * w;
+        ya[size_t{j / s.tile} * s.k + p] += std::fabs(bv) * w;
+      }
+    }
+    for (uint32_t line = 0; line < s.lines; ++line) {
+      for (uint32_t t = 0; t < s.tiles; ++t) {
+        double ay = 0, cw = 0;
+        float q = 0;
+        for (uint32_t p = 0; p < s.k; ++p) {
+          const double a = gemm_generated_double(s.line, uint64_t{line} * s.k + p);
+          ay += a * y[size_t{t} * s.k + p];
+          q += std::fabs(static_cast<float>(a)) * static_cast<float>(ya[size_t{t} * s.k + p]);
+        }
+        for (uint32_t j = t * s.tile; j < std::min(s.width, (t + 1) * s.tile); ++j) {
+          cw += gemm_output_value(s.out_type, c, line * s.line_stride + j * s.col_stride) *
+                gemm_float_check_weight(s.key, j);
+        }
+        const double tau = gemm_tile_tau(b.acc, b.rel, b.slack, s.k, q * b.sum_factor, b.wsum[t]);
+        const double res = std::fabs(cw - ay);
+        flags[size_t{line} * s.tiles + t] = gemm_check_fails(res, tau);
+        max_ratio = std::max(max_ratio, res / tau);
+      }
+    }
+    return flags;
+  }
+  const double bound = static_cast<double>(gemm_exact_output_bound(s.line.inputs, s.k, s.line.mag));
+  std::vector<uint64_t> y(yk * kGemmExactVectors, 0);
+  for (uint32_t j = 0; j < s.width; ++j) {
+    for (uint32_t p = 0; p < s.k; ++p) {
+      const auto bv = static_cast<uint64_t>(static_cast<int64_t>(gemm_generated_int(s.other, uint64_t{j} * s.k + p)));
+      for (uint32_t v = 0; v < kGemmExactVectors; ++v)
+        y[(size_t{j / s.tile} * kGemmExactVectors + v) * s.k + p] += bv * gemm_exact_check_weight(s.key, j, v);
+    }
+  }
+  for (uint32_t line = 0; line < s.lines; ++line) {
+    for (uint32_t t = 0; t < s.tiles; ++t) {
+      for (uint32_t v = 0; v < kGemmExactVectors; ++v) {
+        uint64_t ay = 0, cw = 0;
+        for (uint32_t p = 0; p < s.k; ++p) {
+          ay += static_cast<uint64_t>(static_cast<int64_t>(gemm_generated_int(s.line, uint64_t{line} * s.k + p))) *
+                y[(size_t{t} * kGemmExactVectors + v) * s.k + p];
+        }
+        for (uint32_t j = t * s.tile; j < std::min(s.width, (t + 1) * s.tile); ++j) {
+          const int scale = gemm_generated_exponent(s.line, line) + gemm_generated_exponent(s.other, j);
+          int64_t ci = gemm_unscale_output(gemm_output_value(s.out_type, c, line * s.line_stride + j * s.col_stride),
+                                           exp2_double(-scale), bound);
+          if (ci == kGemmInvalid) ci = 0;
+          cw += static_cast<uint64_t>(ci) * gemm_exact_check_weight(s.key, j, v);
+        }
+        if (ay != cw) flags[size_t{line} * s.tiles + t] = 1;
+      }
+    }
+  }
+  return flags;
 }
 
 void flip(std::vector<uint8_t>& c, GemmType t, uint64_t idx, int bit) {
@@ -255,11 +336,7 @@ TEST(GemmCheck, ConfirmingCandidatesFromTheGeneratorsMatchesVerifyGemm) {
   for (const Family& f : families()) {
     const GemmSpec s = small_spec(f);
     if (f.type == GemmType::kE5m2 || f.type == GemmType::kE4m3) continue;  // no host accumulation model here
-    GemmAccumulation acc;
-    if (f.type == GemmType::kFp64) {
-      acc.u_acc = acc.u_out = 0x1p-53;
-      acc.underflow = 0x1p-1074;
-    }
+    const GemmAccumulation acc = fp32_or_fp64(f.type);
     const GemmHostInputs in = generate_gemm_inputs(s, 1);
     std::vector<uint8_t> c = reference_c(in);
     const uint64_t bad = uint64_t{5} * s.n + 17;
@@ -286,6 +363,49 @@ TEST(GemmCheck, ConfirmingCandidatesFromTheGeneratorsMatchesVerifyGemm) {
   }
   const std::vector<uint8_t> flags = {0, 1, 0, 0, 1, 0};  // 3 rows x 2 tiles of a 512-column C
   EXPECT_EQ(gemm_unconfirmed_checks(512, flags), (std::vector<uint64_t>{256, 2 * 512 + 0}));
+}
+
+// The row and column passes as the device runs them (shapes, strides, swapped generators, keys,
+// tiles): clean outputs pass with headroom, and a wrong element fails exactly its row's check in its
+// column tile and its column's check in its row tile, so the candidates are that element alone.
+TEST(GemmCheck, DevicePassesFlagExactlyTheWrongElementsRowAndColumnTiles) {
+  struct Case {
+    GemmType type;
+    GemmInputs inputs;
+    int bit;
+  };
+  for (const Case& c : {Case{GemmType::kBf16, GemmInputs::kRandom, 30}, Case{GemmType::kFp64, GemmInputs::kRandom, 62},
+                        Case{GemmType::kE4m3, GemmInputs::kRandom, 30}, Case{GemmType::kFp32, GemmInputs::kExact, 0},
+                        Case{GemmType::kFp16, GemmInputs::kScaled, 0}, Case{GemmType::kInt8, GemmInputs::kExact, 0},
+                        Case{GemmType::kBf16, GemmInputs::kDense, 3}}) {
+    GemmSpec s;
+    s.type = c.type;
+    s.inputs = c.inputs;
+    s.m = 520;  // 3 row tiles of 256 (the last partial)
+    s.n = 600;  // 3 column tiles
+    s.k = 24;
+    s.seed = 5;
+    const std::string what = std::string(gemm_type_name(c.type)) + "/" + gemm_inputs_name(c.inputs);
+    const GemmAccumulation acc = fp32_or_fp64(c.type);
+    const GemmCheckShape rows = gemm_check_shape(s.type, s.inputs, s.m, s.n, s.k, s.seed, false);
+    const GemmCheckShape cols = gemm_check_shape(s.type, s.inputs, s.m, s.n, s.k, s.seed, true);
+    ASSERT_EQ(rows.tiles, 3u);
+    ASSERT_EQ(cols.tiles, 3u);
+    std::vector<uint8_t> out = reference_c(s);
+    double ratio = 0;
+    for (const auto& f : {check_lines(rows, acc, out.data(), ratio), check_lines(cols, acc, out.data(), ratio)}) {
+      for (uint8_t x : f) ASSERT_EQ(x, 0) << what;
+    }
+    EXPECT_LT(ratio, 1.0) << what;
+    const uint32_t row = 300, col = 517;
+    flip(out, c.type, uint64_t{row} * s.n + col, c.bit);
+    const std::vector<uint8_t> row_flags = check_lines(rows, acc, out.data(), ratio);
+    const std::vector<uint8_t> col_flags = check_lines(cols, acc, out.data(), ratio);
+    for (size_t f = 0; f < row_flags.size(); ++f) EXPECT_EQ(row_flags[f], f == row * 3 + col / 256) << what << " " << f;
+    for (size_t f = 0; f < col_flags.size(); ++f) EXPECT_EQ(col_flags[f], f == col * 3 + row / 256) << what << " " << f;
+    EXPECT_EQ(gemm_candidates(s.m, s.n, row_flags, col_flags, {}), (std::vector<uint64_t>{uint64_t{row} * s.n + col}))
+        << what;
+  }
 }
 
 }  // namespace
