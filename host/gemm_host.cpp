@@ -727,7 +727,7 @@ MismatchReport gemm_confirm_candidates(const GemmSpec& s, const GemmAccumulation
     const uint64_t bits = observed[static_cast<size_t>(q)];
     const uint32_t i = static_cast<uint32_t>(idx / n), j = static_cast<uint32_t>(idx % n);
     const uint64_t arow = static_cast<uint64_t>(i) * k, brow = static_cast<uint64_t>(j) * k;
-    const double obs = gemm_output_value(t, &bits, 0);
+    const double obs = gemm_output_value_of_bits(t, bits);
     double expected;
     bool wrong;
     if (exact) {

@@ -323,8 +323,7 @@ GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation&
   download(invalid.data(), invalid_.get(), invalid.size() * sizeof(uint64_t));
   const GemmCheckSummary cols = check(spec, acc, c, true, col_flags);
   verdict.flagged_checks += cols.flagged;
-  if (row_flags.empty())
-    row_flags.assign(static_cast<size_t>(m) * ((n + gemm_check_tile(n) - 1) / gemm_check_tile(n)), 0);
+  // (The row pass's flags came back with its failure; the column pass's only if it failed too.)
   if (col_flags.empty())
     col_flags.assign(static_cast<size_t>(n) * ((m + gemm_check_tile(m) - 1) / gemm_check_tile(m)), 0);
   std::vector<uint64_t> candidates = gemm_candidates(m, n, row_flags, col_flags, invalid);

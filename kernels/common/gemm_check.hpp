@@ -103,6 +103,17 @@ SDC_HD uint64_t gemm_output_bits(GemmType t, const void* c, uint64_t idx) {
   if (t == GemmType::kFp64) return static_cast<const uint64_t*>(c)[idx];
   return static_cast<const uint32_t*>(c)[idx];
 }
+// The value of an output element given its bits (as gemm_output_bits returns them).
+SDC_HD double gemm_output_value_of_bits(GemmType t, uint64_t bits) {
+  if (t == GemmType::kFp64) {
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+  }
+  const uint32_t low = static_cast<uint32_t>(bits);
+  if (t == GemmType::kInt8) return static_cast<int32_t>(low);
+  return float_of_bits(low);
+}
 
 // One Freivalds/ABFT pass over `lines` lines of C: the rows (line = A's generator, other = B's,
 // element (line, col) at line * n + col) or, to locate, the columns (roles swapped, at

@@ -216,6 +216,9 @@ TEST(GemmCheck, ExactUnscalingAcceptsOnlyIntegersWithinTheBound) {
   EXPECT_EQ(gemm_unscale_output(INFINITY, 1.0, 100), kGemmInvalid);
   EXPECT_EQ(gemm_unscale_output(0x1p-1074, 1.0, 100), kGemmInvalid);  // nonzero that unscales to zero
   EXPECT_EQ(gemm_unscale_output(3.0 * 0x1p-40, 0x1p40, 100), 3);
+  EXPECT_EQ(gemm_output_value_of_bits(GemmType::kFp32, 0x3f800000u), 1.0);
+  EXPECT_EQ(gemm_output_value_of_bits(GemmType::kInt8, 0xfffffffeu), -2.0);
+  EXPECT_EQ(gemm_output_value_of_bits(GemmType::kFp64, 0x4000000000000000ULL), 2.0);
 }
 
 // A reference C: exact families exactly, random ones in FP64 rounded once.
