@@ -139,7 +139,10 @@ __global__ void __launch_bounds__(kThreads)
     block_sum(sums);
     block_sum(q);
     if (threadIdx.x == 0) {
-      // Unrolled with constant indices, so the sums stay in registers.
+      // One atomic per block for the count and the largest ratio. Unrolled with constant indices,
+      // so the sums stay in registers.
+      unsigned long long failed = 0;
+      double ratio = 0;
 #pragma unroll
       for (uint32_t r = 0; r < kLines; ++r) {
 #pragma unroll
@@ -149,12 +152,13 @@ __global__ void __launch_bounds__(kThreads)
           const double res = fabs(sums[(kLines + r) * kMaxTiles + t] - sums[r * kMaxTiles + t]);
           const bool fails = gemm_check_fails(res, tau);
           flags[static_cast<uint64_t>(first + r) * s.tiles + t] = fails ? 1 : 0;
-          if (fails) atomicAdd(&summary->flagged, 1ull);
-          if (res == res && tau > 0) {
-            atomicMax(&summary->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(res / tau)));
-          }
+          failed += fails ? 1 : 0;
+          if (res == res && tau > 0) ratio = fmax(ratio, res / tau);
         }
       }
+      if (failed > 0) atomicAdd(&summary->flagged, failed);
+      // A nonnegative double orders as its bits do.
+      atomicMax(&summary->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(ratio)));
     }
   }
 }
@@ -175,6 +179,22 @@ __global__ void exact_y(GemmCheckShape s, uint32_t cpt, unsigned long long* y) {
   }
   const uint32_t t = blockIdx.y / cpt;
   for (uint32_t v = 0; v < kVectors; ++v) atomicAdd(&y[(static_cast<uint64_t>(t) * kVectors + v) * s.k + p], acc[v]);
+}
+
+// Called by every active lane, invalid or not: the lanes with an invalid output share one atomic
+// (as record_mismatch_if does), so an output that is invalid everywhere costs one per warp. The
+// count stays exact; indices past `cap` are not written.
+__device__ __forceinline__ void record_invalid_if(bool bad, GemmCheckSummary* summary, unsigned long long* invalid,
+                                                  uint64_t cap, uint64_t idx) {
+  const unsigned hits = __ballot_sync(__activemask(), bad);
+  if (!bad) return;
+  const unsigned me = lane_id();
+  const unsigned leader = warp_leader(hits);
+  unsigned long long base = 0;
+  if (me == leader) base = atomicAdd(&summary->invalid, static_cast<unsigned long long>(popcount32(hits)));
+  base = __shfl_sync(hits, base, leader);
+  const unsigned long long slot = warp_slot(base, hits, me);
+  if (slot < cap) invalid[slot] = idx;
 }
 
 template <typename Out>
@@ -203,13 +223,8 @@ __global__ void __launch_bounds__(kThreads)
         const uint64_t idx = row + j * s.col_stride;
         const double unscale = exp2_double(-(line_exp + gemm_generated_exponent(s.other, j)));
         int64_t ci = gemm_unscale_output(static_cast<double>(c[idx]), unscale, bound);
-        if (ci == kGemmInvalid) {
-          ci = 0;
-          if (invalid != nullptr) {
-            const unsigned long long slot = atomicAdd(&summary->invalid, 1ull);
-            if (slot < invalid_cap) invalid[slot] = idx;
-          }
-        }
+        if (invalid != nullptr) record_invalid_if(ci == kGemmInvalid, summary, invalid, invalid_cap, idx);
+        if (ci == kGemmInvalid) ci = 0;
 #pragma unroll
         for (uint32_t v = 0; v < kVectors; ++v) {
           sums[kSums + t * kVectors + v] += static_cast<unsigned long long>(ci) * gemm_exact_check_weight(s.key, j, v);
@@ -218,6 +233,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     block_sum(sums);
     if (threadIdx.x == 0) {
+      unsigned long long failed = 0;
 #pragma unroll
       for (uint32_t t = 0; t < kMaxTiles; ++t) {
         if (t >= s.tiles) continue;
@@ -225,8 +241,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (uint32_t v = 0; v < kVectors; ++v) fails |= sums[t * kVectors + v] != sums[kSums + t * kVectors + v];
         flags[static_cast<uint64_t>(line) * s.tiles + t] = fails ? 1 : 0;
-        if (fails) atomicAdd(&summary->flagged, 1ull);
+        failed += fails ? 1 : 0;
       }
+      if (failed > 0) atomicAdd(&summary->flagged, failed);
     }
   }
 }
