@@ -107,7 +107,8 @@ void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::ve
 // Order-independent digest of C's words.
 Digest128 gemm_digest(const void* c, uint64_t bytes, int threads);
 
-// Column-tile width of the checks for an n-column output (at most 8 tiles, at least 256 columns).
+// Column-tile width of the checks for an n-column output (at least 256 columns, at most
+// kGemmMaxCheckTiles = 4 tiles): gemm_check_tile_of.
 uint32_t gemm_check_tile(uint32_t n);
 
 class GemmEngine {
