@@ -72,8 +72,18 @@ def gtest(logs, names):
     return 1 if bad else 0
 
 
+def probe_row(probe, rate, ratio, of, b, kernel_ratio=None):
+    """One gpu_bench row: the end-to-end ratio to its ceiling, the goal (none when 0) and whether it
+    is met (by the kernel's ratio where the goal is the kernel's), and the host<->device bytes per run."""
+    goal = b.get("goal") or None
+    judged = ratio if kernel_ratio is None else kernel_ratio
+    return {"probe": probe, "rate": rate, "ratio": ratio, "of": of, "goal": goal,
+            "meets_goal": None if goal is None else judged >= goal, "kernel_ratio": kernel_ratio,
+            "host_device_bytes": b.get("host_device_bytes")}
+
+
 def bench_rows(logs):
-    """Rows (probe, rate, ratio, reference) and the ceilings from gpu_bench / gpu_gemm_bench JSON."""
+    """Probe rows (probe_row) and the ceilings from gpu_bench / gpu_gemm_bench JSON."""
     rows, ceilings, errors = [], {}, []
     runs = (load_json(os.path.join(logs, "gpu_bench.json")) or {}).get("benchmarks", [])
     for b in runs:
@@ -83,11 +93,18 @@ def bench_rows(logs):
         elif name.startswith("BM_Ceilings"):
             ceilings = {k: b[k] for k in ("memcpy_GB/s", "peak_fma_TFLOP/s", "sgemm_TFLOP/s") if k in b}
         elif name.startswith("BM_MemoryProbe"):
-            rows.append(("mem." + name.split("/")[1], "%.0f GB/s" % b["GB/s"], b["ratio_to_memcpy"], "D2D copy"))
+            rows.append(probe_row("mem." + name.split("/")[1], "%.0f GB/s" % b["GB/s"], b["ratio_to_memcpy"],
+                                  "D2D copy", b))
         elif name.startswith("BM_MemoryOp"):
-            rows.append(("op " + name.split("/")[1], "%.0f GB/s" % b["GB/s"], b["ratio_to_memcpy"], "D2D copy"))
+            rows.append(probe_row("op " + name.split("/")[1], "%.0f GB/s" % b["GB/s"], b["ratio_to_memcpy"],
+                                  "D2D copy", b))
         elif name.startswith("BM_Fma32Probe"):
-            rows.append(("alu.fma32", "%.2f TFLOP/s" % b["TFLOP/s"], b["ratio_to_peak_fma"], "peak FP32 FMA"))
+            rows.append(probe_row("alu.fma32", "%.2f TFLOP/s" % b["TFLOP/s"], b["ratio_to_peak_fma"],
+                                  "peak FP32 FMA", b))
+        elif name.startswith("BM_GemmSimtProbe"):
+            # The goal is the kernel's; the end-to-end ratio includes generation and verification.
+            rows.append(probe_row("gemm.simt.fp32", "%.2f TFLOP/s" % b["TFLOP/s"], b["ratio_to_peak_fma"],
+                                  "peak FP32 FMA", b, kernel_ratio=b["kernel_ratio_to_peak_fma"]))
     gemm = []
     for b in (load_json(os.path.join(logs, "gpu_gemm_bench.json")) or {}).get("benchmarks", []):
         if b.get("error_occurred"):
@@ -134,7 +151,7 @@ def summary(work, out, exit_code, seconds):
         "gpu": gpu,
         "steps": steps,
         "ceilings": ceilings,
-        "probes": [{"probe": r[0], "rate": r[1], "ratio": r[2], "of": r[3]} for r in rows],
+        "probes": rows,
         "gemm": gemm,
         "benchmark_errors": bench_errors,
         "inline": inline,
@@ -161,9 +178,17 @@ def summary(work, out, exit_code, seconds):
                      % (ceilings.get("memcpy_GB/s", 0), ceilings.get("peak_fma_TFLOP/s", 0),
                         ceilings.get("sgemm_TFLOP/s", 0)))
     if rows:
-        lines.append("%-24s %-14s %s" % ("probe / op", "rate", "ratio to ceiling"))
+        lines.append("%-24s %-13s %-22s %-26s %s" % ("probe / op, end to end", "rate", "ratio to ceiling", "goal",
+                                                     "host<->device"))
         for r in rows:
-            lines.append("%-24s %-14s %.3f of %s" % (r[0], r[1], r[2], r[3]))
+            goal = ""
+            if r["goal"] is not None:
+                goal = "%s %.2f" % ("met" if r["meets_goal"] else "MISSED", r["goal"])
+                if r["kernel_ratio"] is not None:
+                    goal += " (kernel %.3f)" % r["kernel_ratio"]
+            copied = r["host_device_bytes"]
+            lines.append("%-24s %-13s %.3f of %-13s %-26s %s" % (r["probe"], r["rate"], r["ratio"], r["of"], goal,
+                                                                "" if copied is None else "%.0f B" % copied))
     if gemm:
         lines.append("%-24s %9s %9s %7s %8s %8s %10s" % ("GEMM probe, random data", "bare TF/s", "probe TF/s",
                                                           "ratio", "verify", "e2e/bare", "host<->dev"))

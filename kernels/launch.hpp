@@ -44,13 +44,15 @@ struct CorruptionPlan {
   bool stuck_value = true;
 };
 
-// Writes pattern_word(p, i) to words [0, words).
+// Writes pattern_word(p, i) to words [0, words). `data` must be 16-byte aligned (as cudaMalloc's
+// pointers are): cudaErrorInvalidValue otherwise.
 cudaError_t launch_fill(uint64_t* data, uint64_t words, const Pattern& p, LaunchShape shape, cudaStream_t stream);
 
 // Compares every word with pattern_word(expect, i); when `then_write` is not null, rewrites each
-// word with pattern_word(*then_write, i) right after reading it. `descending` walks each thread's
-// indices from high to low, with the grid's index map reversed (see patterns.cu). Resets `log`
-// (device memory) first.
+// word with pattern_word(*then_write, i) after reading it. Each thread reads a group of 16-byte
+// vectors, then checks and rewrites them in turn; `descending` walks each thread's vectors from
+// high to low, with the grid's index map reversed (kernels/common/sweep.hpp). `data` must be
+// 16-byte aligned. Resets `log` (device memory) first.
 cudaError_t launch_verify(uint64_t* data, uint64_t words, const Pattern& expect, const Pattern* then_write,
                           bool descending, DeviceMismatchLog* log, LaunchShape shape, cudaStream_t stream);
 

@@ -1,58 +1,150 @@
 // Memory pattern kernels: fill and March-style verify. Expected words come from pattern_word_of,
-// never from a reference buffer. The kind is a template parameter so that the inner loops carry
-// no switch, as on the CPU backend.
+// never from a reference buffer. Accesses are 16 bytes (two words), kSweepUnroll in flight per
+// thread, in the order of kernels/common/sweep.hpp; an odd last word goes to grid thread 0, last
+// when ascending and first when descending, so that thread's order holds too. The kind and the
+// operation are template parameters so that the inner loops carry no switch.
 #include <type_traits>
 
-#include "kernels/common/patterns.hpp"
+#include "kernels/common/sweep.hpp"
 #include "kernels/device_util.cuh"
 #include "kernels/launch.hpp"
 
 namespace sdc {
 namespace {
 
-template <PatternKind K>
-__device__ __forceinline__ uint64_t word_of(const Pattern& p, uint64_t invert, uint64_t i) {
-  return pattern_word_of<K>(p, i) ^ invert;
-}
+enum class Op {
+  kFill,          // write the pattern
+  kCheck,         // compare with the pattern
+  kCheckInverse,  // compare, then write its inverse (every March element the probes run)
+  kCheckWrite,    // compare, then write another pattern
+};
 
-template <PatternKind K>
-__global__ void fill_kernel(uint64_t* data, uint64_t words, Pattern p) {
-  const uint64_t invert = p.inverted ? ~0ULL : 0;
-  const uint64_t stride = grid_stride();
-  for (uint64_t i = grid_thread(); i < words; i += stride) data[i] = word_of<K>(p, invert, i);
-}
+// At most 64 registers a thread, so that 4 blocks of 256 threads fit on an SM (the launch shape is
+// 8 per SM: two full waves) with kSweepUnroll x 16 bytes in flight per thread.
+constexpr int kSweepRegisters = 64;
 
-template <PatternKind K>
-__device__ __forceinline__ void verify_word(uint64_t* data, uint64_t i, const Pattern& expect, uint64_t invert,
-                                            const Pattern& write, bool do_write, DeviceMismatchLog* log) {
-  const uint64_t observed = data[i];
-  const uint64_t expected = word_of<K>(expect, invert, i);
-  // No SM or lane: they are the reader's; the word's address (8 * i) locates the fault.
-  record_mismatch_if(observed != expected, log, i, expected, observed, kNoUnit, kNoUnit);
-  if (do_write) data[i] = pattern_word(write, i);
-}
+struct Sweep {
+  uint64_t* data;
+  uint64_t words;
+  Pattern expect;   // the pattern written (kFill) or compared
+  uint64_t invert;  // ~0 when expect is inverted
+  Pattern write;    // kCheckWrite's pattern
+  bool descending;
+  DeviceMismatchLog* log;
+};
 
-// Descending order, as far as a parallel device allows: the thread index map is reversed (block 0,
-// usually scheduled first, takes the top of the buffer, and a warp's lanes take descending
-// addresses), and each thread walks its grid-stride indices from high to low. Threads of
-// different warps still interleave, so the order is descending per thread, not globally.
-template <PatternKind K>
-__global__ void verify_kernel(uint64_t* data, uint64_t words, Pattern expect, Pattern write, bool do_write,
-                              bool descending, DeviceMismatchLog* log) {
-  const uint64_t invert = expect.inverted ? ~0ULL : 0;
-  const uint64_t stride = grid_stride();
-  if (!descending) {
-    for (uint64_t i = grid_thread(); i < words; i += stride) {
-      verify_word<K>(data, i, expect, invert, write, do_write, log);
+__device__ __forceinline__ ulonglong2* vectors_of(uint64_t* data) { return reinterpret_cast<ulonglong2*>(data); }
+
+// One group: the vectors v[u] with ok[u] (whole warps call it, so mismatch counting stays
+// warp-aggregated). All loads are issued before the first check, so kSweepUnroll are in flight.
+template <PatternKind K, Op O>
+__device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, const uint64_t (&v)[kSweepUnroll],
+                                            const bool (&ok)[kSweepUnroll]) {
+  ulonglong2* vec = vectors_of(s.data);
+  ulonglong2 seen[kSweepUnroll];
+  if constexpr (O != Op::kFill) {
+#pragma unroll
+    for (unsigned u = 0; u < kSweepUnroll; ++u) seen[u] = ok[u] ? vec[v[u]] : ulonglong2{0, 0};
+  }
+#pragma unroll
+  for (unsigned u = 0; u < kSweepUnroll; ++u) {
+    const WordPair w = src.at(2 * v[u]);
+    const ulonglong2 want{w.lo ^ s.invert, w.hi ^ s.invert};
+    if constexpr (O == Op::kFill) {
+      if (ok[u]) vec[v[u]] = want;
+    } else {
+      // No SM or lane: they are the reader's; the word's address (8 * index) locates the fault.
+      const bool bad = ok[u] && ((seen[u].x ^ want.x) | (seen[u].y ^ want.y)) != 0;
+      if (__any_sync(__activemask(), bad)) {
+        record_mismatch_if(bad && seen[u].x != want.x, s.log, 2 * v[u], want.x, seen[u].x, kNoUnit, kNoUnit);
+        record_mismatch_if(bad && seen[u].y != want.y, s.log, 2 * v[u] + 1, want.y, seen[u].y, kNoUnit, kNoUnit);
+      }
+      if constexpr (O == Op::kCheckInverse) {
+        if (ok[u]) vec[v[u]] = ulonglong2{~want.x, ~want.y};
+      } else if constexpr (O == Op::kCheckWrite) {
+        if (ok[u]) vec[v[u]] = ulonglong2{pattern_word(s.write, 2 * v[u]), pattern_word(s.write, 2 * v[u] + 1)};
+      }
     }
-    return;
   }
-  const uint64_t first = stride - 1 - grid_thread();
-  if (first >= words) return;
-  for (uint64_t i = first + (words - 1 - first) / stride * stride;; i -= stride) {
-    verify_word<K>(data, i, expect, invert, write, do_write, log);
-    if (i < stride) break;
+}
+
+// Vectors [first, first + count) swept by `threads` threads, this one being `thread`.
+template <PatternKind K, Op O>
+__device__ __forceinline__ void sweep_range(const Sweep& s, PairSource<K>& src, uint64_t first, uint64_t count,
+                                            uint64_t thread, uint64_t threads) {
+  const uint64_t steps = sweep_steps(count, threads);
+  for (uint64_t k0 = 0; k0 < steps; k0 += kSweepUnroll) {
+    uint64_t v[kSweepUnroll];
+    bool ok[kSweepUnroll];
+#pragma unroll
+    for (unsigned u = 0; u < kSweepUnroll; ++u) {
+      const uint64_t local = sweep_vector(k0 + u, steps, thread, threads, s.descending);
+      ok[u] = local < count;
+      v[u] = first + (ok[u] ? local : 0);
+    }
+    sweep_group<K, O>(s, src, v, ok);
   }
+}
+
+// The odd last word, if any, on grid thread 0.
+template <PatternKind K, Op O>
+__device__ __forceinline__ void sweep_tail(const Sweep& s) {
+  if (s.words % 2 == 0 || grid_thread() != 0) return;
+  const uint64_t i = s.words - 1;
+  const uint64_t want = pattern_word_of<K>(s.expect, i) ^ s.invert;
+  if constexpr (O == Op::kFill) {
+    s.data[i] = want;
+  } else {
+    const uint64_t seen = s.data[i];
+    record_mismatch_if(seen != want, s.log, i, want, seen, kNoUnit, kNoUnit);
+    if constexpr (O == Op::kCheckInverse) s.data[i] = ~want;
+    if constexpr (O == Op::kCheckWrite) s.data[i] = pattern_word(s.write, i);
+  }
+}
+
+// Every kind: the grid sweeps the whole buffer (kRandomBlocks here only for blocks too small for
+// units, recomputing the block pattern per word).
+template <PatternKind K, Op O>
+__global__ void __maxnreg__(kSweepRegisters) sweep_kernel(Sweep s) {
+  if (s.descending) sweep_tail<K, O>(s);
+  PairSource<K> src(s.expect);
+  sweep_range<K, O>(s, src, 0, s.words / 2, grid_thread(), grid_stride());
+  if (!s.descending) sweep_tail<K, O>(s);
+}
+
+template <PatternKind K, Op O>
+__device__ __forceinline__ void sweep_unit_as(const Sweep& s, const Pattern& sub, uint64_t first, uint64_t count) {
+  PairSource<K> src(sub);
+  sweep_range<K, O>(s, src, first, count, threadIdx.x % 32, 32);
+}
+
+// kRandomBlocks by unit (sweep.hpp): each warp computes the block pattern once per unit and
+// sweeps the unit's vectors with its lanes; units go to warps as vectors go to threads.
+template <Op O>
+__global__ void __maxnreg__(kSweepRegisters) sweep_units_kernel(Sweep s) {
+  if (s.descending) sweep_tail<PatternKind::kRandomBlocks, O>(s);
+  const unsigned shift = unit_shift(s.expect);
+  const uint64_t unit_vectors = uint64_t{1} << (shift - 1);
+  const uint64_t vectors = s.words / 2;
+  const uint64_t units = (vectors + unit_vectors - 1) >> (shift - 1);
+  const uint64_t warp = grid_thread() / 32, warps = grid_stride() / 32;
+  const uint64_t rounds = (units + warps - 1) / warps;
+  for (uint64_t r = 0; r < rounds; ++r) {
+    const uint64_t unit = sweep_vector(r, rounds, warp, warps, s.descending);
+    if (unit >= units) continue;  // the same for the whole warp
+    const Pattern sub = random_block_pattern(s.expect, unit_block(s.expect, unit));
+    const uint64_t first = unit * unit_vectors;
+    const uint64_t count = vectors - first < unit_vectors ? vectors - first : unit_vectors;
+    switch (sub.kind) {
+      case PatternKind::kOwnAddress: sweep_unit_as<PatternKind::kOwnAddress, O>(s, sub, first, count); break;
+      case PatternKind::kWalkingOnes: sweep_unit_as<PatternKind::kWalkingOnes, O>(s, sub, first, count); break;
+      case PatternKind::kWalkingZeros: sweep_unit_as<PatternKind::kWalkingZeros, O>(s, sub, first, count); break;
+      case PatternKind::kSolid: sweep_unit_as<PatternKind::kSolid, O>(s, sub, first, count); break;
+      case PatternKind::kCheckerboard: sweep_unit_as<PatternKind::kCheckerboard, O>(s, sub, first, count); break;
+      default: sweep_unit_as<PatternKind::kRandom, O>(s, sub, first, count); break;
+    }
+  }
+  if (!s.descending) sweep_tail<PatternKind::kRandomBlocks, O>(s);
 }
 
 // Calls f with the pattern kind as a compile-time constant.
@@ -71,28 +163,46 @@ void with_kind(PatternKind kind, F&& f) {
   }
 }
 
+template <Op O>
+cudaError_t launch_sweep(const Sweep& s, LaunchShape shape, cudaStream_t stream) {
+  if (sweeps_by_unit(s.expect)) {
+    const uint64_t unit_vectors = uint64_t{1} << (unit_shift(s.expect) - 1);
+    const uint64_t units = (s.words / 2 + unit_vectors - 1) / unit_vectors;
+    sweep_units_kernel<O><<<blocks_for(units * 32, shape), shape.threads, 0, stream>>>(s);
+  } else {
+    // One thread per group of vectors is enough; more would only idle.
+    const uint64_t groups = (s.words + 2 * kSweepUnroll - 1) / (2 * kSweepUnroll);
+    with_kind(s.expect.kind, [&](auto kind) {
+      sweep_kernel<decltype(kind)::value, O><<<blocks_for(groups, shape), shape.threads, 0, stream>>>(s);
+    });
+  }
+  return cudaGetLastError();
+}
+
+// 16-byte accesses need 16-byte alignment; every cudaMalloc pointer has it.
+bool aligned(const uint64_t* data) { return reinterpret_cast<uintptr_t>(data) % sizeof(ulonglong2) == 0; }
+
 }  // namespace
 
 cudaError_t launch_fill(uint64_t* data, uint64_t words, const Pattern& p, LaunchShape shape, cudaStream_t stream) {
   if (words == 0) return cudaSuccess;
-  if (static_cast<uint32_t>(p.kind) >= kPatternKinds) return cudaErrorInvalidValue;
-  with_kind(p.kind, [&](auto kind) {
-    fill_kernel<decltype(kind)::value><<<blocks_for(words, shape), shape.threads, 0, stream>>>(data, words, p);
-  });
-  return cudaGetLastError();
+  if (static_cast<uint32_t>(p.kind) >= kPatternKinds || !aligned(data)) return cudaErrorInvalidValue;
+  const Sweep s{data, words, p, p.inverted ? ~0ULL : 0, p, false, nullptr};
+  return launch_sweep<Op::kFill>(s, shape, stream);
 }
 
 cudaError_t launch_verify(uint64_t* data, uint64_t words, const Pattern& expect, const Pattern* then_write,
                           bool descending, DeviceMismatchLog* log, LaunchShape shape, cudaStream_t stream) {
-  if (static_cast<uint32_t>(expect.kind) >= kPatternKinds) return cudaErrorInvalidValue;
+  if (static_cast<uint32_t>(expect.kind) >= kPatternKinds || !aligned(data)) return cudaErrorInvalidValue;
   const cudaError_t reset = cudaMemsetAsync(log, 0, sizeof(DeviceMismatchLog), stream);
   if (reset != cudaSuccess || words == 0) return reset;
-  const Pattern write = then_write ? *then_write : expect;
-  with_kind(expect.kind, [&](auto kind) {
-    verify_kernel<decltype(kind)::value><<<blocks_for(words, shape), shape.threads, 0, stream>>>(
-        data, words, expect, write, then_write != nullptr, descending, log);
-  });
-  return cudaGetLastError();
+  const Pattern inv = inverse(expect);
+  const Sweep s{data, words, expect, expect.inverted ? ~0ULL : 0, then_write ? *then_write : expect, descending, log};
+  if (then_write == nullptr) return launch_sweep<Op::kCheck>(s, shape, stream);
+  const bool to_inverse = then_write->kind == inv.kind && then_write->param == inv.param &&
+                          then_write->seed == inv.seed && then_write->inverted == inv.inverted;
+  return to_inverse ? launch_sweep<Op::kCheckInverse>(s, shape, stream)
+                    : launch_sweep<Op::kCheckWrite>(s, shape, stream);
 }
 
 }  // namespace sdc

@@ -28,8 +28,25 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# The SASS check (scripts/check_sass.sh) reads the kernels with cuobjdump, which needs nvdisasm. A
+# toolkit assembled from NVIDIA's Python wheels may have nvcc without them: install both beside it.
+cuda_binary_tools() {
+  local nvcc bin tmp sudo=""
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  [ -x "$nvcc" ] || return 0
+  bin=$(dirname "$(readlink -f "$nvcc")")
+  if [ -x "$bin/cuobjdump" ] && [ -x "$bin/nvdisasm" ]; then return 0; fi
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "install-deps: installing cuobjdump and nvdisasm in $bin"
+  tmp=$(mktemp -d)
+  python3 -m pip install -q --no-deps --target "$tmp" nvidia-cuda-cuobjdump==13.2.86 nvidia-cuda-nvdisasm==13.2.86
+  $sudo install -m 755 "$tmp/nvidia/cu13/bin/cuobjdump" "$tmp/nvidia/cu13/bin/nvdisasm" "$bin/"
+  rm -rf "$tmp"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  cuda_binary_tools
   exit 0
 fi
 
@@ -38,3 +55,4 @@ if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+cuda_binary_tools

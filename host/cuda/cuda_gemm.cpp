@@ -421,7 +421,7 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
 }
 
 std::string CudaGemmEngine::algorithm(const GemmSpec& spec) const {
-  if (spec.path == GemmPath::kSimt) return "sdc-simt-fp32-64x64x16";
+  if (spec.path == GemmPath::kSimt) return "sdc-simt-fp32-128x128x8";
   auto it = pinned_.find(Key{static_cast<int>(spec.type), spec.m, spec.n, spec.k});
   return it == pinned_.end() ? "cublasLt" : it->second.description;
 }

@@ -111,6 +111,35 @@ SDC_HD uint64_t pattern_word(const Pattern& p, uint64_t index) {
   return p.inverted ? ~w : w;
 }
 
+// Words 2v and 2v + 1 of one kind, as the 16-byte accesses of the memory kernels take them:
+// at(even) == {pattern_word_of<K>(p, even), pattern_word_of<K>(p, even + 1)}, not inverted.
+// kRandom keeps its key while the index stays within one 2^32-word span (a pair never crosses one).
+struct WordPair {
+  uint64_t lo;
+  uint64_t hi;
+};
+template <PatternKind K>
+struct PairSource {
+  SDC_HD explicit PairSource(const Pattern& p) : pat(p) {}
+  SDC_HD WordPair at(uint64_t even) const { return {pattern_word_of<K>(pat, even), pattern_word_of<K>(pat, even + 1)}; }
+  Pattern pat;
+};
+template <>
+struct PairSource<PatternKind::kRandom> {
+  SDC_HD explicit PairSource(const Pattern& p) : seed(p.seed), span(0), key(random_pattern_key(p.seed, 0)) {}
+  SDC_HD WordPair at(uint64_t even) {
+    if ((even >> 32) != span) {
+      span = even >> 32;
+      key = random_pattern_key(seed, even);
+    }
+    const uint32_t low = static_cast<uint32_t>(even);
+    return {keyed_random_word(key, low), keyed_random_word(key, low + 1)};
+  }
+  uint64_t seed;
+  uint64_t span;  // even >> 32 of the last pair
+  uint64_t key;   // random_pattern_key(seed, span << 32)
+};
+
 SDC_HD Pattern inverse(Pattern p) {
   p.inverted = !p.inverted;
   return p;

@@ -3,11 +3,17 @@
 // bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "kernels/common/chains.hpp"
 #include "kernels/common/corruption.hpp"
 #include "kernels/common/device_mismatch.hpp"
 #include "kernels/common/digest.hpp"
 #include "kernels/common/patterns.hpp"
+#include "kernels/common/simt_tile.hpp"
+#include "kernels/common/sweep.hpp"
 
 namespace sdc {
 namespace {
@@ -64,6 +70,164 @@ TEST(Patterns, RandomBlocksAreConstantKindPerBlock) {
     EXPECT_NE(sub.kind, PatternKind::kRandomBlocks);
     for (uint64_t i = block * 16; i < block * 16 + 16; ++i) EXPECT_EQ(pattern_word(p, i), pattern_word(sub, i));
   }
+}
+
+// The memory kernels' 16-byte pairs: PairSource<K>::at(even) is pattern_word_of<K> at even and
+// even + 1, for every kind, in any order of access (kRandom caches its key per 2^32-word span).
+template <PatternKind K>
+void expect_pairs_match(const Pattern& p) {
+  PairSource<K> src(p);
+  const uint64_t span = uint64_t{1} << 32;
+  for (uint64_t even : std::vector<uint64_t>{0, 2, 1000, span - 2, span, span + 6, 4, 3 * span + 2, span - 2, 0}) {
+    const WordPair w = src.at(even);
+    EXPECT_EQ(w.lo, pattern_word_of<K>(p, even)) << static_cast<int>(K) << " at " << even;
+    EXPECT_EQ(w.hi, pattern_word_of<K>(p, even + 1)) << static_cast<int>(K) << " at " << even + 1;
+  }
+}
+
+TEST(Patterns, PairSourceGivesTheWordsOfEachKind) {
+  const Pattern p{PatternKind::kSolid, 9, 1234, false};  // the kind comes from the template
+  expect_pairs_match<PatternKind::kOwnAddress>(p);
+  expect_pairs_match<PatternKind::kWalkingOnes>(p);
+  expect_pairs_match<PatternKind::kWalkingZeros>(p);
+  expect_pairs_match<PatternKind::kSolid>(p);
+  expect_pairs_match<PatternKind::kCheckerboard>(p);
+  expect_pairs_match<PatternKind::kWalking8>(p);
+  expect_pairs_match<PatternKind::kModulo20>(p);
+  expect_pairs_match<PatternKind::kRandom>(p);
+  expect_pairs_match<PatternKind::kRandomBlocks>(p);
+}
+
+// Every vector once; each thread's vectors strictly ascending (descending); within a step,
+// neighbouring threads take neighbouring vectors (coalesced), thread 0 the top one when descending.
+TEST(Sweep, VisitsEveryVectorOnceInEachThreadsOrder) {
+  for (bool descending : {false, true}) {
+    for (auto [vectors, threads] : {std::pair<uint64_t, uint64_t>{0, 64},
+                                    {1, 64},
+                                    {63, 64},
+                                    {64, 64},
+                                    {1000, 64},
+                                    {4096, 256},
+                                    {4099, 96},
+                                    {7, 1}}) {
+      const uint64_t steps = sweep_steps(vectors, threads);
+      EXPECT_EQ(steps % kSweepUnroll, 0u);
+      EXPECT_LT((steps == 0 ? 0 : steps - kSweepUnroll) * threads, vectors + 1);  // no idle group
+      std::vector<int> seen(vectors, 0);
+      for (uint64_t t = 0; t < threads; ++t) {
+        bool first = true;
+        uint64_t last = 0;
+        for (uint64_t k = 0; k < steps; ++k) {
+          const uint64_t v = sweep_vector(k, steps, t, threads, descending);
+          if (t + 1 < threads) {
+            const uint64_t next = sweep_vector(k, steps, t + 1, threads, descending);
+            EXPECT_EQ(next, descending ? v - 1 : v + 1);
+          }
+          if (v >= vectors) continue;
+          ++seen[v];
+          if (!first) {
+            EXPECT_TRUE(descending ? v < last : v > last) << t << " " << k;
+          }
+          first = false;
+          last = v;
+        }
+      }
+      for (uint64_t v = 0; v < vectors; ++v) ASSERT_EQ(seen[v], 1) << "vector " << v << " of " << vectors;
+      if (descending && steps > 0) {
+        EXPECT_EQ(sweep_vector(0, steps, 0, threads, true), steps * threads - 1);
+      }
+    }
+  }
+}
+
+// The words of a kRandomBlocks unit as patterns.cu computes them: the block pattern once per
+// unit, then pairs of its plain kind.
+WordPair unit_pair(const Pattern& sub, uint64_t even) {
+  switch (sub.kind) {
+    case PatternKind::kOwnAddress: return PairSource<PatternKind::kOwnAddress>(sub).at(even);
+    case PatternKind::kWalkingOnes: return PairSource<PatternKind::kWalkingOnes>(sub).at(even);
+    case PatternKind::kWalkingZeros: return PairSource<PatternKind::kWalkingZeros>(sub).at(even);
+    case PatternKind::kSolid: return PairSource<PatternKind::kSolid>(sub).at(even);
+    case PatternKind::kCheckerboard: return PairSource<PatternKind::kCheckerboard>(sub).at(even);
+    default: return PairSource<PatternKind::kRandom>(sub).at(even);
+  }
+}
+
+// mem.random_blocks block-major: walking units (a block, or a 2^kMaxUnitShift-word slice of a
+// larger one) with the block pattern computed once per unit gives pattern_word at every word,
+// each word once, for blocks of the probe's 4 KiB and larger, inverted or not; an odd last word
+// comes from the per-word function. Smaller blocks keep the per-word path.
+TEST(Patterns, RandomBlocksByUnitGiveTheSameWords) {
+  EXPECT_FALSE(sweeps_by_unit(Pattern{PatternKind::kRandomBlocks, kMinUnitShift - 1, 1, false}));
+  EXPECT_FALSE(sweeps_by_unit(Pattern{PatternKind::kRandom, 9, 1, false}));
+  for (uint64_t shift : {8u, 9u, 12u, 13u, 20u}) {
+    for (bool inverted : {false, true}) {
+      const Pattern p{PatternKind::kRandomBlocks, shift, 77, inverted};
+      ASSERT_TRUE(sweeps_by_unit(p));
+      const uint64_t words = (shift == 20 ? (3ULL << 20) : (40ULL << shift)) + 2 * 300 + 1;  // a partial unit, odd
+      const uint64_t invert = inverted ? ~0ULL : 0;
+      const uint64_t unit_vectors = 1ULL << (unit_shift(p) - 1);
+      const uint64_t vectors = words / 2;
+      std::vector<uint8_t> seen(words, 0);
+      for (uint64_t unit = 0; unit * unit_vectors < vectors; ++unit) {
+        const Pattern sub = random_block_pattern(p, unit_block(p, unit));
+        for (uint64_t v = unit * unit_vectors; v < std::min(vectors, (unit + 1) * unit_vectors); ++v) {
+          const WordPair w = unit_pair(sub, 2 * v);
+          ASSERT_EQ(w.lo ^ invert, pattern_word(p, 2 * v)) << "shift " << shift << " word " << 2 * v;
+          ASSERT_EQ(w.hi ^ invert, pattern_word(p, 2 * v + 1)) << "shift " << shift << " word " << 2 * v + 1;
+          ++seen[2 * v];
+          ++seen[2 * v + 1];
+        }
+      }
+      EXPECT_EQ(pattern_word_of<PatternKind::kRandomBlocks>(p, words - 1) ^ invert, pattern_word(p, words - 1));
+      ++seen[words - 1];
+      for (uint64_t i = 0; i < words; ++i) ASSERT_EQ(seen[i], 1) << i;
+    }
+  }
+}
+
+// The probe's own pattern (4 KiB blocks) over 64 blocks, pinned: block-major iteration must not
+// change what mem.random_blocks writes.
+TEST(Patterns, RandomBlocksPinnedDigest) {
+  const Pattern p{PatternKind::kRandomBlocks, 9, 1, false};
+  Digest128 d;
+  for (uint64_t i = 0; i < (64u << 9); ++i) digest_add(d, pattern_word(p, i), i);
+  EXPECT_EQ(d.lo, 0x2b66b9f3c81069ccULL);
+  EXPECT_EQ(d.hi, 0x1fe968651cb45942ULL);
+}
+
+// gemm.simt.fp32: the 16 x 16 threads' 8 x 8 micro-tiles cover the 128 x 128 output tile once,
+// each micro-tile row (column) is two float4-aligned runs of four, and the threads' float4 loads
+// cover each 128 x 8 slice of A and Bt once.
+TEST(SimtTile, MicroTilesAndLoadsCoverTheTileOnce) {
+  std::vector<int> out(kSimtTile * kSimtTile, 0);
+  for (int ty = 0; ty < kSimtGrid; ++ty) {
+    for (int tx = 0; tx < kSimtGrid; ++tx) {
+      for (int i = 0; i < kSimtMicro; ++i) {
+        for (int j = 0; j < kSimtMicro; ++j) {
+          const int r = simt_micro_offset(ty, i), c = simt_micro_offset(tx, j);
+          ASSERT_GE(r, 0);
+          ASSERT_LT(r, kSimtTile);
+          ASSERT_GE(c, 0);
+          ASSERT_LT(c, kSimtTile);
+          ++out[r * kSimtTile + c];
+        }
+        if (i % 4 == 0) {
+          EXPECT_EQ(simt_micro_offset(ty, i) % 4, 0);
+        } else {
+          EXPECT_EQ(simt_micro_offset(ty, i), simt_micro_offset(ty, i - 1) + 1);
+        }
+      }
+    }
+  }
+  for (int e = 0; e < kSimtTile * kSimtTile; ++e) ASSERT_EQ(out[e], 1) << e;
+  EXPECT_EQ(kSimtGrid * kSimtGrid, kSimtThreads);
+  std::vector<int> loads(kSimtTile * kSimtDepth, 0);
+  for (int t = 0; t < kSimtThreads; ++t) {
+    EXPECT_EQ(simt_load_k(t) % 4, 0);
+    for (int q = 0; q < 4; ++q) ++loads[simt_load_row(t) * kSimtDepth + simt_load_k(t) + q];
+  }
+  for (int e = 0; e < kSimtTile * kSimtDepth; ++e) ASSERT_EQ(loads[e], 1) << e;
 }
 
 TEST(Chains, PinnedOutputs) {

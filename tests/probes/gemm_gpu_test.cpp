@@ -8,6 +8,8 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
+#include <tuple>
 
 #include "host/backend.hpp"
 #include "host/cuda/cuda_gemm.hpp"
@@ -247,6 +249,39 @@ TEST(CudaGemmEngine, ARepeatThatChangesBelowTheBoundIsNamedByTheDeviceDigests) {
   ASSERT_EQ(run.report.records.size(), 1u);
   EXPECT_EQ(run.report.records[0].index, at);
   EXPECT_EQ(run.report.records[0].observed, run.report.records[0].expected ^ 1u);
+}
+
+// gemm.simt.fp32 off its 128 x 128 x 8 tile: partial tiles in m and n, k not a multiple of the
+// depth, and k % 4 != 0 (scalar global loads). Exact inputs: C equals the CPU's bit for bit (whose
+// blocked SGEMM takes m a multiple of 4 and n of 32).
+TEST(CudaGemmEngine, SimtEdgeShapesMatchTheCpu) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr,
+                        [](DeviceBuffer&, uint64_t, unsigned, uint64_t) {});
+  auto cpus = make_cpu_devices(1);
+  GemmEngine* cpu = cpus[0]->gemm();
+  ASSERT_NE(cpu, nullptr);
+  for (auto [m, n, k] : {std::tuple<uint32_t, uint32_t, uint32_t>{4, 32, 1},
+                         {132, 96, 13},
+                         {200, 288, 36},
+                         {132, 128, 8},
+                         {64, 320, 1000}}) {
+    GemmSpec s;
+    s.type = GemmType::kFp32;
+    s.inputs = GemmInputs::kExact;
+    s.path = GemmPath::kSimt;
+    s.m = m;
+    s.n = n;
+    s.k = k;
+    s.seed = 7;
+    s.digest = true;
+    const GemmRun run = engine.run(s);
+    const std::string what = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    EXPECT_EQ(run.report.mismatches, 0u) << what;
+    ASSERT_EQ(run.digests.size(), 1u) << what;
+    EXPECT_EQ(cpu->run(s).digests.at(0), run.digests[0]) << what;
+  }
 }
 
 }  // namespace

@@ -126,6 +126,34 @@ TEST_F(CudaDeviceTest, MarchElementsPassCleanInBothDirections) {
   }
 }
 
+// kRandomBlocks per word (blocks under 2 KiB), by whole block, and by 32 KiB units of larger
+// blocks; a March element that writes a pattern other than the inverse; and buffers of a few
+// words, where only the odd last word is not a 16-byte access.
+TEST_F(CudaDeviceTest, RandomBlocksOtherRewritesAndShortBuffersMatchTheCpu) {
+  auto g = gpu().allocate(kWords * sizeof(uint64_t));
+  auto c = cpu().allocate(kWords * sizeof(uint64_t));
+  const Pattern other{PatternKind::kRandom, 0, 3, false};
+  for (uint64_t shift : {3u, 8u, 13u, 40u}) {
+    const Pattern p{PatternKind::kRandomBlocks, shift, 9, false};
+    for (Direction dir : {Direction::kUp, Direction::kDown}) {
+      gpu().fill(*g, kWords, p);
+      cpu().fill(*c, kWords, p);
+      EXPECT_EQ(gpu().verify(*g, kWords, p, &other, dir).mismatches, 0u) << "shift " << shift;
+      EXPECT_EQ(cpu().verify(*c, kWords, p, &other, dir).mismatches, 0u) << "shift " << shift;
+      EXPECT_EQ(contents(gpu(), *g, kWords), contents(cpu(), *c, kWords)) << "shift " << shift;
+    }
+  }
+  for (size_t words : {1u, 2u, 3u, 5u, 257u}) {
+    const Pattern p{PatternKind::kOwnAddress, 0, 0, false};
+    gpu().fill(*g, kWords, other);
+    gpu().fill(*g, words, p);
+    std::vector<uint64_t> w = contents(gpu(), *g, words + 1);
+    for (size_t i = 0; i < words; ++i) EXPECT_EQ(w[i], pattern_word(p, i)) << words << " words, word " << i;
+    EXPECT_EQ(w[words], pattern_word(other, words)) << "the word after " << words << " was written";
+    EXPECT_EQ(gpu().verify(*g, words, p, nullptr, Direction::kDown).mismatches, 0u);
+  }
+}
+
 TEST_F(CudaDeviceTest, VerifyReportsEachWrongWordWithItsPlace) {
   auto g = gpu().allocate(kWords * sizeof(uint64_t));
   Pattern p;
