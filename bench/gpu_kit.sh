@@ -301,6 +301,17 @@ PY
   return $fail
 }
 
+# A Lightning run (the image has Lightning 2.6) with GoodputCallback: recorder, inline probe with
+# an injected fault, and the ledger over the merged per-rank files. "could not run" without Lightning.
+step_lightning() {
+  local rc py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
+  step_within 80 $py "$KIT/python/examples/train_lightning.py" --sdcprobe "$SDC" --out "$LOGS/lightning" \
+    --steps 200 --inject 'probe=alu.*,model=bitflip,mode=permanent,after=4' >"$LOGS/lightning.json"
+  rc=$?
+  tail -n 1 "$LOGS/lightning.json"
+  return $rc
+}
+
 step_coverage() {
   local rc
   step_within 80 "$SDC" --backend cuda coverage --probes 'alu.fma32,alu.int64,mem.own_address' \
@@ -371,9 +382,9 @@ kit_run() {
   SDC=$KIT/bin/sdcprobe
   mkdir -p "$LOGS"
   local budget=${KIT_BUDGET_S:-330} start=$SECONDS cannot="" kit_src=${SDC_KIT:-$repo/.gpu-kit}
-  local steps=(devices gpu_tests qualify memory sanitizer inline coverage bench)
+  local steps=(devices gpu_tests qualify memory sanitizer inline lightning coverage bench)
   local -A box=([devices]=30 [gpu_tests]=120 [qualify]=150 [memory]=60 [sanitizer]=100 [inline]=100
-    [coverage]=60 [bench]=90)
+    [lightning]=90 [coverage]=60 [bench]=90)
   printf 'step\tstatus\tseconds\tnote\n' >"$WORK/steps.tsv"
   record() {
     printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$WORK/steps.tsv"

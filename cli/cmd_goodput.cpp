@@ -52,7 +52,13 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
   double gap_s = static_cast<double>(goodput->ledger.gap_threshold_ns) / 1e9;
   auto* g =
       app.add_subcommand("goodput", "Effective training time of a run and where the rest went, from its event log");
-  g->add_option("events", goodput->events_path, "Event log, JSON Lines (- for standard input)")->required();
+  g->add_option("events", goodput->events_paths,
+                "Event logs, JSON Lines (- for standard input), or glob patterns such as 'events.rank*.jsonl'; "
+                "several are merged: rank 0's timeline with the other ranks' faults")
+      ->required();
+  g->add_option("--sacct", goodput->sacct_path,
+                "Slurm's accounting for the job (sacct -j JOBID --duplicates --json): its eligible, start and end "
+                "times give the queue");
   g->add_flag("--json", goodput->json, "Print JSON instead of the table");
   g->add_option("--svg", goodput->svg_path, "Also draw the breakdown as an SVG file");
   g->add_flag("--lenient", goodput->lenient, "Skip and count bad lines instead of stopping at the first");

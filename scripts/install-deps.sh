@@ -19,6 +19,7 @@ packages=(
   # tests against real Slurm, munge, node_exporter and NPD's plugin schema (yaml).
   help2man dpkg-dev python3-pip python3-setuptools python3-wheel python3-yaml
   slurm-wlm munge prometheus-node-exporter
+  slurmdbd mariadb-server  # Slurm accounting (sacct) for `sdcprobe goodput --sacct`'s real test
 )
 
 missing=()

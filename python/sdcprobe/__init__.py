@@ -11,5 +11,8 @@
 from sdcprobe.inline import InlineProbe, SDCDetected, SDCProbeError
 from sdcprobe.callback import SDCCallback
 from sdcprobe.replica import ReplicaCheck
+from sdcprobe.goodput_log import GoodputLog
+from sdcprobe.goodput_callback import GoodputCallback
 
 __all__ = ["InlineProbe", "ReplicaCheck", "SDCCallback", "SDCDetected", "SDCProbeError"]
+__all__ += ["GoodputLog", "GoodputCallback"]

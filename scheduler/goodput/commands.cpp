@@ -10,6 +10,7 @@
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
 #include "scheduler/goodput/analyze.hpp"
+#include "scheduler/goodput/merge.hpp"
 #include "scheduler/goodput/report.hpp"
 
 namespace sdc::goodput {
@@ -31,16 +32,26 @@ std::string ratio(double r) {
 }  // namespace
 
 int goodput_command(const GoodputOptions& o, std::ostream& out) {
+  const std::vector<std::string> paths = expand_event_paths(o.events_paths);
+  if (paths.empty()) throw InputError("no event log given");
   Analysis analysis;
-  if (o.events_path == "-") {
+  if (!o.sacct_path.empty()) {
+    if (paths[0] == "-") throw InputError("--sacct merges event files, not standard input");
+    const std::vector<SlurmRecord> records = read_sacct_json(o.sacct_path);
+    analysis = analyze_files(paths, o.ledger, o.lenient, &records, o.sacct_path);
+  } else if (paths.size() > 1) {
+    analysis = analyze_files(paths, o.ledger, o.lenient);
+  } else if (paths[0] == "-") {
     analysis = analyze(std::cin, o.ledger, o.lenient);
   } else {
-    if (std::filesystem::is_directory(o.events_path)) throw InputError(o.events_path + ": is a directory");
-    std::ifstream in(o.events_path, std::ios::binary);
-    if (!in) throw InputError("cannot read " + o.events_path);
+    if (std::filesystem::is_directory(paths[0])) throw InputError(paths[0] + ": is a directory");
+    std::ifstream in(paths[0], std::ios::binary);
+    if (!in) throw InputError("cannot read " + paths[0]);
     analysis = analyze(in, o.ledger, o.lenient);
   }
-  if (analysis.stats.events == 0) throw InputError(o.events_path + ": no events");
+  if (analysis.stats.events == 0) {
+    throw InputError((paths.size() > 1 ? std::string("the merged logs") : paths[0]) + ": no events");
+  }
   if (!o.svg_path.empty()) write_file_atomically(o.svg_path, svg_report(analysis.breakdown));
   out << (o.json ? json_report(analysis) : text_report(analysis));
   return 0;

@@ -4,6 +4,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "scheduler/goodput/ledger.hpp"
 #include "scheduler/goodput/planner.hpp"
@@ -12,7 +13,10 @@
 namespace sdc::goodput {
 
 struct GoodputOptions {
-  std::string events_path;  // "-" reads standard input
+  // Event logs or glob patterns; "-" reads standard input. Several files are merged by rank
+  // (scheduler/goodput/merge.hpp).
+  std::vector<std::string> events_paths;
+  std::string sacct_path;  // `sacct -j JOBID --duplicates --json` output; empty: none
   bool json = false;
   std::string svg_path;  // empty: no SVG
   bool lenient = false;

@@ -113,6 +113,8 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
       event.step = field_step(value, "step");
     } else if (key == "last_good_step") {
       event.last_good_step = field_step(value, "last_good_step");
+    } else if (key == "rank") {
+      event.rank = field_step(value, "rank");
     }
   }
   // Trailing garbage after the object ("{...} x") is malformed too.
@@ -216,7 +218,8 @@ EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
   // Holds the unfinished tail of the previous chunk plus the next chunk, and simdjson's padding.
   std::vector<char> buffer(2 * kChunk + simdjson::SIMDJSON_PADDING);
   size_t filled = 0;
-  uint64_t line_no = 0;
+  uint64_t& line_no = line_no_;
+  line_no = 0;
   auto handle = [&](const char* data, size_t size) {
     ++line_no;
     // The same limit wherever the line ends: at a newline, in the next chunk, or at end of file.

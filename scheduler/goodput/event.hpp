@@ -49,6 +49,7 @@ struct Event {
   EventKind kind = EventKind::kJobEligible;
   std::optional<int64_t> step;            // >= 0
   std::optional<int64_t> last_good_step;  // sdc_detected only; >= 0
+  std::optional<int64_t> rank;            // the writer's rank, for merging per-rank files; >= 0
 };
 
 // Event times are non-negative int64 Unix nanoseconds: this range, both ends included.
@@ -78,9 +79,12 @@ class EventReader {
 
   // Reads all of `in`. Throws InputError naming the line number on bad input unless lenient.
   Stats read(std::istream& in, const Sink& sink);
+  // The line number of the event being handed to the sink (1-based).
+  uint64_t line() const { return line_no_; }
 
  private:
   bool lenient_;
+  uint64_t line_no_ = 0;
 };
 
 }  // namespace sdc::goodput

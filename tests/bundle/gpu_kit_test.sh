@@ -32,7 +32,8 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["exit_code"] == 2, s["exit_code"]
 steps = {x["step"]: x for x in s["steps"]}
-gpu = ["devices", "gpu_tests", "qualify", "memory", "sanitizer", "inline", "coverage", "bench"]
+gpu = ["devices", "gpu_tests", "qualify", "memory", "sanitizer", "inline", "lightning", "coverage",
+       "bench"]
 assert all(steps[n]["status"] == "could not run" for n in gpu), steps
 print("%s: %s" % (sys.argv[2], steps["setup"]["note"]))
 PY

@@ -21,6 +21,7 @@
 
 #include "host/error.hpp"
 #include "scheduler/goodput/analyze.hpp"
+#include "scheduler/goodput/merge.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -235,6 +236,70 @@ TEST(GoodputFuzz, MutatedLogsAreReadExactlyOrRejectedWithTheirLine) {
     check_in_process(mutator.mutate(seeds[static_cast<size_t>(i) % seeds.size()]), i);
     if (::testing::Test::HasFailure()) break;  // one reproducible case is enough to report
   }
+}
+
+// Per-rank files merged: two or three corpus logs as ranks 0, 1 (and 2), one of them mutated, the
+// ranks given by "rank" fields (now and then a line disagrees) or by the file names. Each case is balanced
+// or an InputError that names one of the files and a line in it (or the file-level rank errors).
+TEST(GoodputFuzz, MergedRankFilesAreReadExactlyOrRejectedWithFileAndLine) {
+  const std::vector<std::string> seeds = corpus();
+  const fs::path dir = fs::temp_directory_path() / ("sdcprobe-goodput-merge-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Mutator mutator(kSeed + 1);
+  std::mt19937_64 rng(kSeed + 1);
+  static const std::regex kFileLine("^(.*): line ([0-9]+): .+");
+  int accepted = 0, rejected = 0;  // strict reading; both must happen, or the cases test little
+  for (int i = 0; i < kCases / 5; ++i) {
+    const size_t ranks = 2 + rng() % 2;
+    const bool with_field = rng() % 3 == 0;
+    std::vector<std::string> paths, logs;
+    const size_t mutated = rng() % ranks;  // one file mutated, the others valid corpus logs
+    for (size_t r = 0; r < ranks; ++r) {
+      const std::string& seed = seeds[(static_cast<size_t>(i) + r) % seeds.size()];
+      std::string log = r == mutated ? mutator.mutate(seed) : seed;
+      if (with_field) {
+        std::vector<std::string> lines = split_lines(log);
+        for (auto& l : lines) {
+          const size_t close = l.rfind('}');
+          const size_t rank = rng() % 20 == 0 ? r + 1 : r;  // now and then a line that disagrees
+          if (close != std::string::npos) l.insert(close, ",\"rank\":" + std::to_string(rank));
+        }
+        log.clear();
+        for (const auto& l : lines) log += l + "\n";
+      }
+      paths.push_back((dir / ((with_field ? "f" : "events.rank") + std::to_string(r) + ".jsonl")).string());
+      std::ofstream(paths.back(), std::ios::binary) << log;
+      logs.push_back(log);
+    }
+    SCOPED_TRACE("case " + std::to_string(i));
+    for (const bool lenient : {false, true}) {
+      try {
+        EXPECT_TRUE(sums_exactly(analyze_files(paths, {}, lenient).breakdown));
+        accepted += lenient ? 0 : 1;
+      } catch (const InputError& e) {
+        rejected += lenient ? 0 : 1;
+        const std::string message = e.what();
+        std::smatch m;
+        if (std::regex_search(message, m, kFileLine)) {
+          const auto it = std::find(paths.begin(), paths.end(), m[1].str());
+          ASSERT_NE(it, paths.end()) << message;
+          EXPECT_TRUE(names_a_line("line " + m[2].str() + ": x", logs[static_cast<size_t>(it - paths.begin())]))
+              << message;
+          EXPECT_FALSE(lenient) << "lenient reading skips bad lines: " << message;
+        } else {
+          EXPECT_TRUE(message.find("no file of rank 0") != std::string::npos ||
+                      message.find("rank unknown") != std::string::npos)
+              << message;
+        }
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "unexpected exception: " << e.what();
+      }
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
+  fs::remove_all(dir);
+  EXPECT_GT(accepted, kCases / 50);
+  EXPECT_GT(rejected, kCases / 50);
 }
 
 // The same cases through the binary: the exit code and the one error line a user sees.

@@ -1,0 +1,98 @@
+"""A small Lightning run with GoodputCallback: the recorder, the inline probe (an injected fault
+makes it fail at some step) and the ledger over the merged files.
+
+    python3 train_lightning.py --sdcprobe /path/to/sdcprobe --out DIR [--steps 200] [--inject SPEC]
+
+Exit 0: the run logged what the callback promises and `sdcprobe goodput` read it; 1: a check
+failed; 2: Lightning or torch is not importable (the GPU lease kit reports "could not run")."""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+try:
+    import lightning.pytorch as pl
+    import torch
+except ImportError as e:
+    print("kit: Lightning not importable: %s" % e)
+    sys.exit(2)
+
+from sdcprobe import GoodputCallback  # noqa: E402
+
+
+class Goodput(GoodputCallback, pl.Callback):
+    """GoodputCallback as a Lightning Callback (Lightning calls only Callback instances)."""
+
+
+class Model(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
+
+    def training_step(self, batch, batch_idx):
+        x, = batch
+        return torch.nn.functional.mse_loss(self.net(x), x)
+
+    def validation_step(self, batch, batch_idx):
+        x, = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), x))
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+def loader(n):
+    data = torch.utils.data.TensorDataset(torch.randn(n, 256))
+    return torch.utils.data.DataLoader(data, batch_size=32)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sdcprobe", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--inject", default=None)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    probe = {"every": 25, "event_log": os.path.join(args.out, "events.rank0.inline.jsonl")}
+    if args.inject:
+        probe["inject"] = args.inject
+    callback = Goodput(os.path.join(args.out, "events.rank{rank}.jsonl"), probe=probe, on_sdc="stop")
+    trainer = pl.Trainer(max_steps=args.steps, accelerator="auto", devices=1, logger=False,
+                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                         val_check_interval=50, limit_val_batches=4, default_root_dir=args.out,
+                         callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=args.out, every_n_train_steps=50,
+                                                                           save_top_k=-1)])
+    trainer.fit(Model(), loader(32 * args.steps), loader(128))
+    with open(os.path.join(args.out, "events.rank0.jsonl")) as f:
+        events = [json.loads(line) for line in f]
+    kinds = [e["event"] for e in events]
+    stopped = trainer.global_step < args.steps
+    checks = {
+        "process_start first": kinds[0] == "process_start",
+        "a step per optimizer step": kinds.count("step_end") == trainer.global_step,
+        "saves committed": kinds.count("ckpt_commit") == kinds.count("ckpt_end") >= (0 if stopped else 1),
+        "evals": kinds.count("eval_begin") == kinds.count("eval_end") >= (0 if stopped else 1),
+        "job_end last": kinds[-1] == "job_end",
+        "stopped only with a fault": stopped == bool(args.inject),
+    }
+    files = sorted(glob.glob(os.path.join(args.out, "events.rank*.jsonl")))
+    out = subprocess.run([args.sdcprobe, "goodput", "--json", *files], capture_output=True, text=True)
+    checks["sdcprobe goodput reads the merged files"] = out.returncode == 0
+    report = json.loads(out.stdout) if out.returncode == 0 else {"stderr": out.stderr}
+    if args.inject and out.returncode == 0:
+        checks["probe time attributed to SDC"] = report["categories"]["blocking_overhead"]["sdc_ns"] > 0
+    print(json.dumps({"global_step": trainer.global_step, "checks": checks, "goodput": report}, indent=1))
+    failed = [name for name, ok in checks.items() if not ok]
+    print("kit: lightning %s steps, ETTR %s%s" % (trainer.global_step, report.get("ettr"),
+                                                  "; failed: " + ", ".join(failed) if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""GoodputLog: writes the goodput event schema (docs/goodput.md) from any training loop.
+
+    from sdcprobe import GoodputLog
+    log = GoodputLog("events.rank{rank}.jsonl")
+    with log.job(), log.attempt():
+        with log.restore(resume_step):
+            load_checkpoint()
+        for step in range(resume_step + 1, steps):
+            with log.step(step):
+                train_step()
+            if step % 100 == 0:
+                with log.checkpoint(step):
+                    save()
+                log.commit(step)
+
+Then `sdcprobe goodput 'events.rank*.jsonl'` gives the breakdown.
+"""
+
+import contextlib
+import json
+import os
+import threading
+import time
+
+INT64_MAX = 2**63 - 1
+
+
+def _int_in(name, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("%s must be an int, got %r" % (name, value))
+    if not low <= value <= high:
+        raise ValueError("%s must be in [%d, %d], got %d" % (name, low, high, value))
+    return value
+
+
+def _default_rank():
+    """torch.distributed's rank when it is initialised, else $RANK, else 0."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    dist = getattr(torch, "distributed", None) if torch is not None else None
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    text = os.environ.get("RANK", "0")
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError("RANK must be an integer, got %r" % text) from None
+
+
+class _AnchoredClock:
+    """Unix nanoseconds that never go backwards: the wall time at open plus monotonic time since.
+    A wall-clock step (NTP, an operator) during the run cannot reorder the log."""
+
+    def __init__(self):
+        self._wall0 = time.time_ns()
+        self._mono0 = time.monotonic_ns()
+
+    def __call__(self):
+        return self._wall0 + time.monotonic_ns() - self._mono0
+
+
+class GoodputLog:
+    """Appends goodput events for one rank to its own file.
+
+    path: the file; "{rank}" in it is replaced by the rank (default "events.rank{rank}.jsonl").
+    rank: defaults to torch.distributed's rank, else $RANK, else 0; every event carries it, which is
+        how `sdcprobe goodput` tells the ranks' files apart.
+    clock: a callable returning Unix nanoseconds (tests inject one); default: wall time at open plus
+        monotonic time since.
+
+    Each event is one write() to a file opened with O_APPEND, so a killed process leaves only whole
+    lines. Faults, commits and the ends of attempts and of the job are also fsynced, so even a lost
+    machine keeps what the ledger needs most. Safe to share between threads.
+    """
+
+    def __init__(self, path="events.rank{rank}.jsonl", rank=None, clock=None):
+        self.rank = _int_in("rank", _default_rank() if rank is None else rank, 0, INT64_MAX)
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError("path must be a string, got %r" % (path,))
+        self.path = os.fspath(path).replace("{rank}", str(self.rank))
+        if not self.path:
+            raise ValueError("path must not be empty")
+        if clock is not None and not callable(clock):
+            raise TypeError("clock must be callable, got %r" % (clock,))
+        self._clock = clock or _AnchoredClock()
+        self._lock = threading.Lock()
+        self._last_t = 0
+        self._open = set()  # activities running now ("step", "ckpt", ...), each once
+        self._saved = set()  # steps whose save ended, so commit(step) has something to commit
+        self._faulted = False  # a fault was logged in this attempt; exiting with it adds none
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _write(self, event, durable=False, **fields):
+        reserved = {"t", "event", "rank"} & set(fields)
+        if reserved:
+            raise ValueError("%s are set by the log, not by the caller" % sorted(reserved))
+        with self._lock:
+            if self._fd is None:
+                raise ValueError("the log %s is closed" % self.path)
+            t = self._clock()
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= INT64_MAX:
+                raise ValueError("the clock must return Unix nanoseconds as an int, got %r" % (t,))
+            if t < self._last_t:
+                raise ValueError("the clock went backwards: %d after %d" % (t, self._last_t))
+            self._last_t = t
+            line = (json.dumps(dict(t=t, event=event, rank=self.rank, **fields), allow_nan=False) + "\n").encode()
+            # One write() of a whole line to an O_APPEND file: no other writer's line lands inside it.
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise OSError("short write to %s (%d of %d bytes)" % (self.path, written, len(line)))
+            if durable:
+                os.fsync(self._fd)
+
+    @contextlib.contextmanager
+    def _span(self, name, begin_fields=None, end_fields=None):
+        if name in self._open:
+            raise ValueError("%s already running: %s spans do not nest" % (name, name))
+        self._write(name + "_begin", **(begin_fields or {}))
+        self._open.add(name)
+        try:
+            yield
+        except BaseException:
+            # The span did not finish: no *_end, the ledger sees it in flight at the fault.
+            self._open.discard(name)
+            raise
+        self._open.discard(name)
+        self._write(name + "_end", **(end_fields or {}))
+
+    def _lifetime(self, end_event):
+        """A context for a job or attempt: a fault (fsynced) when it ends by an exception, else
+        `end_event` (if any) and an fsync."""
+
+        @contextlib.contextmanager
+        def span():
+            try:
+                yield self
+            except BaseException as e:
+                clean_exit = isinstance(e, SystemExit) and e.code in (None, 0)
+                if not clean_exit and not self._faulted:
+                    self.fault(type(e).__name__)
+                if clean_exit:
+                    self._end(end_event)
+                raise
+            self._end(end_event)
+
+        return span()
+
+    def _end(self, end_event):
+        if end_event is not None:
+            self._write(end_event, durable=True)
+        else:
+            self._sync()
+
+    def job_end(self):
+        """The job is finished (fsynced); job() writes this when it ends without an exception."""
+        self._write("job_end", durable=True)
+
+    def _sync(self):
+        with self._lock:
+            if self._fd is not None:
+                os.fsync(self._fd)
+
+    # -- the schema -----------------------------------------------------------------------------
+
+    def job(self):
+        """The whole job in this process: `job_end` when it finishes, a fault if it raises. A process
+        that will be restarted should not leave job() normally: only the last attempt ends the job."""
+        return self._lifetime("job_end")
+
+    def attempt(self, attempt=None):
+        """One process's run: `process_start` now, with `attempt` (default $SLURM_RESTART_COUNT, else
+        0); a fault if it raises, an fsync when it ends."""
+        if attempt is None:
+            attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+        attempt = _int_in("attempt", attempt, 0, INT64_MAX)
+        self._faulted = False
+        self._write("process_start", durable=True, attempt=attempt)
+        return self._lifetime(None)
+
+    def init(self):
+        """Initialisation (model build, communicator set-up): part of restart & warm-up."""
+        return self._span("init")
+
+    def step(self, step):
+        """One training step, numbered by the global step."""
+        step = _int_in("step", step, 0, INT64_MAX)
+        return self._span("step", {"step": step}, {"step": step})
+
+    def checkpoint(self, step):
+        """The blocking part of saving step `step`; call commit(step) when it is durable."""
+        step = _int_in("step", step, 0, INT64_MAX)
+
+        @contextlib.contextmanager
+        def span():
+            with self._span("ckpt", {"step": step}, {"step": step}):
+                yield
+            self._saved.add(step)
+
+        return span()
+
+    def commit(self, step):
+        """Step `step`'s checkpoint is durable and can be restored (fsynced)."""
+        step = _int_in("step", step, 0, INT64_MAX)
+        if step not in self._saved:
+            raise ValueError("commit(%d) without a finished checkpoint(%d) in this log" % (step, step))
+        self._saved.discard(step)
+        self._write("ckpt_commit", durable=True, step=step)
+
+    def restore(self, step):
+        """Loading a checkpoint; `step` is the step the run resumes after."""
+        step = _int_in("step", step, 0, INT64_MAX)
+        return self._span("restore", None, {"step": step})
+
+    def eval(self):
+        return self._span("eval")
+
+    def data_wait(self):
+        """A synchronous wait for input data."""
+        return self._span("data_wait")
+
+    def fault(self, kind, **fields):
+        """A failure stopped training (fsynced). `kind` names it: "nccl_timeout", "oom", ..."""
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("kind must be a non-empty string, got %r" % (kind,))
+        self._write("fault_detected", durable=True, kind=kind, **fields)
+        self._faulted = True
+        self._open.clear()
+
+    def close(self):
+        """Fsyncs and closes the file; later events raise ValueError."""
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                os.fsync(self._fd)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_fd", None) is not None:
+            self.close()
+

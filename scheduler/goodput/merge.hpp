@@ -1,0 +1,29 @@
+// Merges the per-rank event logs of one job into the timeline the ledger reads (docs/goodput.md,
+// "Several ranks"): rank 0's events, plus the faults and SDC detections of the other ranks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/goodput/analyze.hpp"
+#include "scheduler/goodput/sacct.hpp"
+
+namespace sdc::goodput {
+
+// Each argument is a file, or a glob pattern (when no file has that exact name) expanded in sorted
+// order; a pattern that matches nothing is an error. The same file named twice is read once.
+std::vector<std::string> expand_event_paths(const std::vector<std::string>& arguments);
+
+// The rank of a file: the "rank" field of its first event that has one (every event that has one
+// must agree), else the number after "rank" in the file name (events.rank3.jsonl), else 0 when it
+// is the only file. Throws InputError naming the file (and line) otherwise.
+// Reads the files whole (memory grows with the logs, unlike the single-file path), checks that each
+// is in time order, merges them by time (ties: rank 0's files first, then by rank, then in the
+// order given, then by line) and runs the result through the ledger. Errors name the file and line.
+// With `allocations` (Slurm's records of the job, read from `sacct_path`), the scheduler's eligible,
+// start and end times are merged in as job_eligible, alloc_granted and alloc_released (job_end for
+// the last), and the loop's own job_end is dropped.
+Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOptions& options = {}, bool lenient = false,
+                       const std::vector<SlurmRecord>* allocations = nullptr, const std::string& sacct_path = "");
+
+}  // namespace sdc::goodput

@@ -1,0 +1,173 @@
+// Per-rank files merged into one timeline, and Slurm's accounting (`sacct --json`) merged with a
+// loop's log (docs/goodput.md, "Several ranks" and "Slurm accounting").
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "host/error.hpp"
+#include "scheduler/goodput/merge.hpp"
+#include "scheduler/goodput/sacct.hpp"
+
+namespace sdc::goodput {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int64_t kS = 1'000'000'000;
+const fs::path kData = fs::path(SDC_SOURCE_DIR) / "tests/scheduler/goodput/data";
+
+class MergeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sdcprobe-merge-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  // One event per line: "T EVENT [STEP]" with T in seconds.
+  std::string log(const std::vector<std::string>& lines, const std::string& extra = "") {
+    std::string out;
+    for (const auto& l : lines) {
+      std::istringstream in(l);
+      int64_t t = 0;
+      std::string event;
+      in >> t >> event;
+      out += "{\"t\":" + std::to_string(t * kS) + ",\"event\":\"" + event + "\"";
+      int64_t step = 0;
+      if (in >> step) out += ",\"step\":" + std::to_string(step);
+      out += extra + "}\n";
+    }
+    return out;
+  }
+  std::string thrown(const std::vector<std::string>& paths, const std::vector<SlurmRecord>* records = nullptr) {
+    try {
+      analyze_files(paths, {}, false, records, "sacct.json");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+  fs::path dir_;
+};
+
+TEST_F(MergeTest, RankOneFaultCountsAndRankZeroDyingStepsAreDropped) {
+  const auto r0 = write("events.rank0.jsonl",
+                        log({"0 process_start", "0 step_begin 0", "10 step_end 0", "10 step_begin 1", "20 step_end 1",
+                             "20 step_begin 2", "30 step_end 2", "30 step_begin 3", "60 fault_detected",
+                             "70 process_start", "70 step_begin 3", "80 step_end 3", "80 job_end"}));
+  const auto r1 = write("events.rank1.jsonl", log({"0 process_start", "25 fault_detected", "26 step_end 2"}));
+  const Breakdown b = analyze_files({r0, r1}).breakdown;
+  // Rank 1's fault at 25 stops the job in step 2 (in flight for 5 of the median 10): steps 0-1 are
+  // lost too (no checkpoint), 20 + 5 of rework; 25-70 detection & teardown; step 3 at 30 dropped.
+  EXPECT_EQ(b.wall_ns, 80 * kS);
+  EXPECT_EQ(b[Category::kRework].ns, 25 * kS);
+  EXPECT_EQ(b[Category::kDetectionTeardown].ns, 45 * kS);
+  EXPECT_EQ(b.productive_ns, 10 * kS);
+  // Rank 0 alone: its steps 0-2 kept until its own fault, which finds step 3 in flight.
+  const Breakdown alone = analyze_files({r0}).breakdown;
+  EXPECT_EQ(alone[Category::kDetectionTeardown].ns, 30 * kS);
+}
+
+TEST_F(MergeTest, RanksFromFieldsOrNamesAndTheirErrors) {
+  const auto a = write("a.jsonl", log({"0 process_start", "1 job_end"}, ",\"rank\":0"));
+  const auto b = write("b.jsonl", log({"0 process_start"}));
+  EXPECT_NE(thrown({a, b}).find("b.jsonl: rank unknown"), std::string::npos);
+  const auto c = write("events.rank1.jsonl", log({"0 process_start"}, ",\"rank\":2"));
+  EXPECT_EQ(analyze_files({a, c}).breakdown.wall_ns, 1 * kS);  // the field wins over the name
+  const auto back = write("events.rank3.jsonl", log({"5 fault_detected", "4 fault_detected"}));
+  EXPECT_NE(thrown({a, back}).find("events.rank3.jsonl: line 2: time goes backwards"), std::string::npos);
+  const auto three = write("events.rank3.x.jsonl", log({"2 fault_detected"}));
+  EXPECT_NE(thrown({c, three}).find("no file of rank 0"), std::string::npos);
+  // The same file twice is read once; a pattern that matches nothing is an error.
+  EXPECT_EQ(expand_event_paths({a, (dir_ / "." / "a.jsonl").string()}).size(), 1u);
+  EXPECT_EQ(expand_event_paths({(dir_ / "events.rank*.jsonl").string()}).size(), 3u);
+  EXPECT_THROW(expand_event_paths({(dir_ / "none*.jsonl").string()}), InputError);
+}
+
+TEST_F(MergeTest, RealSacctRecordsOfARequeuedJob) {
+  // Slurm 22.05's `sacct -j 1 --duplicates --json` for a job requeued while running, trimmed to
+  // the fields read, and the job's own GoodputLog; both from deploy.slurm_sacct_real's setup.
+  const auto records = read_sacct_json((kData / "sacct_requeue_22.05.json").string());
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].eligible_s, 1796100245);
+  EXPECT_EQ(records[0].start_s, 1796100245);
+  EXPECT_EQ(records[0].end_s, 1796100246);
+  EXPECT_EQ(records[1].start_s, 1796100272);
+  const Analysis a =
+      analyze_files({(kData / "sacct_requeue_events.rank0.jsonl").string()}, {}, false, &records, "sacct.json");
+  // Queue by hand: Start1 - Eligible1 = 0, then from the first allocation's release to Start2.
+  // Slurm's End1 (1796100246 s) is cut to whole seconds; the loop's last event of that allocation
+  // (its step 3 begin, 1796100246.128768320) lies in that second, so the release is there.
+  EXPECT_EQ(a.breakdown[Category::kQueue].ns, 1796100272 * kS - 1796100246128768320);
+  // The wall runs from Eligible1 to the later of End2 and the loop's last event before its job_end
+  // (step 4's end), which the scheduler's End replaces.
+  EXPECT_EQ(a.breakdown.wall_ns, 1796100272708556994 - 1796100245 * kS);
+}
+
+TEST_F(MergeTest, SacctPlacementAndErrors) {
+  const std::vector<SlurmRecord> records = {{100, 110, 200}, {205, 230, 300}};
+  const auto loop =
+      write("events.rank0.jsonl", log({"112 process_start", "115 step_begin 0", "125 step_end 0", "125 step_begin 1",
+                                       "232 process_start", "240 step_begin 1", "250 step_end 1", "250 job_end"}));
+  std::vector<std::string> paths = {loop};
+  const Breakdown b = analyze_files(paths, {}, false, &records, "sacct.json").breakdown;
+  // Queue: 100-110 and 200-230 (the first allocation ends in step 1: rework 125-135, detection &
+  // teardown 135-200); the wall ends at the last End (300), not the loop's job_end at 250.
+  EXPECT_EQ(b[Category::kQueue].ns, 40 * kS);
+  EXPECT_EQ(b.wall_ns, 200 * kS);
+  EXPECT_EQ(b[Category::kRework].ns, 10 * kS);
+  EXPECT_EQ(b[Category::kDetectionTeardown].ns, 65 * kS);
+  const auto outside = write("late.rank0.jsonl", log({"112 process_start", "201 step_begin 0"}));
+  EXPECT_NE(thrown({outside}, &records).find("late.rank0.jsonl: line 2: time 201000000000 ns lies outside"),
+            std::string::npos);
+  const std::vector<SlurmRecord> open_ended = {{100, 110, 0}};
+  EXPECT_EQ(analyze_files(paths, {}, false, &open_ended, "sacct.json").breakdown.wall_ns, 150 * kS);
+}
+
+TEST_F(MergeTest, SacctJsonIsCheckedField_ByField) {
+  auto error = [&](const std::string& text) {
+    try {
+      read_sacct_json(write("s.json", text));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error("{\"jobs\":{}}").find("no \"jobs\" array"), std::string::npos);
+  EXPECT_NE(error("{\"jobs\":[]}").find("no job records"), std::string::npos);
+  const std::string t = "\"time\":{\"eligible\":1,\"start\":2,\"end\":3}";
+  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1," + t + "},{\"job_id\":2," + t + "}]}").find("jobs[1]: job 2 after job 1"),
+            std::string::npos);
+  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":\"2\",\"end\":3}}]}")
+                .find("jobs[0].time.start must be an integer"),
+            std::string::npos);
+  EXPECT_NE(
+      error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":5,\"end\":3}}]}").find("end before start"),
+      std::string::npos);
+  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":-1,\"start\":5,\"end\":6}}]}").find("out of range"),
+            std::string::npos);
+  EXPECT_NE(
+      error("{\"jobs\":[{\"job_id\":1," + t + "},{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":2,\"end\":4}}]}")
+          .find("overlap"),
+      std::string::npos);
+  // Later Slurm versions write times as {"set": true, "number": N}; an unset end is a running job.
+  const auto records = read_sacct_json(write(
+      "n.json",
+      "{\"jobs\":[{\"job_id\":7,\"time\":{\"eligible\":{\"set\":true,\"infinite\":false,\"number\":10},\"start\":"
+      "{\"set\":true,\"infinite\":false,\"number\":12},\"end\":{\"set\":false,\"infinite\":false,\"number\":0}}}]}"));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].eligible_s, 10);
+  EXPECT_EQ(records[0].start_s, 12);
+  EXPECT_EQ(records[0].end_s, 0);
+}
+
+}  // namespace
+}  // namespace sdc::goodput
