@@ -71,7 +71,8 @@ class GoodputLog:
 
     Each event is one write() to a file opened with O_APPEND, so a killed process leaves only whole
     lines. Faults, commits and the ends of attempts and of the job are also fsynced, so even a lost
-    machine keeps what the ledger needs most. Safe to share between threads.
+    machine keeps what the ledger needs most. Writes are serialised by a lock, so other threads may
+    log too (a fault from a watchdog thread); spans of one kind belong to one thread.
     """
 
     def __init__(self, path="events.rank{rank}.jsonl", rank=None, clock=None):

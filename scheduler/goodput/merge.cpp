@@ -25,7 +25,6 @@ struct Entry {
 struct File {
   std::string path;
   int64_t rank = -1;
-  size_t given = 0;  // position on the command line, for ties
   std::vector<Entry> entries;
 };
 
@@ -42,13 +41,12 @@ int64_t rank_from_name(const std::string& path) {
   return rank;
 }
 
-File read_file(const std::string& path, size_t given, bool lenient, EventReader::Stats& stats) {
+File read_file(const std::string& path, bool lenient, EventReader::Stats& stats) {
   if (fs::is_directory(path)) throw InputError(path + ": is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path);
   File file;
   file.path = path;
-  file.given = given;
   EventReader reader(lenient);
   int64_t last_t = 0;
   uint64_t rank_line = 0;
@@ -196,7 +194,7 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
   Analysis out;
   EventReader::Stats read_stats;
   std::vector<File> files;
-  for (size_t i = 0; i < paths.size(); ++i) files.push_back(read_file(paths[i], i, lenient, read_stats));
+  for (const auto& path : paths) files.push_back(read_file(path, lenient, read_stats));
   for (auto& f : files) {
     if (f.rank < 0) f.rank = rank_from_name(f.path);
     if (f.rank < 0 && files.size() == 1) f.rank = 0;  // one file: it is the timeline
