@@ -32,7 +32,8 @@ class GoodputCallback:
     probe: None, an InlineProbe, or a dict of InlineProbe options (its event log defaults to the
         recorder's file name with ".inline" before the extension).
     replica_check: None or an object with step(step, parameters) (sdcprobe.ReplicaCheck); called
-        after each optimizer step with pl_module.parameters().
+        after each optimizer step with pl_module.parameters(). Give it this log as its event_log
+        (ReplicaCheck(event_log=log)) so its events share this file and clock.
     on_sdc: what a failing inline-probe verdict does, as SDCCallback: "raise", "stop" or a
         callable(verdict).
 

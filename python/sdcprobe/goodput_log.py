@@ -24,6 +24,16 @@ import time
 
 INT64_MAX = 2**63 - 1
 
+# The schema's events (docs/goodput.md, scheduler/goodput/event.cpp), those that need "step", and
+# those worth an fsync.
+_EVENTS = frozenset([
+    "job_eligible", "alloc_granted", "alloc_released", "job_end", "process_start", "init_begin", "init_end",
+    "restore_begin", "restore_end", "step_begin", "step_end", "ckpt_begin", "ckpt_end", "ckpt_commit",
+    "eval_begin", "eval_end", "data_wait_begin", "data_wait_end", "probe_begin", "probe_end", "fault_detected",
+    "sdc_detected", "teardown_end", "node_quarantined"])
+_NEEDS_STEP = frozenset(["restore_end", "step_begin", "step_end", "ckpt_begin", "ckpt_end", "ckpt_commit"])
+_DURABLE = frozenset(["fault_detected", "sdc_detected", "ckpt_commit"])
+
 
 def _int_in(name, value, low, high):
     if isinstance(value, bool) or not isinstance(value, int):
@@ -95,7 +105,7 @@ class GoodputLog:
     # -- writing ------------------------------------------------------------------------------
 
     def _write(self, event, durable=False, **fields):
-        reserved = {"t", "event", "rank"} & set(fields)
+        reserved = {"t", "event"} & set(fields)
         if reserved:
             raise ValueError("%s are set by the log, not by the caller" % sorted(reserved))
         with self._lock:
@@ -107,7 +117,9 @@ class GoodputLog:
             if t < self._last_t:
                 raise ValueError("the clock went backwards: %d after %d" % (t, self._last_t))
             self._last_t = t
-            line = (json.dumps(dict(t=t, event=event, rank=self.rank, **fields), allow_nan=False) + "\n").encode()
+            record = {"t": t, "event": event, "rank": self.rank}
+            record.update(fields)  # log_event's caller may name its own "rank" (a suspect's)
+            line = (json.dumps(record, allow_nan=False) + "\n").encode()
             # One write() of a whole line to an O_APPEND file: no other writer's line lands inside it.
             written = os.write(self._fd, line)
             if written != len(line):
@@ -226,9 +238,27 @@ class GoodputLog:
         """A failure stopped training (fsynced). `kind` names it: "nccl_timeout", "oom", ..."""
         if not isinstance(kind, str) or not kind:
             raise ValueError("kind must be a non-empty string, got %r" % (kind,))
+        if "rank" in fields:
+            raise ValueError("['rank'] is set by the log, not by the caller")
         self._write("fault_detected", durable=True, kind=kind, **fields)
         self._faulted = True
         self._open.clear()
+
+    def log_event(self, event, **fields):
+        """Appends any event of the schema with the caller's fields: the interface of InlineProbe's
+        log_event, so ReplicaCheck(event_log=log) writes the check's probe_begin/probe_end and
+        sdc_detected into this file, on this clock. A "rank" field stays the caller's (the file's
+        rank is its first event's, GoodputLog's own). fault_detected, sdc_detected and ckpt_commit
+        are fsynced."""
+        if event not in _EVENTS:
+            raise ValueError("unknown event %r (docs/goodput.md)" % (event,))
+        if event in _NEEDS_STEP or "step" in fields:
+            if "step" not in fields:
+                raise ValueError("%s needs step" % event)
+            _int_in("step", fields["step"], 0, INT64_MAX)
+        if "last_good_step" in fields:
+            _int_in("last_good_step", fields["last_good_step"], 0, INT64_MAX)
+        self._write(event, durable=event in _DURABLE, **fields)
 
     def close(self):
         """Fsyncs and closes the file; later events raise ValueError."""

@@ -49,21 +49,16 @@ File read_file(const std::string& path, bool lenient, EventReader::Stats& stats)
   file.path = path;
   EventReader reader(lenient);
   int64_t last_t = 0;
-  uint64_t rank_line = 0;
+  bool first = true;
   EventReader::Stats s;
   try {
     s = reader.read(in, [&](const Event& e) {
       // Thrown here, the reader adds the line number (or skips the line in lenient mode).
       if (e.t < last_t) throw InputError("time goes backwards in this file");
-      if (e.rank) {
-        if (file.rank < 0) {
-          file.rank = *e.rank;
-          rank_line = reader.line();
-        } else if (*e.rank != file.rank) {
-          throw InputError("\"rank\" " + std::to_string(*e.rank) + " differs from rank " + std::to_string(file.rank) +
-                           " of line " + std::to_string(rank_line));
-        }
-      }
+      // Only the first event says whose file it is: a later "rank" may mean something else (the
+      // replica check's sdc_detected names the suspect's rank).
+      if (first && e.rank) file.rank = *e.rank;
+      first = false;
       last_t = e.t;
       file.entries.push_back({e, 0, reader.line()});
     });

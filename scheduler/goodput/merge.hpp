@@ -14,9 +14,9 @@ namespace sdc::goodput {
 // order; a pattern that matches nothing is an error. The same file named twice is read once.
 std::vector<std::string> expand_event_paths(const std::vector<std::string>& arguments);
 
-// The rank of a file: the "rank" field of its first event that has one (every event that has one
-// must agree), else the number after "rank" in the file name (events.rank3.jsonl), else 0 when it
-// is the only file. Throws InputError naming the file (and line) otherwise.
+// The rank of a file: the "rank" field of its first event, else the number after "rank" in the
+// file name (events.rank3.jsonl), else 0 when it is the only file. Throws InputError naming the
+// file otherwise.
 // Reads the files whole (memory grows with the logs, unlike the single-file path), checks that each
 // is in time order, merges them by time (ties: rank 0's files first, then by rank, then in the
 // order given, then by line) and runs the result through the ledger. Errors name the file and line.

@@ -239,7 +239,8 @@ TEST(GoodputFuzz, MutatedLogsAreReadExactlyOrRejectedWithTheirLine) {
 }
 
 // Per-rank files merged: two or three corpus logs as ranks 0, 1 (and 2), one of them mutated, the
-// ranks given by "rank" fields (now and then a line disagrees) or by the file names. Each case is balanced
+// ranks given by "rank" fields (a later line's may differ: only the first line's counts) or by the
+// file names. Each case is balanced
 // or an InputError that names one of the files and a line in it (or the file-level rank errors).
 TEST(GoodputFuzz, MergedRankFilesAreReadExactlyOrRejectedWithFileAndLine) {
   const std::vector<std::string> seeds = corpus();

@@ -295,17 +295,17 @@ TEST(GoodputRules, OpenStepsAreBoundedByKeptCheckpoints) {
   options.keep_checkpoints = 4;
   Ledger ledger(options);
   int64_t t = 0;
-  ledger.add({t, EventKind::kAllocGranted, std::nullopt, std::nullopt});
+  ledger.add({t, EventKind::kAllocGranted, std::nullopt, std::nullopt, std::nullopt});
   size_t most = 0;
   for (int64_t s = 1; s <= 10'000; ++s) {
-    ledger.add({t, EventKind::kStepBegin, s, std::nullopt});
+    ledger.add({t, EventKind::kStepBegin, s, std::nullopt, std::nullopt});
     t += 10;
-    ledger.add({t, EventKind::kStepEnd, s, std::nullopt});
-    if (s % 10 == 0) ledger.add({t, EventKind::kCkptCommit, s, std::nullopt});
+    ledger.add({t, EventKind::kStepEnd, s, std::nullopt, std::nullopt});
+    if (s % 10 == 0) ledger.add({t, EventKind::kCkptCommit, s, std::nullopt, std::nullopt});
     most = std::max(most, ledger.open_steps());
   }
   EXPECT_LE(most, 5u * 10u);  // (keep + 1) checkpoints of 10 steps
-  ledger.add({t, EventKind::kJobEnd, std::nullopt, std::nullopt});
+  ledger.add({t, EventKind::kJobEnd, std::nullopt, std::nullopt, std::nullopt});
   EXPECT_EQ(ledger.finish().productive_ns, 100'000);
 }
 

@@ -81,6 +81,12 @@ TEST_F(MergeTest, RanksFromFieldsOrNamesAndTheirErrors) {
   EXPECT_NE(thrown({a, b}).find("b.jsonl: rank unknown"), std::string::npos);
   const auto c = write("events.rank1.jsonl", log({"0 process_start"}, ",\"rank\":2"));
   EXPECT_EQ(analyze_files({a, c}).breakdown.wall_ns, 1 * kS);  // the field wins over the name
+  // A later event's rank is not the file's: here rank 0's own sdc_detected names suspect rank 2.
+  const auto own = write("own.jsonl", log({"0 process_start", "0 step_begin 0", "10 step_end 0"}, ",\"rank\":0") +
+                                          log({"12 sdc_detected"}, ",\"rank\":2") + log({"13 job_end"}));
+  const Breakdown sdc = analyze_files({own, c}).breakdown;
+  EXPECT_EQ(sdc.wall_ns, 13 * kS);
+  EXPECT_EQ(sdc[Category::kRework].ns, 10 * kS);  // the SDC discards step 0: rank 0's own event
   const auto back = write("events.rank3.jsonl", log({"5 fault_detected", "4 fault_detected"}));
   EXPECT_NE(thrown({a, back}).find("events.rank3.jsonl: line 2: time goes backwards"), std::string::npos);
   const auto three = write("events.rank3.x.jsonl", log({"2 fault_detected"}));
