@@ -306,7 +306,8 @@ PY
 step_lightning() {
   local rc py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
   step_within 80 $py "$KIT/python/examples/train_lightning.py" --sdcprobe "$SDC" --out "$LOGS/lightning" \
-    --steps 200 --inject 'probe=alu.*,model=bitflip,mode=permanent,after=4' >"$LOGS/lightning.json"
+    --ckpt-dir "$WORK/lightning-ckpt" --steps 200 --inject 'probe=alu.*,model=bitflip,mode=permanent,after=4' \
+    >"$LOGS/lightning.json"
   rc=$?
   tail -n 1 "$LOGS/lightning.json"
   return $rc

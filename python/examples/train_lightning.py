@@ -2,6 +2,7 @@
 makes it fail at some step) and the ledger over the merged files.
 
     python3 train_lightning.py --sdcprobe /path/to/sdcprobe --out DIR [--steps 200] [--inject SPEC]
+                               [--ckpt-dir DIR]
 
 Exit 0: the run logged what the callback promises and `sdcprobe goodput` read it; 1: a check
 failed; 2: Lightning or torch is not importable (the GPU lease kit reports "could not run")."""
@@ -57,16 +58,18 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--inject", default=None)
+    parser.add_argument("--ckpt-dir", default=None, help="where checkpoints go (default: --out)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    ckpt_dir = args.ckpt_dir or args.out
     probe = {"every": 25, "event_log": os.path.join(args.out, "events.rank0.inline.jsonl")}
     if args.inject:
         probe["inject"] = args.inject
     callback = Goodput(os.path.join(args.out, "events.rank{rank}.jsonl"), probe=probe, on_sdc="stop")
     trainer = pl.Trainer(max_steps=args.steps, accelerator="auto", devices=1, logger=False,
                          enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                         val_check_interval=50, limit_val_batches=4, default_root_dir=args.out,
-                         callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=args.out, every_n_train_steps=50,
+                         val_check_interval=50, limit_val_batches=4, default_root_dir=ckpt_dir,
+                         callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=ckpt_dir, every_n_train_steps=50,
                                                                            save_top_k=-1)])
     trainer.fit(Model(), loader(32 * args.steps), loader(128))
     with open(os.path.join(args.out, "events.rank0.jsonl")) as f:
