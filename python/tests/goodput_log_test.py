@@ -409,6 +409,16 @@ class CallbackTest(unittest.TestCase):
         self.assertEqual(got, {"wall": 37, "productive": 20, "queue": 0, "restart_warmup": 3, "rework": 10,
                                "detection_teardown": 0, "blocking_overhead": 4})
 
+    def test_bad_arguments_are_refused(self):
+        log = GoodputLog(self.path, rank=0, clock=Clock())
+        with self.assertRaises(ValueError):
+            GoodputCallback(log, on_sdc="ignore")
+        with self.assertRaises(TypeError):
+            GoodputCallback(log, replica_check=object())
+        with self.assertRaises(TypeError):
+            GoodputCallback(log, probe=5)
+        log.close()
+
     def test_inline_probe_failure_stops_and_merges(self):
         if not os.environ.get("SDCPROBE_LIBRARY"):
             self.skipTest("SDCPROBE_LIBRARY not set (ctest sets it)")
