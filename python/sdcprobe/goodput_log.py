@@ -22,7 +22,7 @@ import os
 import threading
 import time
 
-INT64_MAX = 2**63 - 1
+from sdcprobe.inline import INT64_MAX, _int_in
 
 # The schema's events (docs/goodput.md, scheduler/goodput/event.cpp), those that need "step", and
 # those worth an fsync.
@@ -33,14 +33,6 @@ _EVENTS = frozenset([
     "sdc_detected", "teardown_end", "node_quarantined"])
 _NEEDS_STEP = frozenset(["restore_end", "step_begin", "step_end", "ckpt_begin", "ckpt_end", "ckpt_commit"])
 _DURABLE = frozenset(["fault_detected", "sdc_detected", "ckpt_commit"])
-
-
-def _int_in(name, value, low, high):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError("%s must be an int, got %r" % (name, value))
-    if not low <= value <= high:
-        raise ValueError("%s must be in [%d, %d], got %d" % (name, low, high, value))
-    return value
 
 
 def _default_rank():
@@ -118,7 +110,7 @@ class GoodputLog:
                 raise ValueError("the clock went backwards: %d after %d" % (t, self._last_t))
             self._last_t = t
             record = {"t": t, "event": event, "rank": self.rank}
-            record.update(fields)  # log_event's caller may name its own "rank" (a suspect's)
+            record.update(fields)
             line = (json.dumps(record, allow_nan=False) + "\n").encode()
             # One write() of a whole line to an O_APPEND file: no other writer's line lands inside it.
             written = os.write(self._fd, line)
@@ -247,9 +239,10 @@ class GoodputLog:
     def log_event(self, event, **fields):
         """Appends any event of the schema with the caller's fields: the interface of InlineProbe's
         log_event, so ReplicaCheck(event_log=log) writes the check's probe_begin/probe_end and
-        sdc_detected into this file, on this clock. A "rank" field stays the caller's (the file's
-        rank is its first event's, GoodputLog's own). fault_detected, sdc_detected and ckpt_commit
-        are fsynced."""
+        sdc_detected into this file, on this clock. "rank" is the log's own (a suspect is named by
+        `suspect_rank`). fault_detected, sdc_detected and ckpt_commit are fsynced."""
+        if "rank" in fields:
+            raise ValueError("['rank'] is set by the log, not by the caller")
         if event not in _EVENTS:
             raise ValueError("unknown event %r (docs/goodput.md)" % (event,))
         if event in _NEEDS_STEP or "step" in fields:

@@ -22,6 +22,7 @@ import sys
 import time
 
 from sdcprobe import _library
+from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.inline import (INT64_MAX, InlineProbe, SDCDetected, SDCProbeError, _check, _int_in,
                              _library_handle)
 
@@ -147,26 +148,6 @@ def choose_every(step_s, check_s, budget, sdc_rate=None):
     return every.value
 
 
-class _EventFile:
-    """Appends goodput events to a JSON Lines file: one write() per line to an O_APPEND file, stamped
-    with Unix nanoseconds; fsynced when durable."""
-
-    def __init__(self, path):
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-
-    def log_event(self, event, durable=False, **fields):
-        line = dict(t=time.time_ns(), event=event)
-        line.update(fields)
-        os.write(self._fd, (json.dumps(line) + "\n").encode())
-        if durable:
-            os.fsync(self._fd)
-
-    def close(self):
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
 class ReplicaCheck:
     """Checks that the replicas of `group` (default: the world, as in DDP) hold bitwise identical
     state, every `every` steps ("auto": the planner's cadence for the measured check cost, within
@@ -221,7 +202,7 @@ class ReplicaCheck:
         members = [None] * len(self.ranks)
         dist.all_gather_object(members, me, group=group)
         self.members = members  # in group order: who each replica is
-        self._log = _EventFile(event_log) if isinstance(event_log, (str, os.PathLike)) else event_log
+        self._log = GoodputLog(event_log, rank=self.rank) if isinstance(event_log, (str, os.PathLike)) else event_log
         self._owns_log = isinstance(event_log, (str, os.PathLike))
         self._next_due = None  # the first step() checks
         self._last_call_end = None
@@ -299,12 +280,8 @@ class ReplicaCheck:
             return "sdc", failed, failed
         return "inconclusive", list(range(len(digests))), []
 
-    def _event(self, event, durable=False, **fields):
-        if self._log is None:
-            return
-        if isinstance(self._log, _EventFile):
-            self._log.log_event(event, durable=durable, **fields)
-        else:
+    def _event(self, event, **fields):
+        if self._log is not None:
             self._log.log_event(event, **fields)
 
     def step(self, step, tensors, stream=None):
@@ -354,10 +331,10 @@ class ReplicaCheck:
         v = self.verdict
         first = v["suspects"][0]
         fields = {"step": v["step"], "check": "replica", "verdict": v["verdict"], "device": first["device"],
-                  "rank": first["rank"], "suspects": v["suspects"]}
+                  "suspect_rank": first["rank"], "suspects": v["suspects"]}
         if v["last_good_step"] >= 0:
             fields["last_good_step"] = v["last_good_step"]
-        self._event("sdc_detected", durable=True, **fields)
+        self._event("sdc_detected", **fields)
         if self.on_sdc == "raise":
             named = ", ".join("rank %d (%s, %s, %s)" % (s["rank"], s["host"], s["device"], s["pci_bus_id"])
                               for s in v["suspects"])

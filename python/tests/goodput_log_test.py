@@ -494,10 +494,12 @@ class ReplicaCheckIntoTheLogTest(unittest.TestCase):
                 log.log_event("step_end")  # no step
             with self.assertRaises(ValueError):
                 log.log_event("sdc_detected", last_good_step=-1)
-            log.log_event("sdc_detected", last_good_step=3, rank=2, device="GPU-x")  # a suspect's rank
+            with self.assertRaises(ValueError):
+                log.log_event("sdc_detected", rank=2)  # the file's rank is the log's own
+            log.log_event("sdc_detected", last_good_step=3, suspect_rank=2, device="GPU-x")
             log.close()
-            self.assertEqual(read_events(log.path), [{"t": T0, "event": "sdc_detected", "rank": 2,
-                                                      "last_good_step": 3, "device": "GPU-x"}])
+            self.assertEqual(read_events(log.path), [{"t": T0, "event": "sdc_detected", "rank": 0,
+                                                      "last_good_step": 3, "suspect_rank": 2, "device": "GPU-x"}])
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ class FourReplicasTest(unittest.TestCase):
         events = read_events(path)
         sdc = [e for e in events if e["event"] == "sdc_detected"]
         self.assertEqual(len(sdc), 1)
-        self.assertEqual((sdc[0]["step"], sdc[0]["last_good_step"], sdc[0]["rank"]), (140, 130, 2))
+        self.assertEqual((sdc[0]["step"], sdc[0]["last_good_step"], sdc[0]["suspect_rank"]), (140, 130, 2))
         self.assert_ledger_matches_hand_calculation(path, events)
 
     def assert_ledger_matches_hand_calculation(self, path, events):
