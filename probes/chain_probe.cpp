@@ -1,7 +1,5 @@
 #include "probes/chain_probe.hpp"
 
-#include <map>
-#include <mutex>
 #include <tuple>
 
 #include "kernels/common/chains.hpp"
@@ -83,32 +81,63 @@ ChainJob size_job(const ProbeContext& ctx, ChainKind kind) {
   return job;
 }
 
+// Kept per process: every device of a run shares the seed, and an inline probe repeats its own.
+// A few seeds of every kind (16 KiB of goldens each at 1,024 seeds); a sweep pass is a new process
+// with a new seed, so nothing here outlives the pass.
+constexpr size_t kChainCacheEntries = 32;
+constexpr size_t kChainCacheBytes = 16u << 20;
+
+struct GoldenSet {
+  std::vector<uint64_t> values;
+  size_t bytes() const { return values.size() * sizeof(uint64_t); }
+};
+
+using GoldenKey = std::tuple<ChainKind, uint64_t, uint32_t, uint32_t>;              // kind, seed, seeds, iterations
+using ExpectedKey = std::tuple<ChainKind, uint64_t, uint32_t, uint32_t, uint64_t>;  // and copies
+
+ReferenceCache<GoldenKey, GoldenSet>& golden_cache() {
+  static ReferenceCache<GoldenKey, GoldenSet> cache(kChainCacheEntries, kChainCacheBytes);
+  return cache;
+}
+
+ReferenceCache<ExpectedKey, ChainExpected>& expected_cache() {
+  static ReferenceCache<ExpectedKey, ChainExpected> cache(kChainCacheEntries, kChainCacheBytes);
+  return cache;
+}
+
+std::shared_ptr<const GoldenSet> golden_set(const ChainJob& job) {
+  return golden_cache().get(GoldenKey{job.kind, job.seed, job.seeds, job.iterations},
+                            [&] { return GoldenSet{compute_goldens(job)}; });
+}
+
 }  // namespace
 
-std::vector<uint64_t> chain_goldens(const ChainJob& job) {
-  // Every device of a run shares the seed, so each golden set is computed once per process.
-  static std::mutex mutex;
-  static std::map<std::tuple<int, uint64_t, uint32_t, uint32_t>, std::vector<uint64_t>> cache;
-  const auto key = std::make_tuple(static_cast<int>(job.kind), job.seed, job.seeds, job.iterations);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, compute_goldens(job)).first;
-  return it->second;
+std::vector<uint64_t> chain_goldens(const ChainJob& job) { return golden_set(job)->values; }
+
+std::shared_ptr<const ChainExpected> chain_expected(const ChainJob& job) {
+  return expected_cache().get(ExpectedKey{job.kind, job.seed, job.seeds, job.iterations, job.copies}, [&] {
+    const std::shared_ptr<const GoldenSet> set = golden_set(job);
+    const std::shared_ptr<const std::vector<uint64_t>> goldens(set, &set->values);
+    return ChainExpected{goldens, chain_output_digest(job, *goldens)};
+  });
 }
+
+ReferenceCacheStats chain_golden_cache_stats() { return golden_cache().stats(); }
+ReferenceCacheStats chain_digest_cache_stats() { return expected_cache().stats(); }
 
 void run_chain_probe(ProbeContext& ctx, ProbeResult& result, ChainKind kind) {
   const ChainJob job = size_job(ctx, kind);
   const uint64_t offset = result.report.checked;  // a second chain kind's elements follow the first's
-  const std::vector<uint64_t> goldens = chain_goldens(job);
+  const std::shared_ptr<const ChainExpected> expected = chain_expected(job);
   Digest128 digest;
-  MismatchReport report = ctx.device.run_chains(job, goldens, &digest);
+  MismatchReport report = ctx.device.run_chains(job, *expected->goldens, &digest);
   for (auto& r : report.records) r.index += offset;
   result.report.merge(report);
   // A second chain kind's digest adds to the first's: one digest per probe for consensus.
   Digest128 total = result.digest.value_or(Digest128{});
   Digest128 golden = result.golden_digest.value_or(Digest128{});
   digest_merge(total, digest);
-  digest_merge(golden, chain_output_digest(job, goldens));
+  digest_merge(golden, expected->digest);
   result.digest = total;
   result.golden_digest = golden;
   result.flops += static_cast<double>(job.copies) * job.iterations * flops_per_step(kind);

@@ -56,6 +56,7 @@ nlohmann::json to_json(const ProbeResult& r) {
                       {"mismatches", r.report.mismatches},
                       {"records", std::move(records)},
                       {"duration_s", r.duration_s},
+                      {"setup_s", r.setup_s},
                       {"bytes", r.bytes},
                       {"host_device_bytes", r.host_device_bytes},
                       {"flops", r.flops},

@@ -28,6 +28,9 @@ struct ProbeResult {
   Outcome outcome = Outcome::kPass;
   MismatchReport report;  // checked, mismatches, first records
   double duration_s = 0;
+  // The part of duration_s spent allocating and pre-faulting the probe's buffer, outside its timed
+  // passes: the rate (rate_text) is work over duration_s - setup_s, the probe's own speed.
+  double setup_s = 0;
   uint64_t bytes = 0;  // bytes read plus written by the device
   // Bytes copied between host and device memory during the probe (both directions): a probe that
   // generates and verifies on the device moves O(n) here, not its whole buffers.

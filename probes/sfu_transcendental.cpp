@@ -9,9 +9,11 @@
 // them; on the CPU, libm's table and polynomial paths on every core.
 // Cannot see: on one device alone, errors within the bound (low significand bits: only the digest,
 // against peers or a golden file, sees those); inputs outside the ranges; denormals.
+#include "probes/sfu_transcendental.hpp"
+
 #include <algorithm>
 #include <array>
-#include <vector>
+#include <tuple>
 
 #include "kernels/common/sfu.hpp"
 #include "probes/builtin.hpp"
@@ -32,6 +34,25 @@ uint64_t elements_per_function(const ProbeContext& ctx) {
     case Level::kLong: return cpu ? 1u << 22 : 1u << 24;
   }
   return 1u << 16;
+}
+
+ReferenceCache<std::tuple<uint64_t, uint64_t>, SfuReferenceSet>& reference_cache() {
+  static ReferenceCache<std::tuple<uint64_t, uint64_t>, SfuReferenceSet> cache(kSfuCacheSets, kSfuCacheBytes);
+  return cache;
+}
+
+SfuReferenceSet compute_reference_set(uint64_t seed, uint64_t per_function) {
+  const uint64_t total = per_function * kSfuFunctions;
+  SfuReferenceSet set;
+  set.reference.resize(total);
+  set.allowed.resize(total);
+  for (uint64_t i = 0; i < total; ++i) {
+    const SfuFunction f = sfu_function_of(i, per_function);
+    const SfuArgs a = sfu_input(seed, f, i % per_function);
+    set.reference[i] = sfu_reference(f, a);
+    set.allowed[i] = sfu_allowed_error(f, a, set.reference[i]);
+  }
+  return set;
 }
 
 class SfuTranscendentalProbe : public Probe {
@@ -62,16 +83,15 @@ class SfuTranscendentalProbe : public Probe {
 
     // No golden_digest: without correct rounding the host cannot predict the device's bits.
     const bool cuda = ctx.device.identity().backend == "cuda";
+    const std::shared_ptr<const SfuReferenceSet> set = sfu_reference_set(job.seed, job.per_function);
     std::array<double, kSfuFunctions> max_ratio{};
     MismatchReport& report = result.report;
     report.checked += total;
     for (uint64_t i = 0; i < total; ++i) {
-      const SfuFunction f = sfu_function_of(i, job.per_function);
-      const SfuArgs a = sfu_input(job.seed, f, i % job.per_function);
-      const double reference = sfu_reference(f, a);
-      const double ratio = sfu_error_ratio(f, a, values[i], reference);
+      const double reference = set->reference[i];
+      const double ratio = sfu_ratio_to_allowed(values[i], reference, set->allowed[i]);
       if (ratio <= 1.0) {
-        double& m = max_ratio[static_cast<size_t>(f)];
+        double& m = max_ratio[static_cast<size_t>(sfu_function_of(i, job.per_function))];
         m = std::max(m, ratio);
         continue;
       }
@@ -97,6 +117,12 @@ class SfuTranscendentalProbe : public Probe {
 };
 
 }  // namespace
+
+std::shared_ptr<const SfuReferenceSet> sfu_reference_set(uint64_t seed, uint64_t per_function) {
+  return reference_cache().get({seed, per_function}, [&] { return compute_reference_set(seed, per_function); });
+}
+
+ReferenceCacheStats sfu_reference_cache_stats() { return reference_cache().stats(); }
 
 std::unique_ptr<Probe> make_sfu_transcendental_probe() { return std::make_unique<SfuTranscendentalProbe>(); }
 

@@ -192,6 +192,7 @@ ProbeResult result_from_json(const nlohmann::json& j) {
     r.report.records.push_back(m);
   }
   r.duration_s = j.at("duration_s").get<double>();
+  r.setup_s = j.value("setup_s", 0.0);
   r.bytes = j.at("bytes").get<uint64_t>();
   r.host_device_bytes = j.value("host_device_bytes", uint64_t{0});
   r.flops = j.at("flops").get<double>();

@@ -123,8 +123,9 @@ std::string rate_text(const ProbeResult& r) {
   char text[32];
   const bool memory = r.probe.rfind("mem.", 0) == 0;
   const double work = memory ? static_cast<double>(r.bytes) : r.flops;
-  if (r.duration_s <= 0 || work <= 0) return "-";
-  const double giga = work / r.duration_s / 1e9;
+  const double seconds = r.duration_s - r.setup_s;
+  if (seconds <= 0 || work <= 0) return "-";
+  const double giga = work / seconds / 1e9;
   if (memory) {
     std::snprintf(text, sizeof(text), "%.2f GB/s", giga);
   } else if (giga < 1000) {

@@ -68,7 +68,8 @@ std::string verdict_line(const RunReport& report);
 inline constexpr size_t kNpdVerdictMax = 80;
 std::string npd_verdict(const RunReport& report);
 // The rate column: GB/s moved for memory probes (mem.*), GFLOP/s (TFLOP/s from 1000 GFLOP/s on)
-// computed for the others; "-" when the probe took no time or reported no work.
+// computed for the others, over the probe's own time (duration_s - setup_s: without allocating and
+// pre-faulting its buffer); "-" when the probe took no time or reported no work.
 std::string rate_text(const ProbeResult& r);
 // One row per device and probe.
 std::string results_table(const RunReport& report);

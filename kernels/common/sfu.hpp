@@ -129,17 +129,25 @@ SDC_HD double sfu_ulp(double v) {
   return ldexp(1.0, (e == 0 ? 1 : e) - 150);
 }
 
-// |observed - reference| as a fraction of what the bound allows: at most 1 within the bound; +inf
-// for NaN or infinity. Measured from the FP64 reference, an ulp bound k against the correctly
-// rounded result allows k + 1/2 ulps. The reference itself may be off by an ulp of a double
-// (2^-52 relative: glibc's sin, cos, exp and log2; sqrt and '/' are correctly rounded), so 2^-50
-// of |reference| is added: a 2^-26 fraction of a float ulp, no looser in practice.
-SDC_HD double sfu_error_ratio(SfuFunction f, SfuArgs a, float observed, double reference) {
+// The error the bound allows around the FP64 reference. Measured from the FP64 reference, an ulp
+// bound k against the correctly rounded result allows k + 1/2 ulps. The reference itself may be off
+// by an ulp of a double (2^-52 relative: glibc's sin, cos, exp and log2; sqrt and '/' are correctly
+// rounded), so 2^-50 of |reference| is added: a 2^-26 fraction of a float ulp, no looser in practice.
+SDC_HD double sfu_allowed_error(SfuFunction f, SfuArgs a, double reference) {
+  const SfuBound b = sfu_bound(f, a);
+  return (b.absolute ? b.limit : (b.limit + 0.5) * sfu_ulp(reference)) + 0x1p-50 * fabs(reference);
+}
+
+// |observed - reference| as a fraction of `allowed`: at most 1 within the bound; +inf for NaN or
+// infinity. The host keeps reference and allowed per input set, so a repeated check costs this alone.
+SDC_HD double sfu_ratio_to_allowed(float observed, double reference, double allowed) {
   const double error = fabs(static_cast<double>(observed) - reference);
   if (!(error <= 1e300)) return HUGE_VAL;
-  const SfuBound b = sfu_bound(f, a);
-  const double allowed = (b.absolute ? b.limit : (b.limit + 0.5) * sfu_ulp(reference)) + 0x1p-50 * fabs(reference);
   return error / allowed;
+}
+
+SDC_HD double sfu_error_ratio(SfuFunction f, SfuArgs a, float observed, double reference) {
+  return sfu_ratio_to_allowed(observed, reference, sfu_allowed_error(f, a, reference));
 }
 
 SDC_HD bool sfu_within_bound(SfuFunction f, SfuArgs a, float observed, double reference) {

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
@@ -171,6 +173,33 @@ TEST(CpuDevices, VirtualDevicesHaveDistinctStableIdentities) {
   }
   for (size_t i = 0; i < a.size(); ++i) {
     for (size_t j = i + 1; j < a.size(); ++j) EXPECT_NE(a[i]->identity().uuid, a[j]->identity().uuid);
+  }
+}
+
+// Pages of [data, data + bytes) that are resident now.
+size_t resident_pages(const void* data, size_t bytes, size_t& pages) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + bytes;
+  pages = (end - begin + page - 1) / page;
+  std::vector<unsigned char> in(pages);
+  if (::mincore(reinterpret_cast<void*>(begin), end - begin, in.data()) != 0) return 0;
+  size_t resident = 0;
+  for (unsigned char v : in) resident += v & 1;
+  return resident;
+}
+
+// A memory probe's first pass must not pay the page faults of a fresh buffer: allocate() hands it
+// over faulted in, a large one aligned for huge pages.
+TEST(CpuDevices, BuffersComeFaultedInAndLargeOnesHugePageAligned) {
+  auto devices = make_cpu_devices(1);
+  for (size_t bytes : {size_t{10000}, (size_t{8} << 20) + 100}) {
+    auto buf = devices[0]->allocate(bytes);
+    EXPECT_EQ(buf->bytes(), bytes);
+    const uintptr_t address = reinterpret_cast<uintptr_t>(buf->data());
+    EXPECT_EQ(address % (bytes >= (2u << 20) ? (2u << 20) : 64), 0u) << bytes;
+    size_t pages = 0;
+    EXPECT_EQ(resident_pages(buf->data(), bytes, pages), pages) << bytes;
   }
 }
 

@@ -3,11 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <new>
+#include <thread>
 
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
+#include "host/cpu_parallel.hpp"
+#include "probes/chain_probe.hpp"
 #include "probes/memory_test.hpp"
+#include "probes/reference_cache.hpp"
 #include "scheduler/catalogue.hpp"
 #include "scheduler/runner.hpp"
 
@@ -213,6 +219,144 @@ TEST(Runner, AResultThatCheckedNothingIsSkippedAndTheRunCouldNotTest) {
   EXPECT_EQ(npd_verdict(report).rfind("UNKNOWN: could not test", 0), 0u) << npd_verdict(report);
 }
 
+// A value that knows its size, for ReferenceCache.
+struct Sized {
+  size_t size;
+  size_t bytes() const { return size; }
+};
+
+TEST(ReferenceCache, ComputesOncePerKeyAndKeepsTheMostRecentWithinItsBounds) {
+  ReferenceCache<int, Sized> cache(2, 100);
+  int computed = 0;
+  auto get = [&](int key, size_t size = 10) {
+    return cache.get(key, [&] {
+      ++computed;
+      return Sized{size};
+    });
+  };
+  EXPECT_EQ(get(1)->size, 10u);
+  get(1);
+  EXPECT_EQ(computed, 1);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  get(2);
+  get(1);  // 1 is now the most recent, so 3 evicts 2
+  get(3);
+  EXPECT_EQ(cache.stats().entries, 2u);
+  get(1);
+  EXPECT_EQ(computed, 3);
+  get(2);
+  EXPECT_EQ(computed, 4);
+  // Too large for the whole budget: returned, never kept, and nothing else is evicted for it.
+  EXPECT_EQ(get(9, 101)->size, 101u);
+  get(9, 101);
+  EXPECT_EQ(computed, 6);
+  EXPECT_EQ(cache.stats().entries, 2u);
+  // Bounded by bytes as well as by count.
+  get(4, 95);
+  EXPECT_EQ(cache.stats().entries, 1u);
+  EXPECT_EQ(cache.stats().bytes, 95u);
+}
+
+TEST(ReferenceCache, ThreadsAskingForOneKeyShareOneComputation) {
+  ReferenceCache<int, Sized> cache(4, 1000);
+  std::atomic<int> computed{0};
+  std::vector<std::thread> threads;
+  std::vector<const Sized*> seen(8);
+  for (size_t t = 0; t < seen.size(); ++t) {
+    threads.emplace_back([&, t] {
+      seen[t] = cache
+                    .get(7,
+                         [&] {
+                           ++computed;
+                           std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                           return Sized{1};
+                         })
+                    .get();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(computed, 1);
+  for (const Sized* p : seen) EXPECT_EQ(p, seen[0]);
+}
+
+// ALU probes at a short chain length: small enough for any machine.
+RunOptions chain_options(uint64_t seed, Injector* injector = nullptr) {
+  RunOptions o;
+  o.seed = seed;
+  o.iterations = 64;
+  o.injector = injector;
+  return o;
+}
+
+// The job run_chain_probe sized, from the result's params.
+ChainJob job_of(const ProbeResult& r, ChainKind kind, const char* name) {
+  ChainJob job;
+  job.kind = kind;
+  job.seed = r.seed;
+  job.seeds = r.params.at(name).at("seeds").get<uint32_t>();
+  job.copies = r.params.at(name).at("copies").get<uint64_t>();
+  job.iterations = r.params.at(name).at("iterations").get<uint32_t>();
+  return job;
+}
+
+TEST(ChainCache, ARepeatedConfigurationIsNotRecomputed) {
+  auto devices = make_cpu_devices(1);
+  const Probe& probe = *builtin_registry().find("alu.fma32");
+  const ReferenceCacheStats goldens = chain_golden_cache_stats(), digests = chain_digest_cache_stats();
+  const ProbeResult first = run_probe(probe, *devices[0], chain_options(0x5eed01));
+  ASSERT_EQ(first.outcome, Outcome::kPass) << first.reason;
+  EXPECT_EQ(chain_golden_cache_stats().computed, goldens.computed + 1);
+  EXPECT_EQ(chain_digest_cache_stats().computed, digests.computed + 1);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const ProbeResult again = run_probe(probe, *devices[0], chain_options(0x5eed01));
+    ASSERT_EQ(again.outcome, Outcome::kPass) << again.reason;
+    EXPECT_EQ(*again.golden_digest, *first.golden_digest);
+    EXPECT_EQ(*again.digest, *again.golden_digest);
+  }
+  EXPECT_EQ(chain_golden_cache_stats().computed, goldens.computed + 1);
+  EXPECT_EQ(chain_digest_cache_stats().computed, digests.computed + 1);
+  EXPECT_EQ(chain_digest_cache_stats().hits, digests.hits + 3);
+}
+
+TEST(ChainCache, AnotherSeedOrCopyLayoutGetsItsOwnCorrectDigest) {
+  // Two devices of different widths: their copy counts differ (copies scale with cores).
+  const int core = available_cores().front();
+  CpuDevice narrow(0, {core}), wide(1, {core, core});
+  const Probe& probe = *builtin_registry().find("alu.int64");
+  const ProbeResult a = run_probe(probe, narrow, chain_options(0x5eed02));
+  const ProbeResult b = run_probe(probe, narrow, chain_options(0x5eed03));
+  const ProbeResult c = run_probe(probe, wide, chain_options(0x5eed02));
+  for (const ProbeResult* r : {&a, &b, &c}) {
+    ASSERT_EQ(r->outcome, Outcome::kPass) << r->reason;
+    // Correct: the vector code on the device agrees with the scalar goldens' digest, and the cached
+    // digest is the one chain_output_digest gives for this job.
+    EXPECT_EQ(*r->digest, *r->golden_digest);
+    const ChainJob job = job_of(*r, ChainKind::kInt64, "int64");
+    EXPECT_EQ(*r->golden_digest, chain_output_digest(job, chain_goldens(job)));
+  }
+  EXPECT_NE(job_of(a, ChainKind::kInt64, "int64").copies, job_of(c, ChainKind::kInt64, "int64").copies);
+  EXPECT_NE(*a.golden_digest, *b.golden_digest);
+  EXPECT_NE(*a.golden_digest, *c.golden_digest);
+}
+
+TEST(ChainCache, AnInjectedFaultIsCaughtWithACachedDigest) {
+  auto devices = make_cpu_devices(1);
+  const Probe& probe = *builtin_registry().find("alu.fma64");
+  const ProbeResult clean = run_probe(probe, *devices[0], chain_options(0x5eed04));
+  ASSERT_EQ(clean.outcome, Outcome::kPass) << clean.reason;
+  const ReferenceCacheStats before = chain_digest_cache_stats();
+  Injector inj(parse_injection_specs("probe=alu.fma64,model=bitflip,bit=3,index=100"), 1);
+  const ProbeResult faulty = run_probe(probe, *devices[0], chain_options(0x5eed04, &inj));
+  EXPECT_EQ(chain_digest_cache_stats().computed, before.computed);  // served from the cache
+  EXPECT_EQ(chain_digest_cache_stats().hits, before.hits + 1);
+  ASSERT_EQ(faulty.outcome, Outcome::kFail);
+  ASSERT_EQ(faulty.report.records.size(), 1u);
+  EXPECT_EQ(faulty.report.records[0].index, 100u);
+  EXPECT_EQ(faulty.report.records[0].bit_positions(), std::vector<int>{3});
+  EXPECT_EQ(*faulty.golden_digest, *clean.golden_digest);
+  EXPECT_NE(*faulty.digest, *faulty.golden_digest);  // consensus sees the fault as well
+}
+
 }  // namespace
 }  // namespace sdc
 
@@ -262,6 +406,36 @@ TEST(SizeOption, SizesMemoryProbesOnly) {
   }
   const ProbeResult mem = run_probe(*builtin_registry().find("mem.own_address"), *devices[0], sized);
   EXPECT_EQ(mem.params.at("bytes").get<uint64_t>(), 1u << 20);
+}
+
+// A CPU device whose allocations take at least kDelay: a stand-in for faulting in a large buffer.
+class SlowAllocationDevice : public CpuDevice {
+ public:
+  static constexpr std::chrono::milliseconds kDelay{200};
+  SlowAllocationDevice() : CpuDevice(0, {available_cores().front()}) {}
+  std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override {
+    std::this_thread::sleep_for(kDelay);
+    return CpuDevice::allocate(bytes);
+  }
+};
+
+// The rate a memory probe reports is its passes' own: allocating its buffer is setup.
+TEST(MemorySizing, AllocatingTheBufferIsSetupOutsideTheRate) {
+  SlowAllocationDevice device;
+  RunOptions o;
+  o.seed = 1;
+  o.size_bytes = 1 << 20;
+  o.iterations = 1;
+  const ProbeResult r = run_probe(*builtin_registry().find("mem.march_c"), device, o);
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  EXPECT_GE(r.setup_s, std::chrono::duration<double>(SlowAllocationDevice::kDelay).count());
+  EXPECT_LE(r.setup_s, r.duration_s);
+  EXPECT_EQ(to_json(r).at("setup_s").get<double>(), r.setup_s);
+  ProbeResult timed = r;
+  timed.duration_s = 3;
+  timed.setup_s = 1;
+  timed.bytes = 8'000'000'000;
+  EXPECT_EQ(rate_text(timed), "4.00 GB/s");  // over the 2 s of passes, not the 3 s in all
 }
 
 TEST(CpuDevice, AnAllocationTooLargeToRoundUpFailsCleanly) {

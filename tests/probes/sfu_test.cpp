@@ -11,6 +11,7 @@
 #include "host/cpu_device.hpp"
 #include "host/cpu_parallel.hpp"
 #include "kernels/common/sfu.hpp"
+#include "probes/sfu_transcendental.hpp"
 #include "scheduler/catalogue.hpp"
 #include "scheduler/consensus.hpp"
 #include "scheduler/golden.hpp"
@@ -267,6 +268,76 @@ TEST(SfuProbe, SizeOverrideSetsTheInputsPerFunction) {
   EXPECT_EQ(r.outcome, Outcome::kPass) << r.reason;
   EXPECT_EQ(r.params["elements_per_function"], 960u);
   EXPECT_EQ(r.report.checked, 6u * 960);
+}
+
+// 1,024 inputs per function: small enough to run many times.
+RunOptions small_options(uint64_t seed, Injector* injector = nullptr) {
+  RunOptions o = options(seed, injector);
+  o.compute_bytes = kSfuFunctions * sizeof(float) * 1024;
+  return o;
+}
+
+TEST(SfuReference, ARepeatedInputSetReusesItsReference) {
+  auto devices = make_cpu_devices(1);
+  const ReferenceCacheStats before = sfu_reference_cache_stats();
+  const ProbeResult first = run_probe(sfu_probe(), *devices[0], small_options(0x5f0001));
+  ASSERT_EQ(first.outcome, Outcome::kPass) << first.reason;
+  EXPECT_EQ(sfu_reference_cache_stats().computed, before.computed + 1);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const ProbeResult again = run_probe(sfu_probe(), *devices[0], small_options(0x5f0001));
+    ASSERT_EQ(again.outcome, Outcome::kPass) << again.reason;
+    EXPECT_EQ(*again.digest, *first.digest);
+    EXPECT_EQ(again.params["max_ratio"], first.params["max_ratio"]);
+  }
+  EXPECT_EQ(sfu_reference_cache_stats().computed, before.computed + 1);
+  EXPECT_EQ(sfu_reference_cache_stats().hits, before.hits + 3);
+}
+
+TEST(SfuReference, EachNewSeedGetsItsOwnHostReferenceAndTheCacheStaysBounded) {
+  auto devices = make_cpu_devices(1);
+  const ReferenceCacheStats before = sfu_reference_cache_stats();
+  std::set<std::string> digests;
+  const uint64_t seeds[] = {0x5f0002, 0x5f0003, 0x5f0004};
+  for (uint64_t seed : seeds) {
+    const ProbeResult r = run_probe(sfu_probe(), *devices[0], small_options(seed));
+    ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+    digests.insert(digest_hex(*r.digest));
+    // The kept reference is the FP64 function of the seeded inputs, as computed without a cache.
+    const uint64_t n = r.params["elements_per_function"].get<uint64_t>();
+    const std::shared_ptr<const SfuReferenceSet> set = sfu_reference_set(r.seed, n);
+    ASSERT_EQ(set->reference.size(), n * kSfuFunctions);
+    for (uint64_t i = 0; i < n * kSfuFunctions; i += 97) {
+      const SfuFunction f = sfu_function_of(i, n);
+      const SfuArgs a = sfu_input(r.seed, f, i % n);
+      ASSERT_EQ(set->reference[i], sfu_reference(f, a)) << i;
+      ASSERT_EQ(set->allowed[i], sfu_allowed_error(f, a, sfu_reference(f, a))) << i;
+    }
+  }
+  EXPECT_EQ(digests.size(), 3u);  // new inputs, not the first set's again
+  EXPECT_EQ(sfu_reference_cache_stats().computed, before.computed + 3);
+  EXPECT_LE(sfu_reference_cache_stats().entries, kSfuCacheSets);
+  EXPECT_LE(sfu_reference_cache_stats().bytes, kSfuCacheBytes);
+  // Only the last kSfuCacheSets sets are kept: the first seed's is computed again.
+  const ProbeResult r = run_probe(sfu_probe(), *devices[0], small_options(seeds[0]));
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  EXPECT_EQ(sfu_reference_cache_stats().computed, before.computed + 4);
+}
+
+TEST(SfuReference, AnInjectedFaultIsCaughtOnACacheHit) {
+  auto devices = make_cpu_devices(1);
+  const ProbeResult clean = run_probe(sfu_probe(), *devices[0], small_options(0x5f0005));
+  ASSERT_EQ(clean.outcome, Outcome::kPass) << clean.reason;
+  const ReferenceCacheStats before = sfu_reference_cache_stats();
+  Injector inj(parse_injection_specs("probe=sfu.transcendental,model=bitflip,bit=30,index=3000"), 5);
+  const ProbeResult faulty = run_probe(sfu_probe(), *devices[0], small_options(0x5f0005, &inj));
+  EXPECT_EQ(sfu_reference_cache_stats().computed, before.computed);
+  EXPECT_EQ(sfu_reference_cache_stats().hits, before.hits + 1);
+  ASSERT_EQ(faulty.outcome, Outcome::kFail);
+  EXPECT_EQ(faulty.report.mismatches, 1u);
+  ASSERT_EQ(faulty.report.records.size(), 1u);
+  EXPECT_EQ(faulty.report.records[0].index, 3000u);  // function 2 (exp), input 952
+  const std::vector<int> bits = faulty.report.records[0].bit_positions();
+  EXPECT_NE(std::find(bits.begin(), bits.end(), 30), bits.end());
 }
 
 }  // namespace

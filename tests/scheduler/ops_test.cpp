@@ -318,6 +318,24 @@ TEST_F(OpsTest, APassThatFailsPartWayIsMarkedFailedNotRunning) {
   EXPECT_GT(runs[0].finished_at, 0);
 }
 
+// Each pass draws a new seed (and runs in a new worker process), so what a process keeps per
+// configuration (the ALU goldens, the SFU reference) never holds a sweep to one input set.
+TEST_F(OpsTest, EachPassDrawsANewSeed) {
+  SweepOptions options;
+  options.once = true;
+  options.state_dir = (dir_ / "state").string();
+  const std::vector<DeviceIdentity> devices = {open_devices({"cpu", 1}).front()->identity()};
+  const auto catalogue = builtin_registry().select({"sfu.transcendental"});
+  std::vector<uint64_t> seeds;
+  const WorkerCommandFactory record = [&seeds](const RunOptions& run) -> WorkerCommand {
+    seeds.push_back(run.seed);
+    throw std::runtime_error("stop once the pass has its seed");
+  };
+  for (int pass = 0; pass < 3; ++pass) EXPECT_THROW(run_sweep(options, devices, catalogue, record), std::runtime_error);
+  ASSERT_EQ(seeds.size(), 3u);
+  EXPECT_EQ(std::set<uint64_t>(seeds.begin(), seeds.end()).size(), 3u);
+}
+
 TEST(PromCheck, RejectsWhatPrometheusWouldReject) {
   const char* bad[] = {
       "x 1\n",                                            // no TYPE
