@@ -17,13 +17,14 @@ struct SfuReferenceSet {
   size_t bytes() const { return (reference.size() + allowed.size()) * sizeof(double); }
 };
 
-// The last kSfuCacheSets input sets are kept, up to kSfuCacheBytes in all; a larger set is computed
-// for each run. A sweep pass draws a new seed, so a new pass gets a new input set.
+// The last kSfuCacheSets input sets are kept, up to kSfuCacheBytes in all. A sweep pass draws a new
+// seed, so a new pass gets a new input set.
 inline constexpr size_t kSfuCacheSets = 2;
 inline constexpr size_t kSfuCacheBytes = 256u << 20;
 
 // The reference of input set (seed, per_function), computed on the host from the seeded inputs
-// alone, never from a device's output.
+// alone, never from a device's output. nullptr for a set larger than kSfuCacheBytes: the probe then
+// computes each element's reference as it checks it, holding none of them.
 std::shared_ptr<const SfuReferenceSet> sfu_reference_set(uint64_t seed, uint64_t per_function);
 ReferenceCacheStats sfu_reference_cache_stats();
 

@@ -340,5 +340,25 @@ TEST(SfuReference, AnInjectedFaultIsCaughtOnACacheHit) {
   EXPECT_NE(std::find(bits.begin(), bits.end(), 30), bits.end());
 }
 
+// A set larger than the cache's budget is neither kept nor built whole: the probe computes each
+// element's reference as it checks it, and still catches a fault.
+TEST(SfuReference, ASetLargerThanTheBudgetIsCheckedWithoutBeingHeld) {
+  const uint64_t per_function = (kSfuCacheBytes / (kSfuFunctions * 2 * sizeof(double)) + 64) / 64 * 64;
+  const ReferenceCacheStats before = sfu_reference_cache_stats();
+  EXPECT_EQ(sfu_reference_set(0x5f0006, per_function), nullptr);
+  auto devices = make_cpu_devices(1);
+  Injector inj(parse_injection_specs("probe=sfu.transcendental,model=bitflip,bit=30,index=12345678"), 5);
+  RunOptions o = options(0x5f0006, &inj);
+  o.compute_bytes = kSfuFunctions * sizeof(float) * per_function;
+  const ProbeResult r = run_probe(sfu_probe(), *devices[0], o);
+  EXPECT_EQ(r.params["elements_per_function"].get<uint64_t>(), per_function);
+  EXPECT_EQ(sfu_reference_cache_stats().computed, before.computed);
+  EXPECT_EQ(sfu_reference_cache_stats().entries, before.entries);
+  ASSERT_EQ(r.outcome, Outcome::kFail) << r.reason;
+  EXPECT_EQ(r.report.mismatches, 1u);
+  ASSERT_EQ(r.report.records.size(), 1u);
+  EXPECT_EQ(r.report.records[0].index, 12345678u);
+}
+
 }  // namespace
 }  // namespace sdc
