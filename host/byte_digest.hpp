@@ -15,8 +15,9 @@ Digest128 digest_host_bytes(const void* data, size_t bytes);
 
 // Enqueues the digest kernel on `stream` (a cudaStream_t of the device that holds `data`; null is
 // that device's legacy default stream) writing *device_out (device memory) in stream order; never
-// waits. Throws InputError when a pointer is null, not device memory, not 8-byte aligned or on
-// another device than the stream's, or when bytes is 0; NoDeviceError without the CUDA backend.
+// waits. The caller (the C ABI) has refused null pointers and a zero length. Throws InputError when
+// a pointer is not device memory, not 8-byte aligned or on another device than the stream's;
+// NoDeviceError without the CUDA backend.
 void digest_cuda_bytes(const void* data, size_t bytes, Digest128* device_out, void* stream);
 
 }  // namespace sdc

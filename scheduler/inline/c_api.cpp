@@ -159,6 +159,9 @@ sdc_status sdc_digest_host(const void* data, size_t bytes, sdc_digest* out) {
 sdc_status sdc_digest_cuda(const void* data, size_t bytes, sdc_digest* device_out, void* stream) {
   static_assert(sizeof(sdc_digest) == sizeof(sdc::Digest128), "sdc_digest mirrors Digest128");
   return guarded([&] {
+    // Checked here, before any device is looked for: the same answer with and without CUDA.
+    if (data == nullptr || device_out == nullptr) throw sdc::InputError("data and out must not be NULL");
+    if (bytes == 0) throw sdc::InputError("bytes must be positive");
     sdc::digest_cuda_bytes(data, bytes, reinterpret_cast<sdc::Digest128*>(device_out), stream);
     return SDC_OK;
   });
