@@ -34,16 +34,7 @@ uuid1="$("$sdcprobe" --backend cpu --cpu-devices 2 devices --json | grep -o '"uu
 pass_args="--backend cpu --cpu-devices 2"
 fault_args="--backend cpu --cpu-devices 2 --inject device=1,probe=alu.fma32,model=bitflip,bit=7"
 
-check() {  # NAME EXPECTED ACTUAL
-  if [ "$2" != "$3" ]; then
-    echo "FAIL: $1"
-    echo "  expected: $(printf '%q' "$2")"
-    echo "  actual:   $(printf '%q' "$3")"
-    failures=$((failures + 1))
-  else
-    echo "ok: $1"
-  fi
-}
+source "$(dirname "$(readlink -f "$0")")/test_lib.sh"
 log() { cat "$SCONTROL_LOG" 2>/dev/null; }
 reset() { rm -f "$SCONTROL_LOG"; }
 

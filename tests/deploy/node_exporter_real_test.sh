@@ -20,16 +20,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 failures=0
-check() {  # NAME EXPECTED ACTUAL
-  if [ "$2" != "$3" ]; then
-    echo "FAIL: $1"
-    echo "  expected: $(printf '%q' "$2")"
-    echo "  actual:   $(printf '%q' "$3")"
-    failures=$((failures + 1))
-  else
-    echo "ok: $1"
-  fi
-}
+source "$(dirname "$(readlink -f "$0")")/test_lib.sh"
 
 mkdir "$work/textfile"
 "$sdcprobe" --backend cpu --cpu-devices 2 sweep --once --level quick --size 64K --state-dir "$work/state" \
