@@ -13,6 +13,25 @@ def _current_stream():
     return None
 
 
+def step_probe(probe, step, trainer, on_sdc, reported):
+    """probe.step(step) on the job's stream; on the first failing verdict (when not yet `reported`)
+    acts as `on_sdc` says. Returns whether a failure has been reported."""
+    # The stream goes to a CUDA probe only: the CPU backend reads a stream as a device id.
+    stream = _current_stream() if probe.backend == "cuda" else None
+    probe.step(step, stream)
+    verdict = probe.verdict
+    if verdict["verdict"] != "fail" or reported:
+        return reported
+    if on_sdc == "raise":
+        raise SDCDetected("silent data corruption on %s (last good step %s)"
+                          % (verdict["device"], verdict["last_good_step"]))
+    if on_sdc == "stop":
+        trainer.should_stop = True
+    else:
+        on_sdc(verdict)
+    return True
+
+
 class SDCCallback:
     """Calls InlineProbe.step after every training batch.
 
@@ -27,20 +46,7 @@ class SDCCallback:
         self._reported = False
 
     def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None):
-        # The stream goes to a CUDA probe only: the CPU backend reads a stream as a device id.
-        stream = _current_stream() if self.probe.backend == "cuda" else None
-        self.probe.step(int(trainer.global_step), stream)
-        verdict = self.probe.verdict
-        if verdict["verdict"] != "fail" or self._reported:
-            return
-        self._reported = True
-        if self.on_sdc == "raise":
-            raise SDCDetected("silent data corruption on %s (last good step %s)"
-                              % (verdict["device"], verdict["last_good_step"]))
-        if self.on_sdc == "stop":
-            trainer.should_stop = True
-        else:
-            self.on_sdc(verdict)
+        self._reported = step_probe(self.probe, int(trainer.global_step), trainer, self.on_sdc, self._reported)
 
     def on_train_end(self, trainer=None, pl_module=None):
         self.probe.close()

@@ -11,9 +11,9 @@ Then `sdcprobe goodput 'events.rank*.jsonl'` merges the recorder's and the probe
 import os
 import re
 
-from sdcprobe.callback import _current_stream
+from sdcprobe.callback import step_probe
 from sdcprobe.goodput_log import GoodputLog
-from sdcprobe.inline import InlineProbe, SDCDetected
+from sdcprobe.inline import InlineProbe
 
 
 def _inline_log_path(path, rank):
@@ -74,20 +74,6 @@ class GoodputCallback:
         span.__exit__(None, None, None)
         self.log.commit(step)
 
-    def _check_probe(self, trainer, step):
-        stream = _current_stream() if self.probe.backend == "cuda" else None
-        self.probe.step(step, stream)
-        verdict = self.probe.verdict
-        if verdict["verdict"] != "fail" or self._reported:
-            return
-        self._reported = True
-        if self.on_sdc == "raise":
-            raise SDCDetected("silent data corruption on %s (last good step %s)"
-                              % (verdict["device"], verdict["last_good_step"]))
-        if self.on_sdc == "stop":
-            trainer.should_stop = True
-        else:
-            self.on_sdc(verdict)
 
     # -- Lightning hooks -----------------------------------------------------------------------
 
@@ -112,7 +98,7 @@ class GoodputCallback:
         if self.replica_check is not None:
             self.replica_check.step(step, pl_module.parameters())
         if self.probe is not None:
-            self._check_probe(trainer, step)
+            self._reported = step_probe(self.probe, step, trainer, self.on_sdc, self._reported)
 
     def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
         self._finish_save()
