@@ -103,7 +103,7 @@ void BM_Fma32Chains(benchmark::State& state) {
   state.counters["ratio_to_peak_fma"] = flops / seconds / peak;
 }
 
-// At 1 GiB and 4 GiB, the sizes of the CLI figures; once each (a fresh session is the point).
+// At 1 GiB and 4 GiB, where a fresh buffer's page faults showed most; once each (a fresh session is the point).
 void cli_path_sizes(benchmark::internal::Benchmark* b) {
   b->Arg(int64_t{1} << 30)->Arg(int64_t{4} << 30)->Unit(benchmark::kMillisecond)->Iterations(1);
 }
