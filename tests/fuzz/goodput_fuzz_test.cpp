@@ -22,6 +22,8 @@
 #include "host/error.hpp"
 #include "scheduler/goodput/analyze.hpp"
 #include "scheduler/goodput/merge.hpp"
+#include "scheduler/goodput/sacct.hpp"
+#include "tests/fuzz/mutate.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -299,6 +301,49 @@ TEST(GoodputFuzz, MergedRankFilesAreReadExactlyOrRejectedWithFileAndLine) {
     if (::testing::Test::HasFailure()) break;
   }
   fs::remove_all(dir);
+  EXPECT_GT(accepted, kCases / 50);
+  EXPECT_GT(rejected, kCases / 50);
+}
+
+// Slurm accounting (--sacct): mutations of a real `sacct --duplicates --json` file. Each case is
+// records a ledger can place (started, ordered, each ended before the next starts) or an InputError
+// that names the file; never another exception.
+TEST(GoodputFuzz, MutatedSacctJsonIsReadOrRejectedNamingTheFile) {
+  std::ifstream in(fs::path(SDC_SOURCE_DIR) / "tests/scheduler/goodput/data/sacct_requeue_22.05.json");
+  const std::string seed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(seed.empty());
+  const std::vector<std::string> dictionary = {"{\"set\": true, \"infinite\": false, \"number\": 1796100300}",
+                                               "{\"set\": false}",
+                                               "1796100245",
+                                               "0",
+                                               "-1",
+                                               "null",
+                                               "18446744073709551615",
+                                               "\"job_id\": 2",
+                                               "[]"};
+  const fs::path path = fs::temp_directory_path() / ("sdcprobe-sacct-fuzz-" + std::to_string(::getpid()) + ".json");
+  fuzz::Mutator mutator(kSeed + 2);
+  int accepted = 0, rejected = 0;
+  for (int i = 0; i < kCases; ++i) {
+    std::ofstream(path) << mutator.mutate(seed, dictionary);
+    try {
+      const std::vector<SlurmRecord> records = read_sacct_json(path.string());
+      ++accepted;
+      for (size_t r = 0; r < records.size(); ++r) {
+        EXPECT_GT(records[r].start_s, 0) << "case " << i;
+        if (r + 1 < records.size()) {
+          EXPECT_LE(records[r].end_s, records[r + 1].start_s) << "case " << i;
+        }
+      }
+    } catch (const InputError& e) {
+      ++rejected;
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << "case " << i << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "case " << i << ": unexpected exception: " << e.what();
+    }
+    if (::testing::Test::HasFailure()) break;
+  }
+  fs::remove(path);
   EXPECT_GT(accepted, kCases / 50);
   EXPECT_GT(rejected, kCases / 50);
 }
