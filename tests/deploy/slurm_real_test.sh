@@ -43,11 +43,7 @@ export SLURM_CONF="$work/slurm.conf"
 mkdir -p "$work/state" "$work/spool"
 
 # munge, with its own key and socket.
-dd if=/dev/urandom of="$work/munge.key" bs=1024 count=1 status=none
-chmod 400 "$work/munge.key"
-munged -F -f --key-file="$work/munge.key" --socket="$work/munge.sock" --pid-file="$work/munged.pid" \
-  --log-file="$work/munged.log" --seed-file="$work/munged.seed" 2>> "$work/munged.log" &
-pids+=($!)
+start_munged
 
 # syslog: a datagram socket this test reads, as journald or rsyslog would.
 python3 -c '
@@ -89,36 +85,12 @@ exec '$deploy/slurm/prolog.sh' 2>> '$work/gates.log'
 EOF2
 chmod 755 "$work/healthcheck" "$work/prolog"
 
-cat > "$SLURM_CONF" <<EOF2
-ClusterName=sdcprobe-test
-SlurmctldHost=$node(127.0.0.1)
-SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$work/munge.sock
-StateSaveLocation=$work/state
-SlurmdSpoolDir=$work/spool
-SlurmctldPidFile=$work/slurmctld.pid
-SlurmdPidFile=$work/slurmd.pid
-SlurmctldLogFile=$work/slurmctld.log
-SlurmdLogFile=$work/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/linear
-MpiDefault=none
-ReturnToService=2
+write_slurm_conf sdcprobe-test "AccountingStorageType=accounting_storage/none
 HealthCheckProgram=$work/healthcheck
 HealthCheckInterval=5
 HealthCheckNodeState=ANY
 Prolog=$work/prolog
-PrologFlags=Alloc
-NodeName=$node NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
-PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP
-EOF2
+PrologFlags=Alloc"
 
 wait_for "munged" test -S "$work/munge.sock" || exit 1
 slurmctld -D -i -f "$SLURM_CONF" >> "$work/slurmctld.log" 2>&1 &

@@ -50,11 +50,7 @@ mariadbd --no-defaults --user=root --datadir="$work/db" --socket="$work/db.sock"
   --bind-address=127.0.0.1 --skip-grant-tables --innodb-buffer-pool-size=16M --log-error="$work/mariadb.log" &
 pids+=($!)
 
-dd if=/dev/urandom of="$work/munge.key" bs=1024 count=1 status=none
-chmod 400 "$work/munge.key"
-munged -F -f --key-file="$work/munge.key" --socket="$work/munge.sock" --pid-file="$work/munged.pid" \
-  --log-file="$work/munged.log" --seed-file="$work/munged.seed" 2>> "$work/munged.log" &
-pids+=($!)
+start_munged
 
 cat > "$work/slurmdbd.conf" <<EOF2
 AuthType=auth/munge
@@ -73,35 +69,11 @@ StorageLoc=slurm_acct_db
 EOF2
 chmod 600 "$work/slurmdbd.conf"
 
-cat > "$SLURM_CONF" <<EOF2
-ClusterName=sdcprobe-sacct
-SlurmctldHost=$node(127.0.0.1)
-SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$work/munge.sock
-StateSaveLocation=$work/state
-SlurmdSpoolDir=$work/spool
-SlurmctldPidFile=$work/slurmctld.pid
-SlurmdPidFile=$work/slurmd.pid
-SlurmctldLogFile=$work/slurmctld.log
-SlurmdLogFile=$work/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/slurmdbd
+# With slurmdbd, AccountingStoragePass is the munge socket that clients (sacct, sacctmgr) use to reach it.
+write_slurm_conf sdcprobe-sacct "AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$dbd_port
-# With slurmdbd, the munge socket that clients (sacct, sacctmgr) use to reach it.
-AccountingStoragePass=$work/munge.sock
-SelectType=select/linear
-MpiDefault=none
-ReturnToService=2
-NodeName=$node NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
-PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP
-EOF2
+AccountingStoragePass=$work/munge.sock"
 
 wait_for "munged" test -S "$work/munge.sock" || exit 1
 wait_for "mariadb" mariadb --no-defaults --socket="$work/db.sock" -e 'select 1' >/dev/null 2>&1 || exit 1

@@ -38,3 +38,44 @@ stop_pids() {
   done
   wait 2>/dev/null
 }
+
+# The Slurm tests' daemons, on localhost only, in $work (the caller's scratch directory).
+
+# munged with its own key and socket ($work/munge.sock); its pid joins `pids`.
+start_munged() {
+  dd if=/dev/urandom of="$work/munge.key" bs=1024 count=1 status=none
+  chmod 400 "$work/munge.key"
+  munged -F -f --key-file="$work/munge.key" --socket="$work/munge.sock" --pid-file="$work/munged.pid" \
+    --log-file="$work/munged.log" --seed-file="$work/munged.seed" 2>> "$work/munged.log" &
+  pids+=($!)
+}
+
+# Writes $SLURM_CONF for one node ($node) on $ctld_port and $slurmd_port: root daemons, munge, no
+# cgroups, state and logs in $work; EXTRA (accounting, gates) goes before the node and partition.
+write_slurm_conf() {  # CLUSTER EXTRA
+  cat > "$SLURM_CONF" <<EOF2
+ClusterName=$1
+SlurmctldHost=$node(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$work/munge.sock
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/slurmctld.log
+SlurmdLogFile=$work/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/linear
+MpiDefault=none
+ReturnToService=2
+$2
+NodeName=$node NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
+PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP
+EOF2
+}
