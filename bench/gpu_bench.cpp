@@ -153,6 +153,14 @@ bool ready(benchmark::State& state) {
   return true;
 }
 
+// The probe `id` when ready(state) and it is registered; else nullptr, the benchmark skipped.
+const sdc::Probe* ready_probe(benchmark::State& state, const char* id) {
+  if (!ready(state)) return nullptr;
+  const sdc::Probe* probe = sdc::builtin_registry().find(id);
+  if (probe == nullptr) state.SkipWithError("probe not registered");
+  return probe;
+}
+
 void BM_Ceilings(benchmark::State& state) {
   if (!ready(state)) return;
   for (auto _ : state) benchmark::DoNotOptimize(ceilings());
@@ -164,12 +172,8 @@ void BM_Ceilings(benchmark::State& state) {
 
 // One memory probe through the runner, as qualify runs it.
 void BM_MemoryProbe(benchmark::State& state, const char* probe_id, double goal) {
-  if (!ready(state)) return;
-  const sdc::Probe* probe = sdc::builtin_registry().find(probe_id);
-  if (probe == nullptr) {
-    state.SkipWithError("probe not registered");
-    return;
-  }
+  const sdc::Probe* probe = ready_probe(state, probe_id);
+  if (probe == nullptr) return;
   sdc::RunOptions options;
   options.seed = 1;
   options.size_bytes = gpu().buffer_bytes;
@@ -242,12 +246,8 @@ void BM_MemoryOp(benchmark::State& state, Op op) {
 }
 
 void BM_Fma32Probe(benchmark::State& state) {
-  if (!ready(state)) return;
-  const sdc::Probe* probe = sdc::builtin_registry().find("alu.fma32");
-  if (probe == nullptr) {
-    state.SkipWithError("probe not registered");
-    return;
-  }
+  const sdc::Probe* probe = ready_probe(state, "alu.fma32");
+  if (probe == nullptr) return;
   sdc::RunOptions options;
   options.seed = 1;
   // A first run computes what a process computes once (host goldens); the timed runs are repeated
@@ -277,12 +277,8 @@ void BM_Fma32Probe(benchmark::State& state) {
 // gemm.simt.fp32 at the standard level (n = 8192 on a GPU): end to end (generate, GEMM, verify)
 // and the kernel alone (the probe's own GEMM time), both against peak FMA; the goal is the kernel's.
 void BM_GemmSimtProbe(benchmark::State& state) {
-  if (!ready(state)) return;
-  const sdc::Probe* probe = sdc::builtin_registry().find("gemm.simt.fp32");
-  if (probe == nullptr) {
-    state.SkipWithError("probe not registered");
-    return;
-  }
+  const sdc::Probe* probe = ready_probe(state, "gemm.simt.fp32");
+  if (probe == nullptr) return;
   sdc::RunOptions options;
   options.seed = 1;
   options.level = sdc::Level::kStandard;
