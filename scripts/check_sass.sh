@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Checks the machine code of the memory and SIMT GEMM kernels for their 16-byte accesses: every
 # fill kernel stores with STG.E.128, every verify kernel loads with LDG.E.128, every March kernel
-# (verify, then rewrite) does both, and gemm.simt.fp32 loads shared memory with LDS.128 and, when
-# k is a multiple of 4, global memory with LDG.E.128. Checked in each architecture's SASS, kernel
-# by kernel, so a vector access elsewhere cannot hide one that disappeared. Runs on the CPU
-# (cuobjdump reads the library; no GPU needed).
+# (verify, then rewrite) does both, the digest kernel loads with LDG.E.128, and gemm.simt.fp32
+# loads shared memory with LDS.128 and, when k is a multiple of 4, global memory with LDG.E.128.
+# Checked in each architecture's SASS, kernel by kernel, so a vector access elsewhere cannot hide
+# one that disappeared. Runs on the CPU (cuobjdump reads the library; no GPU needed).
 #   scripts/check_sass.sh LIBRARY CUOBJDUMP    LIBRARY: libsdc_kernels.a; exit 77 (skip) without one
 set -euo pipefail
 lib=${1:-} cuobjdump=${2:-}
@@ -48,6 +48,7 @@ while IFS=$'\t' read -r arch name seen; do
         *) echo "check_sass: unknown memory kernel: $name"; fail=1 ;;
       esac
       ;;
+    *digest_kernel*) need=(LDG128) ;;                          # digest: 16-byte loads
     *"gemm_simt_fp32_kernel<true>"*) need=(LDG128 LDS128) ;;  # k % 4 == 0: float4 global loads
     *gemm_simt_fp32_kernel*) need=(LDS128) ;;
     *) continue ;;

@@ -19,20 +19,11 @@ from sdcprobe.replica import combine_digests, state_digest, tensor_digest_table 
 M = 2**64 - 1
 
 
-def mix64(x):
-    x ^= x >> 30
-    x = (x * 0xbf58476d1ce4e5b9) & M
-    x ^= x >> 27
-    x = (x * 0x94d049bb133111eb) & M
-    return x ^ (x >> 31)
-
-
-def fmix64(x):
-    x ^= x >> 33
-    x = (x * 0xff51afd7ed558ccd) & M
-    x ^= x >> 33
-    x = (x * 0xc4ceb9fe1a85ec53) & M
-    return x ^ (x >> 33)
+def mix(x, constants):
+    for k in constants:
+        x ^= x >> 32
+        x = (x + (x & 0xffffffff) * k) & M
+    return x ^ (x >> 32)
 
 
 def reference(data):
@@ -41,8 +32,9 @@ def reference(data):
     lo = hi = 0
     for i in range(len(data) // 8):
         w = int.from_bytes(data[8 * i:8 * i + 8], "little")
-        lo = (lo + mix64(w ^ fmix64(i + 1))) & M
-        hi = (hi + fmix64(((w * 0x9e3779b97f4a7c15) + mix64(i ^ 0x5bd1e9955bd1e995)) & M)) & M
+        key = ((i + 1) * 0x9e3779b97f4a7c15) & M
+        lo = (lo + mix(w ^ key, (0xd6e8feb8, 0xa0761d64, 0xefd540f2))) & M
+        hi = (hi + mix((w + key) & M, (0xca5a8264, 0x9fb21c64, 0xfe3fd286))) & M
     return lo, hi
 
 

@@ -154,7 +154,7 @@ TEST_F(GoldenTest, RecordThenCompareRoundTrips) {
   ASSERT_EQ(rec.code, 0) << rec.out;
   const auto g = golden();
   EXPECT_EQ(g["format"], "sdcprobe-golden");
-  EXPECT_EQ(g["version"], 1);
+  EXPECT_EQ(g["version"], 2);
   EXPECT_EQ(g["seed"], 7u);
   EXPECT_FALSE(g["entries"].empty());
   const auto r = qualify(2);
@@ -201,14 +201,16 @@ TEST_F(GoldenTest, AClassTheFileLacksIsCouldNotTest) {
 TEST_F(GoldenTest, AMalformedFileIsAnErrorNamingTheField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"not json", "(file): not a JSON object"},
-      {R"({"format":"other","version":1})", "format: must be"},
-      {R"({"format":"sdcprobe-golden","version":2,"seed":1,"level":"quick","entries":[]})", "version: must be 1"},
-      {R"({"format":"sdcprobe-golden","version":1,"level":"quick","entries":[]})", "seed: missing"},
-      {R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"fast","entries":[]})", "level: unknown level"},
-      {R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick"})", "entries: missing"},
-      {R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick","entries":[{"class":"c","probe":"p"}]})",
+      {R"({"format":"other","version":2})", "format: must be"},
+      {R"({"format":"sdcprobe-golden","version":3,"seed":1,"level":"quick","entries":[]})", "version: must be 2"},
+      {R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick","entries":[]})",
+       "version: 1 holds digests of an earlier"},
+      {R"({"format":"sdcprobe-golden","version":2,"level":"quick","entries":[]})", "seed: missing"},
+      {R"({"format":"sdcprobe-golden","version":2,"seed":1,"level":"fast","entries":[]})", "level: unknown level"},
+      {R"({"format":"sdcprobe-golden","version":2,"seed":1,"level":"quick"})", "entries: missing"},
+      {R"({"format":"sdcprobe-golden","version":2,"seed":1,"level":"quick","entries":[{"class":"c","probe":"p"}]})",
        "entries[0].digest: missing"},
-      {R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick","entries":[{"class":"c","probe":"p","digest":"xyz"}]})",
+      {R"({"format":"sdcprobe-golden","version":2,"seed":1,"level":"quick","entries":[{"class":"c","probe":"p","digest":"xyz"}]})",
        "entries[0].digest: a digest is 32 lowercase hex digits"},
   };
   for (const auto& [text, message] : cases) {

@@ -108,7 +108,7 @@ TEST_F(InputCliTest, GoodputOfADirectorySaysSo) {
 }
 
 std::string golden(const std::string& extra) {
-  return R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick",)" + extra + R"("entries":[]})";
+  return R"({"format":"sdcprobe-golden","version":2,"seed":1,"level":"quick",)" + extra + R"("entries":[]})";
 }
 
 TEST_F(InputCliTest, GoldenValuesGetTheCliRanges) {
@@ -117,9 +117,9 @@ TEST_F(InputCliTest, GoldenValuesGetTheCliRanges) {
       {golden(R"("iterations":4294967299,)"), "iterations: expected an integer in [1, 1073741824], got 4294967299"},
       {golden(R"("size_bytes":4,)"), "size_bytes: expected an integer in [8, "},
       {golden(R"("size_bytes":18446744073709551615,)"), "size_bytes: expected an integer in [8, "},
-      {R"({"format":5,"version":1,"seed":1,"level":"quick","entries":[]})", "format: must be the string"},
+      {R"({"format":5,"version":2,"seed":1,"level":"quick","entries":[]})", "format: must be the string"},
       {R"({"format":"sdcprobe-golden","version":4294967297,"seed":1,"level":"quick","entries":[]})", "version"},
-      {R"({"format":"sdcprobe-golden","version":1,"seed":1,"level":"quick","entries":[)"
+      {R"({"format":"sdcprobe-golden","version":2,"seed":1,"level":"quick","entries":[)"
        R"({"class":"c","probe":"p","digest":"0123456789abcdef0123456789abcdef"},)"
        R"({"class":"c","probe":"p","digest":"0123456789abcdef0123456789abcdee"}]})",
        "entries[1]: a second entry"},

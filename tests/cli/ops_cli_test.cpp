@@ -431,7 +431,7 @@ TEST_F(OpsCliTest, TheWorkerProtocolIsOnFd3AndStdoutStaysFree) {
 
 TEST_F(OpsCliTest, BadSizesAreRejectedBeforeAnyWorkerStarts) {
   const fs::path golden = dir_ / "golden.json";
-  std::ofstream(golden) << R"({"format": "sdcprobe-golden", "version": 1, "seed": 1, "level": "quick",
+  std::ofstream(golden) << R"({"format": "sdcprobe-golden", "version": 2, "seed": 1, "level": "quick",
                                "size_bytes": 18446744073709551615, "entries": []})";
   const std::pair<std::string, std::string> cases[] = {
       {"qualify --backend cpu --size -1", "--size"},
