@@ -20,15 +20,15 @@ class Modulo20Probe : public Probe {
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);
     const uint32_t rounds = mem.passes(1, 1, 4);
+    std::vector<Pattern> sequence;
     for (uint32_t round = 0; round < rounds; ++round) {
       for (uint64_t offset = 0; offset < 20; ++offset) {
         const Pattern p{PatternKind::kModulo20, offset, ctx.seed + round, false};
-        mem.fill(p);
-        mem.check(p);
-        mem.fill(inverse(p));
-        mem.check(inverse(p));
+        sequence.push_back(p);
+        sequence.push_back(inverse(p));
       }
     }
+    mem.write_and_check(sequence);
     result.params["rounds"] = rounds;
   }
 };

@@ -1,5 +1,6 @@
-// mem.moving_inversions: for each background p: fill p; ascending read p / write ~p; descending
-// read ~p / write p; read p. Backgrounds: solid, checkerboard, walking-8 and random.
+// mem.moving_inversions: fill the first background; for each background p: ascending read p /
+// write ~p; descending read ~p / write p; read p, writing the next background in the same pass.
+// Backgrounds: solid, checkerboard, walking-8 and random.
 // Targets: coupling faults between cells, transition faults (0->1, 1->0), pattern sensitivity.
 // Cannot see: faults needing a write order other than strictly ascending / descending per core or
 // thread (parallel traversal only orders each core's or thread's own range).
@@ -29,12 +30,14 @@ class MovingInversionsProbe : public Probe {
     for (uint32_t b = 0; b < walking; ++b)
       backgrounds.push_back({PatternKind::kWalking8, (b + ctx.seed) & 7u, 0, false});
     backgrounds.push_back({PatternKind::kRandom, 0, ctx.seed, false});
-    for (const Pattern& p : backgrounds) {
+    // Each background's last check writes the next background, as write_and_check does.
+    mem.fill(backgrounds.front());
+    for (size_t b = 0; b < backgrounds.size(); ++b) {
+      const Pattern& p = backgrounds[b];
       const Pattern not_p = inverse(p);
-      mem.fill(p);
       mem.check(p, &not_p, Direction::kUp);
       mem.check(not_p, &p, Direction::kDown);
-      mem.check(p);
+      mem.check(p, b + 1 < backgrounds.size() ? &backgrounds[b + 1] : nullptr);
     }
     result.params["backgrounds"] = backgrounds.size();
   }

@@ -21,13 +21,13 @@ class OwnAddressProbe : public Probe {
     p.kind = PatternKind::kOwnAddress;
     p.param = ctx.seed & ~7ULL;  // keeps the low three bits, which every offset leaves zero, exercised by the inverse
     const uint32_t passes = mem.passes(1, 2, 4);
+    std::vector<Pattern> sequence;
     for (uint32_t pass = 0; pass < passes; ++pass) {
-      mem.fill(p);
-      mem.check(p);
-      mem.fill(inverse(p));
-      mem.check(inverse(p));
+      sequence.push_back(p);
+      sequence.push_back(inverse(p));
       p.param = mix64(p.param + pass + 1) & ~7ULL;
     }
+    mem.write_and_check(sequence);
     result.params["passes"] = passes;
   }
 };

@@ -20,13 +20,13 @@ class RandomBlocksProbe : public Probe {
   void run(ProbeContext& ctx, ProbeResult& result) const override {
     MemoryTest mem(ctx, result);
     const uint32_t passes = mem.passes(1, 4, 16);
+    std::vector<Pattern> sequence;
     for (uint32_t pass = 0; pass < passes; ++pass) {
       const Pattern p{PatternKind::kRandomBlocks, 9, ctx.seed + pass, false};  // 2^9 words = 4 KiB
-      mem.fill(p);
-      mem.check(p);
-      mem.fill(inverse(p));
-      mem.check(inverse(p));
+      sequence.push_back(p);
+      sequence.push_back(inverse(p));
     }
+    mem.write_and_check(sequence);
     result.params["passes"] = passes;
     result.params["block_bytes"] = 4096;
   }

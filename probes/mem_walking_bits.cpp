@@ -18,15 +18,16 @@ class WalkingBitsProbe : public Probe {
     MemoryTest mem(ctx, result);
     // Each pass moves the walking bit so that, over 64 passes, every word sees every position.
     const uint32_t passes = mem.passes(2, 8, 64);
+    std::vector<Pattern> sequence;
     for (uint32_t pass = 0; pass < passes; ++pass) {
       for (PatternKind kind : {PatternKind::kWalkingOnes, PatternKind::kWalkingZeros}) {
         Pattern p;
         p.kind = kind;
         p.param = (pass * 64u / passes + ctx.seed) & 63u;
-        mem.fill(p);
-        mem.check(p);
+        sequence.push_back(p);
       }
     }
+    mem.write_and_check(sequence);
     result.params["passes"] = passes;
   }
 };

@@ -46,6 +46,13 @@ void MemoryTest::check(const Pattern& expect, const Pattern* then_write, Directi
   result_.bytes += words_ * 8 * (then_write ? 2 : 1);
 }
 
+void MemoryTest::write_and_check(const std::vector<Pattern>& sequence) {
+  if (sequence.empty()) return;
+  fill(sequence.front());
+  for (size_t i = 0; i + 1 < sequence.size(); ++i) check(sequence[i], &sequence[i + 1]);
+  check(sequence.back());
+}
+
 uint32_t MemoryTest::passes(uint32_t quick, uint32_t standard, uint32_t long_level) const {
   if (ctx_.iterations) return *ctx_.iterations;
   return ctx_.level == Level::kQuick ? quick : ctx_.level == Level::kStandard ? standard : long_level;

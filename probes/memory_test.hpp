@@ -2,6 +2,8 @@
 // memory, capped per level on the CPU so `quick` fits its budget) and the byte accounting.
 #pragma once
 
+#include <vector>
+
 #include "probes/probe.hpp"
 
 namespace sdc {
@@ -14,6 +16,12 @@ class MemoryTest {
   void fill(const Pattern& p);
   // Reads every word against `expect`; with `then_write`, rewrites each word after reading it.
   void check(const Pattern& expect, const Pattern* then_write = nullptr, Direction dir = Direction::kUp);
+  // Writes each pattern of `sequence` over the whole buffer, then reads it back. Each pattern's
+  // check rewrites the word with the next pattern, in place: a word is still read only after the
+  // whole buffer holds its pattern, as with a separate fill, and the passes between the first fill
+  // and the last check read and write in one pass, at memcpy's rate, instead of a read-only pass
+  // and a write-only pass.
+  void write_and_check(const std::vector<Pattern>& sequence);
   // Passes: the operator's --iterations, else the level's default.
   uint32_t passes(uint32_t quick, uint32_t standard, uint32_t long_level) const;
 
