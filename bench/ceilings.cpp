@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -76,6 +77,49 @@ double memcpy_bytes_per_second(size_t bytes) {
   std::free(src);
   std::free(dst);
   return 2.0 * static_cast<double>(bytes) / seconds;
+}
+
+namespace {
+
+// Best seconds of f(lo, hi) over [0, bytes) split among every thread, on a buffer touched first.
+template <typename F>
+double best_split_seconds(char* buffer, size_t bytes, F&& f) {
+  const int threads = omp_get_max_threads();
+  auto pass = [&] {
+#pragma omp parallel num_threads(threads)
+    {
+      const size_t t = static_cast<size_t>(omp_get_thread_num());
+      f(buffer, bytes * t / threads / 64 * 64, bytes * (t + 1) / threads / 64 * 64);
+    }
+  };
+  pass();
+  return best_seconds(5, pass);
+}
+
+}  // namespace
+
+double read_bytes_per_second(size_t bytes) {
+  char* buffer = static_cast<char*>(std::aligned_alloc(64, bytes));
+  std::memset(buffer, 1, bytes);
+  volatile uint64_t sink = 0;
+  const double seconds = best_split_seconds(buffer, bytes, [&](char* b, size_t lo, size_t hi) {
+    const auto* w = reinterpret_cast<const uint64_t*>(b);
+    uint64_t acc = 0;
+#pragma omp simd reduction(| : acc)
+    for (size_t i = lo / 8; i < hi / 8; ++i) acc |= w[i];
+    sink = sink | acc;
+  });
+  std::free(buffer);
+  return static_cast<double>(bytes) / seconds;
+}
+
+double write_bytes_per_second(size_t bytes) {
+  char* buffer = static_cast<char*>(std::aligned_alloc(64, bytes));
+  std::memset(buffer, 1, bytes);
+  const double seconds =
+      best_split_seconds(buffer, bytes, [](char* b, size_t lo, size_t hi) { std::memset(b + lo, 2, hi - lo); });
+  std::free(buffer);
+  return static_cast<double>(bytes) / seconds;
 }
 
 double peak_fma32_flops() {
