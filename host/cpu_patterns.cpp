@@ -69,6 +69,10 @@ struct MemoryOps {
   // words[k] = window[k] ^ flip.
   void (*write)(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n, Direction dir);
   void (*random_words)(const Pattern& p, size_t lo, size_t n, uint64_t* out);
+  // kRandom's words into `out` (not inverted) while the block is compared with them (inverted if
+  // p is), in `dir` order, so that computing them overlaps the reads; returns the difference.
+  uint64_t (*random_difference)(const Pattern& p, size_t lo, size_t n, const uint64_t* words, Direction dir,
+                                uint64_t* out);
 };
 
 void stream_portable(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n) {
@@ -88,6 +92,12 @@ uint64_t difference_portable(const uint64_t* words, const uint64_t* window, uint
     diff |= words[k] ^ window[k] ^ flip;
   }
   return diff;
+}
+
+uint64_t random_difference_portable(const Pattern& p, size_t lo, size_t n, const uint64_t* words, Direction dir,
+                                    uint64_t* out) {
+  random_words_portable(p, lo, n, out);
+  return difference_portable(words, out, p.inverted ? ~0ULL : 0, n, dir);
 }
 
 void write_portable(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n, Direction dir) {
@@ -185,6 +195,49 @@ __attribute__((target("avx2"))) void random_words_avx2(const Pattern& p, size_t 
   for (; k < n; ++k) out[k] = keyed_random_word(key, static_cast<uint32_t>(first + k));
 }
 
+// Steps of 8 words as random_words_avx2 makes them, each compared as it is made; descending, the
+// words past the last whole step first, then the steps and their two vectors from the top.
+__attribute__((target("avx2"))) uint64_t random_difference_avx2(const Pattern& p, size_t lo, size_t n,
+                                                                const uint64_t* words, Direction dir, uint64_t* out) {
+  const uint64_t key = random_pattern_key(p.seed, lo);
+  const uint64_t invert = p.inverted ? ~0ULL : 0;
+  const __m256i key_lo = _mm256_set1_epi32(static_cast<int>(key));
+  const __m256i key_hi = _mm256_set1_epi32(static_cast<int>(key >> 32));
+  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m256i flips = _mm256_set1_epi64x(static_cast<long long>(invert));
+  const uint32_t first = static_cast<uint32_t>(lo);
+  const size_t whole = n / 8 * 8;
+  __m256i diff = _mm256_setzero_si256();
+  uint64_t tail = 0;
+  if (dir == Direction::kDown) {
+    for (size_t k = n; k > whole; --k) {
+      out[k - 1] = keyed_random_word(key, static_cast<uint32_t>(first + k - 1));
+      tail |= words[k - 1] ^ out[k - 1] ^ invert;
+    }
+  }
+  for (size_t j = 0; j < whole; j += 8) {
+    const size_t k = dir == Direction::kUp ? j : whole - 8 - j;
+    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first + k)), order);
+    const __m256i low = hash32_avx2(_mm256_xor_si256(index, key_lo));
+    const __m256i high = hash32_avx2(_mm256_xor_si256(index, key_hi));
+    const __m256i lower = _mm256_unpacklo_epi32(low, high), upper = _mm256_unpackhi_epi32(low, high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k), lower);
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k + 4), upper);
+    const bool up = dir == Direction::kUp;
+    diff = _mm256_or_si256(
+        diff, _mm256_xor_si256(load(words + k + (up ? 0 : 4)), _mm256_xor_si256(up ? lower : upper, flips)));
+    diff = _mm256_or_si256(
+        diff, _mm256_xor_si256(load(words + k + (up ? 4 : 0)), _mm256_xor_si256(up ? upper : lower, flips)));
+  }
+  if (dir == Direction::kUp) {
+    for (size_t k = whole; k < n; ++k) {
+      out[k] = keyed_random_word(key, static_cast<uint32_t>(first + k));
+      tail |= words[k] ^ out[k] ^ invert;
+    }
+  }
+  return tail | !_mm256_testz_si256(diff, diff);
+}
+
 bool have_avx2() {
   static const bool have = __builtin_cpu_supports("avx2");
   return have;
@@ -193,9 +246,9 @@ bool have_avx2() {
 
 MemoryOps memory_ops() {
 #if defined(__x86_64__)
-  if (have_avx2()) return {&stream_avx2, &difference_avx2, &write_avx2, &random_words_avx2};
+  if (have_avx2()) return {&stream_avx2, &difference_avx2, &write_avx2, &random_words_avx2, &random_difference_avx2};
 #endif
-  return {&stream_portable, &difference_portable, &write_portable, &random_words_portable};
+  return {&stream_portable, &difference_portable, &write_portable, &random_words_portable, &random_difference_portable};
 }
 
 // Words [lo, lo + n) of a plain kind, within one block. The tables hold each kind's words at
@@ -224,11 +277,17 @@ BlockWords plain_block(const Pattern& p, size_t lo, size_t n, const MemoryOps& o
 
 // Words [lo, lo + n) of any pattern, within one block. kRandomBlocks is one plain pattern where
 // the block lies in one of its blocks, else its runs are written out into `scratch`.
-BlockWords block_words(const Pattern& p, size_t lo, size_t n, const MemoryOps& ops, uint64_t* scratch) {
-  if (p.kind != PatternKind::kRandomBlocks) return plain_block(p, lo, n, ops, scratch);
+// The plain pattern of words [lo, lo + n) where they have one, else p (kRandomBlocks).
+Pattern block_pattern(const Pattern& p, size_t lo, size_t n) {
+  if (p.kind != PatternKind::kRandomBlocks) return p;
   const unsigned shift = p.param & 63u;
-  if (lo >> shift == (lo + n - 1) >> shift)
-    return plain_block(random_block_pattern(p, lo >> shift), lo, n, ops, scratch);
+  return lo >> shift == (lo + n - 1) >> shift ? random_block_pattern(p, lo >> shift) : p;
+}
+
+BlockWords block_words(const Pattern& p, size_t lo, size_t n, const MemoryOps& ops, uint64_t* scratch) {
+  const Pattern plain = block_pattern(p, lo, n);
+  if (plain.kind != PatternKind::kRandomBlocks) return plain_block(plain, lo, n, ops, scratch);
+  const unsigned shift = p.param & 63u;
   for (size_t run_lo = lo; run_lo < lo + n;) {
     const size_t run_hi = std::min(lo + n, ((run_lo >> shift) + 1) << shift);
     uint64_t* out = scratch + (run_lo - lo);
@@ -308,8 +367,16 @@ void cpu_verify_words(uint64_t* words, size_t lo, size_t hi, const Pattern& expe
   for_each_block(lo, hi, dir, [&](size_t block_lo, size_t n) {
     uint64_t* w = words + block_lo;
     if (prefetch) prefetch_ahead(words, lo, hi, block_lo, dir);
-    const BlockWords e = block_words(expect, block_lo, n, ops, scratch);
-    if (ops.difference(w, e.window, e.flip, n, dir) != 0) {
+    const Pattern plain = block_pattern(expect, block_lo, n);
+    BlockWords e{scratch, plain.inverted ? ~0ULL : 0};
+    uint64_t diff = 0;
+    if (plain.kind == PatternKind::kRandom) {
+      diff = ops.random_difference(plain, block_lo, n, w, dir, scratch);
+    } else {
+      e = block_words(plain, block_lo, n, ops, scratch);
+      diff = ops.difference(w, e.window, e.flip, n, dir);
+    }
+    if (diff != 0) {
       for (size_t k = 0; k < n; ++k) {
         const uint64_t expected = e.window[k] ^ e.flip;
         if (w[k] != expected) note(report, block_lo + k, expected, w[k], core);
