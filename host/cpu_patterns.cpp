@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kBlockWords = 256;
 constexpr size_t kLineWords = 8;
 // A block whose expected words are computed (kRandom) first prefetches the block this many blocks
-// ahead: while it computes, it issues no loads, and memory would idle.
+// ahead: computing them slows the loads that would otherwise keep memory busy.
 constexpr size_t kPrefetchBlocks = 2;
 
 // A block's expected words: window[k] ^ flip for k in [0, n). Every kind but kRandom is a window
@@ -275,8 +275,6 @@ BlockWords plain_block(const Pattern& p, size_t lo, size_t n, const MemoryOps& o
   return {scratch, invert};
 }
 
-// Words [lo, lo + n) of any pattern, within one block. kRandomBlocks is one plain pattern where
-// the block lies in one of its blocks, else its runs are written out into `scratch`.
 // The plain pattern of words [lo, lo + n) where they have one, else p (kRandomBlocks).
 Pattern block_pattern(const Pattern& p, size_t lo, size_t n) {
   if (p.kind != PatternKind::kRandomBlocks) return p;
@@ -284,6 +282,8 @@ Pattern block_pattern(const Pattern& p, size_t lo, size_t n) {
   return lo >> shift == (lo + n - 1) >> shift ? random_block_pattern(p, lo >> shift) : p;
 }
 
+// Words [lo, lo + n) of any pattern, within one block. kRandomBlocks is one plain pattern where
+// the block lies in one of its blocks, else its runs are written out into `scratch`.
 BlockWords block_words(const Pattern& p, size_t lo, size_t n, const MemoryOps& ops, uint64_t* scratch) {
   const Pattern plain = block_pattern(p, lo, n);
   if (plain.kind != PatternKind::kRandomBlocks) return plain_block(plain, lo, n, ops, scratch);
