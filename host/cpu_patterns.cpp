@@ -1,7 +1,6 @@
 #include "host/cpu_patterns.hpp"
 
 #include <algorithm>
-#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -10,129 +9,233 @@
 namespace sdc {
 namespace {
 
-// Expected words generated per step: 2 KiB, kept in L1 next to the data being checked.
+// Words per step: 2 KiB of data, whose expected words stay in L1.
 constexpr size_t kBlockWords = 256;
+constexpr size_t kLineWords = 8;
+// A block whose expected words are computed (kRandom) first prefetches the block this many blocks
+// ahead: computing them slows the loads that would otherwise keep memory busy.
+constexpr size_t kPrefetchBlocks = 2;
 
-// Word k of a block starting at `lo`: pattern_word_of<K>(p, lo + k) with what is constant over
-// a block hoisted out, so the loops vectorise. Tests check every word against pattern_word.
-template <PatternKind K>
-struct BlockPattern {
-  BlockPattern(const Pattern& p, size_t) : pat(p) {}
-  uint64_t word(size_t lo, size_t k) const { return pattern_word_of<K>(pat, lo + k); }
-  const Pattern pat;  // a copy: stores to the buffer cannot alias it
+// A block's expected words: window[k] ^ flip for k in [0, n). Every kind but kRandom is a window
+// into a table made once per process, XOR a constant for the block, so a pass compares and
+// writes at memory speed without computing a word; kRandom is computed into a scratch block.
+struct BlockWords {
+  const uint64_t* window;
+  uint64_t flip;
 };
 
-// Patterns that repeat every kPeriod words keep one period in a table; a block is then plain
-// copies of it, which vectorise (a variable shift or a modulo per word does not).
-template <size_t kPeriod>
-struct PeriodicBlock {
-  static constexpr size_t period = kPeriod;
-  uint64_t table[kPeriod];  // word k of the block is table[k % kPeriod]
+struct Tables {
+  uint64_t zeros[kBlockWords];
+  uint64_t alternating[kBlockWords + 1];  // 0, ~0, 0, ...
+  uint64_t walking[kBlockWords + 64];     // 1 << (j % 64)
+  uint64_t offsets[kBlockWords];          // j * 8
+  uint64_t modulo20[kBlockWords + 20];    // 0 where j % 20 == 0, ~0 elsewhere
 };
 
-template <bool kOnes>
-struct WalkingBlock : PeriodicBlock<64> {
-  WalkingBlock(const Pattern& p, size_t lo) {
-    for (unsigned k = 0; k < 64; ++k) {
-      const uint64_t one = 1ULL << ((lo + k + p.param) & 63u);
-      table[k] = kOnes ? one : ~one;
-    }
+const Tables& tables() {
+  static const Tables t = [] {
+    Tables m{};
+    for (size_t j = 0; j < kBlockWords + 1; ++j) m.alternating[j] = j % 2 ? ~0ULL : 0;
+    for (size_t j = 0; j < kBlockWords + 64; ++j) m.walking[j] = 1ULL << (j % 64);
+    for (size_t j = 0; j < kBlockWords; ++j) m.offsets[j] = j * 8;
+    for (size_t j = 0; j < kBlockWords + 20; ++j) m.modulo20[j] = j % 20 == 0 ? 0 : ~0ULL;
+    return m;
+  }();
+  return t;
+}
+
+// kRandom's words [lo, lo + n) into `out`, not inverted: the two 32-bit hashes of each word as two
+// 32-bit arrays, which vectorise, then joined.
+void random_words_portable(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
+  const uint64_t key = random_pattern_key(p.seed, lo);
+  const uint32_t key_lo = static_cast<uint32_t>(key), key_hi = static_cast<uint32_t>(key >> 32);
+  const uint32_t first = static_cast<uint32_t>(lo), count = static_cast<uint32_t>(n);
+  alignas(64) uint32_t low[kBlockWords], high[kBlockWords];
+  for (uint32_t k = 0; k < count; ++k) {
+    low[k] = hash32((first + k) ^ key_lo);
+    high[k] = hash32((first + k) ^ key_hi);
   }
+  for (uint32_t k = 0; k < count; ++k) out[k] = static_cast<uint64_t>(low[k]) | (static_cast<uint64_t>(high[k]) << 32);
+}
+
+// The memory side of a pass, the same for every pattern: `words` is the buffer's block, and
+// window[k] ^ flip its expected (or new) words. Each visits the block in `dir` order.
+struct MemoryOps {
+  // Non-temporal stores: a fill is not read back soon, so it should neither evict the cache nor
+  // pay for reading the lines it overwrites. Always ascending.
+  void (*stream)(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n);
+  // The OR of (words[k] ^ window[k] ^ flip): zero when the block is clean.
+  uint64_t (*difference)(const uint64_t* words, const uint64_t* window, uint64_t flip, size_t n, Direction dir);
+  // words[k] = window[k] ^ flip.
+  void (*write)(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n, Direction dir);
+  void (*random_words)(const Pattern& p, size_t lo, size_t n, uint64_t* out);
+  // kRandom's words into `out` (not inverted) while the block is compared with them (inverted if
+  // p is), in `dir` order, so that computing them overlaps the reads; returns the difference.
+  uint64_t (*random_difference)(const Pattern& p, size_t lo, size_t n, const uint64_t* words, Direction dir,
+                                uint64_t* out);
 };
 
-template <>
-struct BlockPattern<PatternKind::kWalkingOnes> : WalkingBlock<true> {
-  using WalkingBlock<true>::WalkingBlock;
-};
-
-template <>
-struct BlockPattern<PatternKind::kWalkingZeros> : WalkingBlock<false> {
-  using WalkingBlock<false>::WalkingBlock;
-};
-
-template <>
-struct BlockPattern<PatternKind::kModulo20> : PeriodicBlock<20> {
-  BlockPattern(const Pattern& p, size_t lo) {
-    for (unsigned k = 0; k < 20; ++k) table[k] = pattern_word_of<PatternKind::kModulo20>(p, lo + k);
-  }
-};
-
-template <>
-struct BlockPattern<PatternKind::kRandom> {
-  // The key changes every 2^32 words; no block crosses such a boundary (for_each_block).
-  BlockPattern(const Pattern& p, size_t lo) : key(random_pattern_key(p.seed, lo)) {}
-  uint64_t word(size_t lo, size_t k) const { return keyed_random_word(key, static_cast<uint32_t>(lo + k)); }
-  const uint64_t key;
-};
-
-template <typename T, typename = void>
-struct is_periodic : std::false_type {};
-template <typename T>
-struct is_periodic<T, std::void_t<decltype(T::period)>> : std::true_type {};
-
-// Calls f(k0, m, word) for consecutive runs [k0, k0 + m) of a block, where word(j) is word k0 + j.
-// Periodic patterns go in runs of one period, each a copy of the period table.
-template <PatternKind K, typename F>
-__attribute__((always_inline)) inline void for_each_word_run(const BlockPattern<K>& block, size_t lo, size_t n, F&& f) {
-  if constexpr (is_periodic<BlockPattern<K>>::value) {
-    constexpr size_t period = BlockPattern<K>::period;
-    for (size_t k0 = 0; k0 < n; k0 += period) {
-      f(k0, std::min(period, n - k0), [&](size_t j) { return block.table[j]; });
-    }
-  } else {
-    f(0, n, [&](size_t j) { return block.word(lo, j); });
+void stream_portable(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n) {
+  for (size_t k = 0; k < n; ++k) {
+#if defined(__x86_64__)
+    _mm_stream_si64(reinterpret_cast<long long*>(words + k), static_cast<long long>(window[k] ^ flip));
+#else
+    words[k] = window[k] ^ flip;
+#endif
   }
 }
 
-template <PatternKind K>
-__attribute__((always_inline)) inline void expected_block(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
-  const BlockPattern<K> block(p, lo);
-  const uint64_t invert = p.inverted ? ~0ULL : 0;
-  for_each_word_run(block, lo, n, [&](size_t k0, size_t m, auto word) {
-    for (size_t j = 0; j < m; ++j) out[k0 + j] = word(j) ^ invert;
-  });
-}
-
-// OR of (observed ^ expected) over a block: zero when the block is clean. Generating and comparing
-// in one loop keeps a read-only pass at memory speed.
-template <PatternKind K>
-__attribute__((always_inline)) inline uint64_t block_difference(const Pattern& p, size_t lo, size_t n,
-                                                                const uint64_t* w) {
-  const BlockPattern<K> block(p, lo);
-  const uint64_t invert = p.inverted ? ~0ULL : 0;
+uint64_t difference_portable(const uint64_t* words, const uint64_t* window, uint64_t flip, size_t n, Direction dir) {
   uint64_t diff = 0;
-  for_each_word_run(block, lo, n, [&](size_t k0, size_t m, auto word) {
-    for (size_t j = 0; j < m; ++j) diff |= w[k0 + j] ^ word(j) ^ invert;
-  });
+  for (size_t j = 0; j < n; ++j) {
+    const size_t k = dir == Direction::kUp ? j : n - 1 - j;
+    diff |= words[k] ^ window[k] ^ flip;
+  }
   return diff;
 }
 
-using GenerateFn = void (*)(const Pattern&, size_t, size_t, uint64_t*);
-using DifferenceFn = uint64_t (*)(const Pattern&, size_t, size_t, const uint64_t*);
-
-struct PatternKernels {
-  GenerateFn generate;
-  DifferenceFn difference;
-};
-
-template <PatternKind K>
-void generate_portable(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
-  expected_block<K>(p, lo, n, out);
+uint64_t random_difference_portable(const Pattern& p, size_t lo, size_t n, const uint64_t* words, Direction dir,
+                                    uint64_t* out) {
+  random_words_portable(p, lo, n, out);
+  return difference_portable(words, out, p.inverted ? ~0ULL : 0, n, dir);
 }
-template <PatternKind K>
-uint64_t difference_portable(const Pattern& p, size_t lo, size_t n, const uint64_t* w) {
-  return block_difference<K>(p, lo, n, w);
+
+void write_portable(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n, Direction dir) {
+  for (size_t j = 0; j < n; ++j) {
+    const size_t k = dir == Direction::kUp ? j : n - 1 - j;
+    words[k] = window[k] ^ flip;
+  }
 }
 
 #if defined(__x86_64__)
-// The same loops compiled for AVX2, whose 64-bit vector shifts and multiplies vectorise them.
-template <PatternKind K>
-__attribute__((target("avx2"))) void generate_avx2(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
-  expected_block<K>(p, lo, n, out);
+// With AVX2: 32-byte vectors of 4 words, the words past the last whole vector one by one (first,
+// when descending).
+constexpr size_t kVectorWords = 4;
+
+__attribute__((target("avx2"), always_inline)) inline __m256i load(const uint64_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
-template <PatternKind K>
-__attribute__((target("avx2"))) uint64_t difference_avx2(const Pattern& p, size_t lo, size_t n, const uint64_t* w) {
-  return block_difference<K>(p, lo, n, w);
+
+__attribute__((target("avx2"))) void stream_avx2(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n) {
+  const __m256i flips = _mm256_set1_epi64x(static_cast<long long>(flip));
+  size_t k = 0;
+  for (; k < n && reinterpret_cast<uintptr_t>(words + k) % 32 != 0; ++k) {
+    _mm_stream_si64(reinterpret_cast<long long*>(words + k), static_cast<long long>(window[k] ^ flip));
+  }
+  for (; k + kVectorWords <= n; k += kVectorWords) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(words + k), _mm256_xor_si256(load(window + k), flips));
+  }
+  for (; k < n; ++k) _mm_stream_si64(reinterpret_cast<long long*>(words + k), static_cast<long long>(window[k] ^ flip));
+}
+
+__attribute__((target("avx2"))) uint64_t difference_avx2(const uint64_t* words, const uint64_t* window, uint64_t flip,
+                                                         size_t n, Direction dir) {
+  const size_t whole = n / kVectorWords * kVectorWords;
+  const __m256i flips = _mm256_set1_epi64x(static_cast<long long>(flip));
+  __m256i diff = _mm256_setzero_si256();
+  uint64_t tail = 0;
+  if (dir == Direction::kUp) {
+    for (size_t k = 0; k < whole; k += kVectorWords) {
+      diff = _mm256_or_si256(diff, _mm256_xor_si256(load(words + k), _mm256_xor_si256(load(window + k), flips)));
+    }
+    for (size_t k = whole; k < n; ++k) tail |= words[k] ^ window[k] ^ flip;
+  } else {
+    for (size_t k = n; k > whole; --k) tail |= words[k - 1] ^ window[k - 1] ^ flip;
+    for (size_t k = whole; k > 0; k -= kVectorWords) {
+      const size_t v = k - kVectorWords;
+      diff = _mm256_or_si256(diff, _mm256_xor_si256(load(words + v), _mm256_xor_si256(load(window + v), flips)));
+    }
+  }
+  return tail | !_mm256_testz_si256(diff, diff);
+}
+
+__attribute__((target("avx2"))) void write_avx2(uint64_t* words, const uint64_t* window, uint64_t flip, size_t n,
+                                                Direction dir) {
+  const size_t whole = n / kVectorWords * kVectorWords;
+  const __m256i flips = _mm256_set1_epi64x(static_cast<long long>(flip));
+  auto* out = reinterpret_cast<__m256i_u*>(words);
+  if (dir == Direction::kUp) {
+    for (size_t k = 0; k < whole; k += kVectorWords) {
+      _mm256_storeu_si256(out + k / kVectorWords, _mm256_xor_si256(load(window + k), flips));
+    }
+    for (size_t k = whole; k < n; ++k) words[k] = window[k] ^ flip;
+  } else {
+    for (size_t k = n; k > whole; --k) words[k - 1] = window[k - 1] ^ flip;
+    for (size_t k = whole; k > 0; k -= kVectorWords) {
+      _mm256_storeu_si256(out + k / kVectorWords - 1, _mm256_xor_si256(load(window + k - kVectorWords), flips));
+    }
+  }
+}
+
+// kRandom by hand, 8 words a step: their low halves hashed in one vector and their high halves in
+// another. Lanes hold words 0, 1, 4, 5 | 2, 3, 6, 7 of the step, so that interleaving the two
+// hashes within each 128-bit lane gives words 0-3 and then 4-7 in order.
+__attribute__((target("avx2"), always_inline)) inline __m256i hash32_avx2(__m256i x) {
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(0x7feb352d));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(static_cast<int>(0x846ca68bu)));
+  return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+}
+
+__attribute__((target("avx2"))) void random_words_avx2(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
+  const uint64_t key = random_pattern_key(p.seed, lo);
+  const __m256i key_lo = _mm256_set1_epi32(static_cast<int>(key));
+  const __m256i key_hi = _mm256_set1_epi32(static_cast<int>(key >> 32));
+  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const uint32_t first = static_cast<uint32_t>(lo);
+  size_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first + k)), order);
+    const __m256i low = hash32_avx2(_mm256_xor_si256(index, key_lo));
+    const __m256i high = hash32_avx2(_mm256_xor_si256(index, key_hi));
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k), _mm256_unpacklo_epi32(low, high));
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k + 4), _mm256_unpackhi_epi32(low, high));
+  }
+  for (; k < n; ++k) out[k] = keyed_random_word(key, static_cast<uint32_t>(first + k));
+}
+
+// Steps of 8 words as random_words_avx2 makes them, each compared as it is made; descending, the
+// words past the last whole step first, then the steps and their two vectors from the top.
+__attribute__((target("avx2"))) uint64_t random_difference_avx2(const Pattern& p, size_t lo, size_t n,
+                                                                const uint64_t* words, Direction dir, uint64_t* out) {
+  const uint64_t key = random_pattern_key(p.seed, lo);
+  const uint64_t invert = p.inverted ? ~0ULL : 0;
+  const __m256i key_lo = _mm256_set1_epi32(static_cast<int>(key));
+  const __m256i key_hi = _mm256_set1_epi32(static_cast<int>(key >> 32));
+  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m256i flips = _mm256_set1_epi64x(static_cast<long long>(invert));
+  const uint32_t first = static_cast<uint32_t>(lo);
+  const size_t whole = n / 8 * 8;
+  __m256i diff = _mm256_setzero_si256();
+  uint64_t tail = 0;
+  if (dir == Direction::kDown) {
+    for (size_t k = n; k > whole; --k) {
+      out[k - 1] = keyed_random_word(key, static_cast<uint32_t>(first + k - 1));
+      tail |= words[k - 1] ^ out[k - 1] ^ invert;
+    }
+  }
+  for (size_t j = 0; j < whole; j += 8) {
+    const size_t k = dir == Direction::kUp ? j : whole - 8 - j;
+    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first + k)), order);
+    const __m256i low = hash32_avx2(_mm256_xor_si256(index, key_lo));
+    const __m256i high = hash32_avx2(_mm256_xor_si256(index, key_hi));
+    const __m256i lower = _mm256_unpacklo_epi32(low, high), upper = _mm256_unpackhi_epi32(low, high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k), lower);
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k + 4), upper);
+    const bool up = dir == Direction::kUp;
+    diff = _mm256_or_si256(
+        diff, _mm256_xor_si256(load(words + k + (up ? 0 : 4)), _mm256_xor_si256(up ? lower : upper, flips)));
+    diff = _mm256_or_si256(
+        diff, _mm256_xor_si256(load(words + k + (up ? 4 : 0)), _mm256_xor_si256(up ? upper : lower, flips)));
+  }
+  if (dir == Direction::kUp) {
+    for (size_t k = whole; k < n; ++k) {
+      out[k] = keyed_random_word(key, static_cast<uint32_t>(first + k));
+      tail |= words[k] ^ out[k] ^ invert;
+    }
+  }
+  return tail | !_mm256_testz_si256(diff, diff);
 }
 
 bool have_avx2() {
@@ -141,45 +244,61 @@ bool have_avx2() {
 }
 #endif
 
-template <PatternKind K>
-PatternKernels kernels_of() {
+MemoryOps memory_ops() {
 #if defined(__x86_64__)
-  if (have_avx2()) return {&generate_avx2<K>, &difference_avx2<K>};
+  if (have_avx2()) return {&stream_avx2, &difference_avx2, &write_avx2, &random_words_avx2, &random_difference_avx2};
 #endif
-  return {&generate_portable<K>, &difference_portable<K>};
+  return {&stream_portable, &difference_portable, &write_portable, &random_words_portable, &random_difference_portable};
 }
 
-// The kernels for a plain kind (kRandomBlocks is split into runs of plain kinds before this).
-PatternKernels kernels_for(PatternKind kind) {
-  switch (kind) {
-    case PatternKind::kOwnAddress: return kernels_of<PatternKind::kOwnAddress>();
-    case PatternKind::kWalkingOnes: return kernels_of<PatternKind::kWalkingOnes>();
-    case PatternKind::kWalkingZeros: return kernels_of<PatternKind::kWalkingZeros>();
-    case PatternKind::kSolid: return kernels_of<PatternKind::kSolid>();
-    case PatternKind::kCheckerboard: return kernels_of<PatternKind::kCheckerboard>();
-    case PatternKind::kWalking8: return kernels_of<PatternKind::kWalking8>();
-    case PatternKind::kModulo20: return kernels_of<PatternKind::kModulo20>();
-    case PatternKind::kRandom: return kernels_of<PatternKind::kRandom>();
-    case PatternKind::kRandomBlocks: return kernels_of<PatternKind::kRandomBlocks>();
+// Words [lo, lo + n) of a plain kind, within one block. The tables hold each kind's words at
+// indices that agree with lo + k modulo the kind's period (kBlockWords for own-address, whose
+// block base only sets bits above the offset's, and so XORs on); `scratch` takes kRandom's.
+BlockWords plain_block(const Pattern& p, size_t lo, size_t n, const MemoryOps& ops, uint64_t* scratch) {
+  const Tables& t = tables();
+  const uint64_t invert = p.inverted ? ~0ULL : 0;
+  switch (p.kind) {
+    case PatternKind::kOwnAddress: {
+      const size_t base = lo / kBlockWords * kBlockWords;
+      return {t.offsets + (lo - base), (base * 8u) ^ p.param ^ invert};
+    }
+    case PatternKind::kWalkingOnes: return {t.walking + ((lo + p.param) & 63u), invert};
+    case PatternKind::kWalkingZeros: return {t.walking + ((lo + p.param) & 63u), ~invert};
+    case PatternKind::kSolid: return {t.zeros, p.param ^ invert};
+    case PatternKind::kCheckerboard: return {t.alternating + lo % 2, p.param ^ invert};
+    case PatternKind::kWalking8: return {t.zeros, pattern_word_of<PatternKind::kWalking8>(p, lo) ^ invert};
+    case PatternKind::kModulo20: return {t.modulo20 + (lo + 20u - p.param % 20u) % 20u, mix64(p.seed) ^ invert};
+    case PatternKind::kRandom:
+    case PatternKind::kRandomBlocks: break;
   }
-  return kernels_of<PatternKind::kSolid>();
+  ops.random_words(p, lo, n, scratch);
+  return {scratch, invert};
 }
 
-// Calls f(pattern, lo, hi) over [lo, hi) in runs of one plain pattern, in `dir` order: one run
-// for a plain pattern, one per block for kRandomBlocks.
-template <typename F>
-void for_each_run(const Pattern& p, size_t lo, size_t hi, Direction dir, F&& f) {
-  if (p.kind != PatternKind::kRandomBlocks) {
-    f(p, lo, hi);
-    return;
-  }
+// The plain pattern of words [lo, lo + n) where they have one, else p (kRandomBlocks).
+Pattern block_pattern(const Pattern& p, size_t lo, size_t n) {
+  if (p.kind != PatternKind::kRandomBlocks) return p;
   const unsigned shift = p.param & 63u;
-  const size_t first = lo >> shift, last = (hi - 1) >> shift;
-  for (size_t k = 0; k <= last - first; ++k) {
-    const size_t block = dir == Direction::kUp ? first + k : last - k;
-    f(random_block_pattern(p, block), std::max(lo, block << shift), std::min(hi, (block + 1) << shift));
-  }
+  return lo >> shift == (lo + n - 1) >> shift ? random_block_pattern(p, lo >> shift) : p;
 }
+
+// Words [lo, lo + n) of any pattern, within one block. kRandomBlocks is one plain pattern where
+// the block lies in one of its blocks, else its runs are written out into `scratch`.
+BlockWords block_words(const Pattern& p, size_t lo, size_t n, const MemoryOps& ops, uint64_t* scratch) {
+  const Pattern plain = block_pattern(p, lo, n);
+  if (plain.kind != PatternKind::kRandomBlocks) return plain_block(plain, lo, n, ops, scratch);
+  const unsigned shift = p.param & 63u;
+  for (size_t run_lo = lo; run_lo < lo + n;) {
+    const size_t run_hi = std::min(lo + n, ((run_lo >> shift) + 1) << shift);
+    uint64_t* out = scratch + (run_lo - lo);
+    const BlockWords run = plain_block(random_block_pattern(p, run_lo >> shift), run_lo, run_hi - run_lo, ops, out);
+    for (size_t k = 0; k < run_hi - run_lo; ++k) out[k] = run.window[k] ^ run.flip;
+    run_lo = run_hi;
+  }
+  return {scratch, 0};
+}
+
+bool computes_words(const Pattern& p) { return p.kind == PatternKind::kRandom || p.kind == PatternKind::kRandomBlocks; }
 
 // Calls f(block_lo, n) over [lo, hi) in `dir` order, in blocks that never cross a multiple of
 // kBlockWords (so never a 2^32-word boundary either).
@@ -193,22 +312,15 @@ void for_each_block(size_t lo, size_t hi, Direction dir, F&& f) {
   }
 }
 
-// Non-temporal stores: a fill is not read back soon, so it should neither evict the cache nor
-// pay for reading the lines it overwrites.
-void stream_block(uint64_t* dst, const uint64_t* src, size_t n) {
-#if defined(__x86_64__)
-  size_t k = 0;
-  if (reinterpret_cast<uintptr_t>(dst) % 16 != 0 && n > 0) {
-    _mm_stream_si64(reinterpret_cast<long long*>(dst), static_cast<long long>(src[0]));
-    k = 1;
+// Prefetches the block kPrefetchBlocks ahead of the one at `block_lo`, line by line in `dir`
+// order (the other order confuses the hardware's own prefetcher), if it lies within [lo, hi).
+void prefetch_ahead(const uint64_t* words, size_t lo, size_t hi, size_t block_lo, Direction dir) {
+  const size_t distance = kPrefetchBlocks * kBlockWords;
+  if (dir == Direction::kUp ? block_lo + distance + kBlockWords > hi : block_lo < lo + distance) return;
+  const uint64_t* ahead = words + (dir == Direction::kUp ? block_lo + distance : block_lo - distance);
+  for (size_t j = 0; j < kBlockWords; j += kLineWords) {
+    __builtin_prefetch(ahead + (dir == Direction::kUp ? j : kBlockWords - kLineWords - j));
   }
-  for (; k + 2 <= n; k += 2) {
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k)));
-  }
-  if (k < n) _mm_stream_si64(reinterpret_cast<long long*>(dst + k), static_cast<long long>(src[k]));
-#else
-  std::copy(src, src + n, dst);
-#endif
 }
 
 void stream_fence() {
@@ -234,40 +346,49 @@ bool is_inverse(const Pattern& a, const Pattern& b) {
 }  // namespace
 
 void cpu_fill_words(uint64_t* words, size_t lo, size_t hi, const Pattern& p) {
-  alignas(64) uint64_t expected[kBlockWords];
-  for_each_run(p, lo, hi, Direction::kUp, [&](const Pattern& run, size_t run_lo, size_t run_hi) {
-    const PatternKernels kernels = kernels_for(run.kind);
-    for_each_block(run_lo, run_hi, Direction::kUp, [&](size_t block_lo, size_t n) {
-      kernels.generate(run, block_lo, n, expected);
-      stream_block(words + block_lo, expected, n);
-    });
+  if (lo >= hi) return;
+  const MemoryOps ops = memory_ops();
+  alignas(64) uint64_t scratch[kBlockWords];
+  for_each_block(lo, hi, Direction::kUp, [&](size_t block_lo, size_t n) {
+    const BlockWords b = block_words(p, block_lo, n, ops, scratch);
+    ops.stream(words + block_lo, b.window, b.flip, n);
   });
   stream_fence();
 }
 
 void cpu_verify_words(uint64_t* words, size_t lo, size_t hi, const Pattern& expect, const Pattern* then_write,
                       Direction dir, int core, MismatchReport& report) {
-  alignas(64) uint64_t expected[kBlockWords];
+  if (lo >= hi) return;
+  const MemoryOps ops = memory_ops();
+  alignas(64) uint64_t scratch[kBlockWords], rewrite_scratch[kBlockWords];
+  // The inverse, the rewrite of every March element, is the expected block with every bit flipped.
   const bool rewrite_inverse = then_write != nullptr && is_inverse(expect, *then_write);
-  for_each_run(expect, lo, hi, dir, [&](const Pattern& run, size_t run_lo, size_t run_hi) {
-    const PatternKernels kernels = kernels_for(run.kind);
-    for_each_block(run_lo, run_hi, dir, [&](size_t block_lo, size_t n) {
-      const uint64_t* w = words + block_lo;
-      if (kernels.difference(run, block_lo, n, w) != 0) {
-        kernels.generate(run, block_lo, n, expected);
-        for (size_t k = 0; k < n; ++k) {
-          if (w[k] != expected[k]) note(report, block_lo + k, expected[k], w[k], core);
-        }
+  const bool prefetch = computes_words(expect) || (then_write != nullptr && computes_words(*then_write));
+  for_each_block(lo, hi, dir, [&](size_t block_lo, size_t n) {
+    uint64_t* w = words + block_lo;
+    if (prefetch) prefetch_ahead(words, lo, hi, block_lo, dir);
+    const Pattern plain = block_pattern(expect, block_lo, n);
+    BlockWords e{scratch, plain.inverted ? ~0ULL : 0};
+    uint64_t diff = 0;
+    if (plain.kind == PatternKind::kRandom) {
+      diff = ops.random_difference(plain, block_lo, n, w, dir, scratch);
+    } else {
+      e = block_words(plain, block_lo, n, ops, scratch);
+      diff = ops.difference(w, e.window, e.flip, n, dir);
+    }
+    if (diff != 0) {
+      for (size_t k = 0; k < n; ++k) {
+        const uint64_t expected = e.window[k] ^ e.flip;
+        if (w[k] != expected) note(report, block_lo + k, expected, w[k], core);
       }
-      if (then_write == nullptr) return;
-      // A March element. Caches fetch and write back whole lines, so memory sees the same order
-      // when a block is checked and then rewritten as when each word is: both steps vectorise.
-      if (rewrite_inverse) {
-        kernels.generate(inverse(run), block_lo, n, words + block_lo);
-      } else {
-        for (size_t k = 0; k < n; ++k) words[block_lo + k] = pattern_word(*then_write, block_lo + k);
-      }
-    });
+    }
+    if (then_write == nullptr) return;
+    // A March element. Caches fetch and write back whole lines, so memory sees the lines of a
+    // block read and then rewritten in `dir` order either way; each word is read before it is
+    // rewritten.
+    const BlockWords r =
+        rewrite_inverse ? BlockWords{e.window, ~e.flip} : block_words(*then_write, block_lo, n, ops, rewrite_scratch);
+    ops.write(w, r.window, r.flip, n, dir);
   });
 }
 

@@ -1,6 +1,10 @@
-// The CPU's memory-pattern loops over one core's range of 64-bit words. Expected words are
-// generated a block at a time (vectorised with AVX2 where the processor has it) and compared or
-// written in order, so each March element still reads, checks and writes one word before the next.
+// The CPU's memory-pattern loops over one core's range of 64-bit words, in 2 KiB blocks. A
+// block's expected words come from the pattern function, as a window into a table of the kind's
+// words XOR a constant (or, for kRandom, computed; AVX2 where the processor has it), never from
+// a reference buffer. A verify visits the range in its direction, block by block and within a
+// block vector by vector (4 words); a March element reads and checks a block, then rewrites it in
+// the same order, so each word is read before it is rewritten and memory sees the lines in the
+// element's order.
 #pragma once
 
 #include <cstddef>
