@@ -28,25 +28,28 @@ class DigestGpu : public ::testing::Test {
 TEST_F(DigestGpu, CudaDigestEqualsHostDigestOnTheCallersStream) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  // Small, odd, and large enough that many blocks add to the result.
-  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{13}, size_t{4096}, size_t{(64u << 20) + 5}}) {
-    std::vector<unsigned char> bytes(n);
-    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(sdc::mix64(n + i));
-    void* data = nullptr;
-    sdc_digest* out = nullptr;
-    ASSERT_EQ(cudaMalloc(&data, n), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(sdc_digest)), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(data, bytes.data(), n, cudaMemcpyHostToDevice, stream), cudaSuccess);
-    ASSERT_EQ(sdc_digest_cuda(data, n, out, stream), SDC_OK) << sdc_last_error();
-    sdc_digest gpu{};
-    ASSERT_EQ(cudaMemcpyAsync(&gpu, out, sizeof gpu, cudaMemcpyDeviceToHost, stream), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    sdc_digest cpu{};
-    ASSERT_EQ(sdc_digest_host(bytes.data(), n, &cpu), SDC_OK) << sdc_last_error();
-    EXPECT_EQ(gpu.lo, cpu.lo) << n << " bytes";
-    EXPECT_EQ(gpu.hi, cpu.hi) << n << " bytes";
-    cudaFree(data);
-    cudaFree(out);
+  // Small, odd, and large enough that many blocks add to the result; at a 16-byte boundary and
+  // 8 bytes past one, where the kernel's first word precedes its 16-byte loads.
+  for (size_t offset : {size_t{0}, size_t{8}}) {
+    for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{13}, size_t{24}, size_t{4096}, size_t{(64u << 20) + 5}}) {
+      std::vector<unsigned char> bytes(n);
+      for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(sdc::mix64(n + i));
+      unsigned char* base = nullptr;
+      sdc_digest* out = nullptr;
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&base), n + offset), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(sdc_digest)), cudaSuccess);
+      ASSERT_EQ(cudaMemcpyAsync(base + offset, bytes.data(), n, cudaMemcpyHostToDevice, stream), cudaSuccess);
+      ASSERT_EQ(sdc_digest_cuda(base + offset, n, out, stream), SDC_OK) << sdc_last_error();
+      sdc_digest gpu{};
+      ASSERT_EQ(cudaMemcpyAsync(&gpu, out, sizeof gpu, cudaMemcpyDeviceToHost, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      sdc_digest cpu{};
+      ASSERT_EQ(sdc_digest_host(bytes.data(), n, &cpu), SDC_OK) << sdc_last_error();
+      EXPECT_EQ(gpu.lo, cpu.lo) << n << " bytes at offset " << offset;
+      EXPECT_EQ(gpu.hi, cpu.hi) << n << " bytes at offset " << offset;
+      cudaFree(base);
+      cudaFree(out);
+    }
   }
   cudaStreamDestroy(stream);
 }
