@@ -19,7 +19,7 @@ class MemoryTest {
   // Writes each pattern of `sequence` over the whole buffer, then reads it back. Each pattern's
   // check rewrites the word with the next pattern, in place: a word is still read only after the
   // whole buffer holds its pattern, as with a separate fill, and the passes between the first fill
-  // and the last check read and write in one pass, at memcpy's rate, instead of a read-only pass
+  // and the last check read and write in place (memcpy's access type) instead of a read-only pass
   // and a write-only pass.
   void write_and_check(const std::vector<Pattern>& sequence);
   // Passes: the operator's --iterations, else the level's default.
