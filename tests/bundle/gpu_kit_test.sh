@@ -9,7 +9,11 @@ sdcprobe=$1 repo=$2
 mkdir -p "$3"
 work=$(mktemp -d "$(cd "$3" && pwd)/gpu_kit_test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# Every failure shows the kit's own logs, so that one seen once in CI can be diagnosed.
 fail() {
+  for log in "$work"/run-*.log "$work"/out-*/summary.md; do
+    [ -f "$log" ] && { echo "--- $log"; cat "$log"; } >&2
+  done
   echo "FAIL: $*" >&2
   exit 1
 }
@@ -24,7 +28,7 @@ check_run() {
   local out=$work/out-$2 rc=0
   mkdir -p "$out"
   SDC_KIT=$1 OUT=$out bash "$repo/bench/gpu_kit.sh" run >"$work/run-$2.log" 2>&1 || rc=$?
-  [ "$rc" -eq 2 ] || { cat "$work/run-$2.log"; fail "$2: exit $rc, not 2"; }
+  [ "$rc" -eq 2 ] || fail "$2: exit $rc, not 2"
   [ -s "$out/summary.json" ] && [ -s "$out/summary.md" ] && [ -s "$out/logs.tar.gz" ] || fail "$2: files missing"
   [ "$(find "$out" -type f | wc -l)" -le 8 ] || fail "$2: more than 8 files in OUT"
   python3 - "$out/summary.json" "$2" <<'PY' || fail "$2: summary.json"
