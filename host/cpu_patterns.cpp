@@ -178,19 +178,26 @@ __attribute__((target("avx2"), always_inline)) inline __m256i hash32_avx2(__m256
   return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
 }
 
+// kRandom's words first .. first + 7 under `key`: words 0-3 in `lower`, 4-7 in `upper`.
+__attribute__((target("avx2"), always_inline)) inline void random_step8(uint64_t key, uint32_t first, __m256i& lower,
+                                                                        __m256i& upper) {
+  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first)), order);
+  const __m256i low = hash32_avx2(_mm256_xor_si256(index, _mm256_set1_epi32(static_cast<int>(key))));
+  const __m256i high = hash32_avx2(_mm256_xor_si256(index, _mm256_set1_epi32(static_cast<int>(key >> 32))));
+  lower = _mm256_unpacklo_epi32(low, high);
+  upper = _mm256_unpackhi_epi32(low, high);
+}
+
 __attribute__((target("avx2"))) void random_words_avx2(const Pattern& p, size_t lo, size_t n, uint64_t* out) {
   const uint64_t key = random_pattern_key(p.seed, lo);
-  const __m256i key_lo = _mm256_set1_epi32(static_cast<int>(key));
-  const __m256i key_hi = _mm256_set1_epi32(static_cast<int>(key >> 32));
-  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
   const uint32_t first = static_cast<uint32_t>(lo);
   size_t k = 0;
   for (; k + 8 <= n; k += 8) {
-    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first + k)), order);
-    const __m256i low = hash32_avx2(_mm256_xor_si256(index, key_lo));
-    const __m256i high = hash32_avx2(_mm256_xor_si256(index, key_hi));
-    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k), _mm256_unpacklo_epi32(low, high));
-    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k + 4), _mm256_unpackhi_epi32(low, high));
+    __m256i lower, upper;
+    random_step8(key, first + static_cast<uint32_t>(k), lower, upper);
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k), lower);
+    _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k + 4), upper);
   }
   for (; k < n; ++k) out[k] = keyed_random_word(key, static_cast<uint32_t>(first + k));
 }
@@ -201,9 +208,6 @@ __attribute__((target("avx2"))) uint64_t random_difference_avx2(const Pattern& p
                                                                 const uint64_t* words, Direction dir, uint64_t* out) {
   const uint64_t key = random_pattern_key(p.seed, lo);
   const uint64_t invert = p.inverted ? ~0ULL : 0;
-  const __m256i key_lo = _mm256_set1_epi32(static_cast<int>(key));
-  const __m256i key_hi = _mm256_set1_epi32(static_cast<int>(key >> 32));
-  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
   const __m256i flips = _mm256_set1_epi64x(static_cast<long long>(invert));
   const uint32_t first = static_cast<uint32_t>(lo);
   const size_t whole = n / 8 * 8;
@@ -217,10 +221,8 @@ __attribute__((target("avx2"))) uint64_t random_difference_avx2(const Pattern& p
   }
   for (size_t j = 0; j < whole; j += 8) {
     const size_t k = dir == Direction::kUp ? j : whole - 8 - j;
-    const __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first + k)), order);
-    const __m256i low = hash32_avx2(_mm256_xor_si256(index, key_lo));
-    const __m256i high = hash32_avx2(_mm256_xor_si256(index, key_hi));
-    const __m256i lower = _mm256_unpacklo_epi32(low, high), upper = _mm256_unpackhi_epi32(low, high);
+    __m256i lower, upper;
+    random_step8(key, first + static_cast<uint32_t>(k), lower, upper);
     _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k), lower);
     _mm256_storeu_si256(reinterpret_cast<__m256i_u*>(out + k + 4), upper);
     const bool up = dir == Direction::kUp;
