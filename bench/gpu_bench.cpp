@@ -161,6 +161,31 @@ const sdc::Probe* ready_probe(benchmark::State& state, const char* id) {
   return probe;
 }
 
+// The sums over a probe's timed runs, one per benchmark iteration; a run that does not pass ends
+// them with the benchmark's error set.
+struct ProbeTotals {
+  double bytes = 0, flops = 0, seconds = 0, gemm_seconds = 0, copied = 0, runs = 0;
+};
+
+ProbeTotals timed_probe_runs(benchmark::State& state, const sdc::Probe& probe, const sdc::RunOptions& options) {
+  ProbeTotals t;
+  for (auto _ : state) {
+    const sdc::ProbeResult r = sdc::run_probe(probe, *gpu().device, options);
+    if (r.outcome != sdc::Outcome::kPass) {
+      state.SkipWithError(("probe did not pass: " + r.reason).c_str());
+      break;
+    }
+    t.bytes += static_cast<double>(r.bytes);
+    t.flops += r.flops;
+    t.seconds += r.duration_s;
+    t.gemm_seconds += r.params.value("gemm_s", 0.0);
+    t.copied += static_cast<double>(r.host_device_bytes);
+    ++t.runs;
+    state.SetIterationTime(r.duration_s);
+  }
+  return t;
+}
+
 void BM_Ceilings(benchmark::State& state) {
   if (!ready(state)) return;
   for (auto _ : state) benchmark::DoNotOptimize(ceilings());
@@ -177,24 +202,12 @@ void BM_MemoryProbe(benchmark::State& state, const char* probe_id, double goal) 
   sdc::RunOptions options;
   options.seed = 1;
   options.size_bytes = gpu().buffer_bytes;
-  double bytes = 0, seconds = 0, copied = 0, runs = 0;
-  for (auto _ : state) {
-    const sdc::ProbeResult r = sdc::run_probe(*probe, *gpu().device, options);
-    if (r.outcome != sdc::Outcome::kPass) {
-      state.SkipWithError(("probe did not pass: " + r.reason).c_str());
-      break;
-    }
-    bytes += static_cast<double>(r.bytes);
-    seconds += r.duration_s;
-    copied += static_cast<double>(r.host_device_bytes);
-    ++runs;
-    state.SetIterationTime(r.duration_s);
-  }
-  if (seconds <= 0) return;
-  state.counters["GB/s"] = bytes / seconds / 1e9;
-  state.counters["ratio_to_memcpy"] = bytes / seconds / ceilings().copy_bytes_per_s;
+  const ProbeTotals t = timed_probe_runs(state, *probe, options);
+  if (t.seconds <= 0) return;
+  state.counters["GB/s"] = t.bytes / t.seconds / 1e9;
+  state.counters["ratio_to_memcpy"] = t.bytes / t.seconds / ceilings().copy_bytes_per_s;
   state.counters["goal"] = goal;
-  state.counters["host_device_bytes"] = copied / runs;
+  state.counters["host_device_bytes"] = t.copied / t.runs;
 }
 
 enum class Op { kFill, kVerify, kMarchElement, kDigest };
@@ -253,25 +266,13 @@ void BM_Fma32Probe(benchmark::State& state) {
   // A first run computes what a process computes once (host goldens); the timed runs are repeated
   // probes, end to end with their check, as inline and sweep probes run them.
   sdc::run_probe(*probe, *gpu().device, options);
-  double flops = 0, seconds = 0, copied = 0, runs = 0;
-  for (auto _ : state) {
-    const sdc::ProbeResult r = sdc::run_probe(*probe, *gpu().device, options);
-    if (r.outcome != sdc::Outcome::kPass) {
-      state.SkipWithError(("probe did not pass: " + r.reason).c_str());
-      break;
-    }
-    flops += r.flops;
-    seconds += r.duration_s;
-    copied += static_cast<double>(r.host_device_bytes);
-    ++runs;
-    state.SetIterationTime(r.duration_s);
-  }
-  if (seconds <= 0) return;
-  state.counters["TFLOP/s"] = flops / seconds / 1e12;
-  state.counters["ratio_to_peak_fma"] = flops / seconds / ceilings().peak_fma_flops;
-  state.counters["ratio_to_sgemm"] = flops / seconds / ceilings().sgemm_flops;
+  const ProbeTotals t = timed_probe_runs(state, *probe, options);
+  if (t.seconds <= 0) return;
+  state.counters["TFLOP/s"] = t.flops / t.seconds / 1e12;
+  state.counters["ratio_to_peak_fma"] = t.flops / t.seconds / ceilings().peak_fma_flops;
+  state.counters["ratio_to_sgemm"] = t.flops / t.seconds / ceilings().sgemm_flops;
   state.counters["goal"] = kFma32Goal;
-  state.counters["host_device_bytes"] = copied / runs;
+  state.counters["host_device_bytes"] = t.copied / t.runs;
 }
 
 // gemm.simt.fp32 at the standard level (n = 8192 on a GPU): end to end (generate, GEMM, verify)
@@ -282,27 +283,14 @@ void BM_GemmSimtProbe(benchmark::State& state) {
   sdc::RunOptions options;
   options.seed = 1;
   options.level = sdc::Level::kStandard;
-  double flops = 0, seconds = 0, gemm_seconds = 0, copied = 0, runs = 0;
-  for (auto _ : state) {
-    const sdc::ProbeResult r = sdc::run_probe(*probe, *gpu().device, options);
-    if (r.outcome != sdc::Outcome::kPass) {
-      state.SkipWithError(("probe did not pass: " + r.reason).c_str());
-      break;
-    }
-    flops += r.flops;
-    seconds += r.duration_s;
-    gemm_seconds += r.params.value("gemm_s", 0.0);
-    copied += static_cast<double>(r.host_device_bytes);
-    ++runs;
-    state.SetIterationTime(r.duration_s);
-  }
-  if (seconds <= 0 || gemm_seconds <= 0) return;
-  state.counters["TFLOP/s"] = flops / seconds / 1e12;
-  state.counters["ratio_to_peak_fma"] = flops / seconds / ceilings().peak_fma_flops;
-  state.counters["kernel_TFLOP/s"] = flops / gemm_seconds / 1e12;
-  state.counters["kernel_ratio_to_peak_fma"] = flops / gemm_seconds / ceilings().peak_fma_flops;
+  const ProbeTotals t = timed_probe_runs(state, *probe, options);
+  if (t.seconds <= 0 || t.gemm_seconds <= 0) return;
+  state.counters["TFLOP/s"] = t.flops / t.seconds / 1e12;
+  state.counters["ratio_to_peak_fma"] = t.flops / t.seconds / ceilings().peak_fma_flops;
+  state.counters["kernel_TFLOP/s"] = t.flops / t.gemm_seconds / 1e12;
+  state.counters["kernel_ratio_to_peak_fma"] = t.flops / t.gemm_seconds / ceilings().peak_fma_flops;
   state.counters["goal"] = kGemmSimtGoal;
-  state.counters["host_device_bytes"] = copied / runs;
+  state.counters["host_device_bytes"] = t.copied / t.runs;
 }
 
 }  // namespace
