@@ -66,8 +66,7 @@ TEST(CudaGemmEngine, EveryTypeAndFamilyPassesCleanAndMatchesTheCpu) {
   auto devices = gpus();
   if (devices.empty()) GTEST_SKIP() << "no CUDA device";
   // The device's index is its CUDA ordinal in make_cuda_devices().
-  CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr,
-                        [](DeviceBuffer&, uint64_t, unsigned, uint64_t) {});
+  CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr, faults_at({}));
   auto cpus = make_cpu_devices(1);
   GemmEngine* cpu = cpus[0]->gemm();
   ASSERT_NE(cpu, nullptr);
@@ -257,8 +256,7 @@ TEST(CudaGemmEngine, ARepeatThatChangesBelowTheBoundIsNamedByTheDeviceDigests) {
 TEST(CudaGemmEngine, SimtEdgeShapesMatchTheCpu) {
   auto devices = gpus();
   if (devices.empty()) GTEST_SKIP() << "no CUDA device";
-  CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr,
-                        [](DeviceBuffer&, uint64_t, unsigned, uint64_t) {});
+  CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr, faults_at({}));
   auto cpus = make_cpu_devices(1);
   GemmEngine* cpu = cpus[0]->gemm();
   ASSERT_NE(cpu, nullptr);
