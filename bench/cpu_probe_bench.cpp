@@ -14,9 +14,9 @@
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
 #include "kernels/common/chains.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/qualify_session.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/qualify_session.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
 #include "host/gemm.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace {
 

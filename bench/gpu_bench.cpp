@@ -18,8 +18,8 @@
 #include "host/cuda/cuda_raii.hpp"
 #include "kernels/common/random.hpp"
 #include "kernels/launch.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace {
 

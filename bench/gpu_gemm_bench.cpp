@@ -23,8 +23,8 @@
 #include "host/backend.hpp"
 #include "host/gemm.hpp"
 #include "kernels/common/random.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/coverage.hpp"
+#include "scheduler/coverage/coverage.hpp"
 
 namespace sdc::cli {
 namespace {

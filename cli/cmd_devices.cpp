@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "host/backend.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc::cli {
 

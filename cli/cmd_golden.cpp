@@ -8,10 +8,10 @@
 #include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/golden.hpp"
-#include "scheduler/qualify_session.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/consensus/golden.hpp"
+#include "scheduler/qualify/qualify_session.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc::cli {
 

@@ -11,9 +11,9 @@
 
 #include "cli/commands.hpp"
 #include "host/error.hpp"
-#include "scheduler/history.hpp"
-#include "scheduler/quarantine.hpp"
-#include "scheduler/sweep.hpp"
+#include "scheduler/sweep/history.hpp"
+#include "scheduler/sweep/quarantine.hpp"
+#include "scheduler/sweep/sweep.hpp"
 
 namespace sdc::cli {
 namespace {

@@ -1,7 +1,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
-#include "scheduler/catalogue.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 
 namespace sdc::cli {
 

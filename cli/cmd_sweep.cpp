@@ -4,7 +4,7 @@
 #include "cli/validators.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/sweep.hpp"
+#include "scheduler/sweep/sweep.hpp"
 
 namespace sdc::cli {
 

@@ -1,6 +1,6 @@
 // The hidden `worker` subcommand: runs probes on one device for a parent (qualify, sweep) that
 // watches it, writing to fd 3 one JSON line as each probe starts, heartbeats as it progresses, and
-// one line with each result (scheduler/isolation.hpp).
+// one line with each result (scheduler/qualify/isolation.hpp).
 #include <unistd.h>
 
 #include <atomic>
@@ -12,7 +12,7 @@
 #include "cli/probe_run.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/catalogue.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 
 namespace sdc::cli {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
-#include "scheduler/sweep.hpp"
+#include "scheduler/duration.hpp"
 
 namespace sdc::cli {
 

@@ -1,5 +1,5 @@
 // What `run` and `qualify` share: options, seed line, progress, table, verdict and JSON report. The
-// work itself is a qualify session (scheduler/qualify_session.hpp).
+// work itself is a qualify session (scheduler/qualify/qualify_session.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "probes/probe.hpp"
-#include "scheduler/qualify_session.hpp"
+#include "scheduler/qualify/qualify_session.hpp"
 
 namespace sdc::cli {
 

@@ -8,7 +8,7 @@
 
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/catalogue.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/goodput/event.hpp"
 #include "scheduler/goodput/planner.hpp"
 

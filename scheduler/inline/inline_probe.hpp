@@ -18,7 +18,7 @@
 #include "host/device.hpp"
 #include "probes/probe.hpp"
 #include "scheduler/inline/event_log.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "tests/cli/run_sdcprobe.hpp"
-#include "tests/scheduler/prom_check.hpp"
+#include "tests/scheduler/sweep/prom_check.hpp"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include "host/injection.hpp"
 #include "host/parse_number.hpp"
 #include "probes/probe.hpp"
-#include "scheduler/golden.hpp"
+#include "scheduler/consensus/golden.hpp"
 #include "tests/fuzz/mutate.hpp"
 
 namespace sdc {

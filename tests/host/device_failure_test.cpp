@@ -9,9 +9,9 @@
 #include "host/backend.hpp"
 #include "host/communicator.hpp"
 #include "host/error.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/collective.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/consensus/collective.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 namespace {

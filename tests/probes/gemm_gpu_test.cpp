@@ -13,8 +13,8 @@
 
 #include "host/backend.hpp"
 #include "host/cuda/cuda_gemm.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 namespace {

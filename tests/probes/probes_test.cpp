@@ -14,8 +14,8 @@
 #include "probes/chain_probe.hpp"
 #include "probes/memory_test.hpp"
 #include "probes/reference_cache.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 namespace {

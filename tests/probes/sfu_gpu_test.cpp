@@ -10,8 +10,8 @@
 
 #include "host/backend.hpp"
 #include "kernels/common/sfu.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 namespace {

@@ -12,10 +12,10 @@
 #include "host/cpu_parallel.hpp"
 #include "kernels/common/sfu.hpp"
 #include "probes/sfu_transcendental.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/consensus.hpp"
-#include "scheduler/golden.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/consensus/consensus.hpp"
+#include "scheduler/consensus/golden.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 namespace {

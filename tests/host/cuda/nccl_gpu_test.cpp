@@ -7,7 +7,7 @@
 
 #include "host/backend.hpp"
 #include "host/communicator.hpp"
-#include "scheduler/collective.hpp"
+#include "scheduler/consensus/collective.hpp"
 
 namespace sdc {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/consensus.hpp"
+#include "scheduler/consensus/consensus.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "scheduler/prometheus.hpp"
+#include "scheduler/sweep/prometheus.hpp"
 
 #include <signal.h>
 

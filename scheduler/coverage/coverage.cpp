@@ -1,4 +1,4 @@
-#include "scheduler/coverage.hpp"
+#include "scheduler/coverage/coverage.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "host/error.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 namespace {

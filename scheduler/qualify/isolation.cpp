@@ -1,4 +1,4 @@
-#include "scheduler/isolation.hpp"
+#include "scheduler/qualify/isolation.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

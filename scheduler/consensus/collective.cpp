@@ -1,4 +1,4 @@
-#include "scheduler/collective.hpp"
+#include "scheduler/consensus/collective.hpp"
 
 #include <cstring>
 #include <stdexcept>

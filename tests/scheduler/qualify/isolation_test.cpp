@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/isolation.hpp"
-#include "scheduler/qualify_session.hpp"
+#include "scheduler/qualify/isolation.hpp"
+#include "scheduler/qualify/qualify_session.hpp"
 
 namespace sdc {
 namespace {

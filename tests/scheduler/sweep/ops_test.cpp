@@ -11,14 +11,14 @@
 
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/catalogue.hpp"
-#include "scheduler/history.hpp"
-#include "scheduler/isolation.hpp"
-#include "scheduler/prometheus.hpp"
-#include "scheduler/quarantine.hpp"
-#include "scheduler/sweep.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/sweep/history.hpp"
+#include "scheduler/qualify/isolation.hpp"
+#include "scheduler/sweep/prometheus.hpp"
+#include "scheduler/sweep/quarantine.hpp"
+#include "scheduler/sweep/sweep.hpp"
 #include "scheduler/version.hpp"
-#include "tests/scheduler/prom_check.hpp"
+#include "tests/scheduler/sweep/prom_check.hpp"
 
 namespace sdc {
 namespace {

@@ -14,9 +14,9 @@
 #include "host/backend.hpp"
 #include "host/communicator.hpp"
 #include "host/injection.hpp"
-#include "scheduler/golden.hpp"
-#include "scheduler/isolation.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/consensus/golden.hpp"
+#include "scheduler/qualify/isolation.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 

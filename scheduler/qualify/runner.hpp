@@ -11,8 +11,8 @@
 #include "host/device.hpp"
 #include "host/injection.hpp"
 #include "probes/probe.hpp"
-#include "scheduler/collective.hpp"
-#include "scheduler/consensus.hpp"
+#include "scheduler/consensus/collective.hpp"
+#include "scheduler/consensus/consensus.hpp"
 
 namespace sdc {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/history.hpp"
+#include "scheduler/sweep/history.hpp"
 
 namespace sdc {
 

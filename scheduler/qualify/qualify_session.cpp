@@ -1,4 +1,4 @@
-#include "scheduler/qualify_session.hpp"
+#include "scheduler/qualify/qualify_session.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "host/error.hpp"
-#include "scheduler/catalogue.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 
 namespace sdc {
 namespace {

@@ -1,6 +1,6 @@
 // Consensus: the vote as a pure function, the local communicator, and the probes' digests on four
 // virtual CPU devices.
-#include "scheduler/consensus.hpp"
+#include "scheduler/consensus/consensus.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/collective.hpp"
-#include "scheduler/runner.hpp"
+#include "scheduler/consensus/collective.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/catalogue.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 
 namespace sdc {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "host/device.hpp"
-#include "scheduler/history.hpp"
-#include "scheduler/quarantine.hpp"
+#include "scheduler/sweep/history.hpp"
+#include "scheduler/sweep/quarantine.hpp"
 
 namespace sdc {
 

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "host/backend.hpp"
-#include "scheduler/coverage.hpp"
+#include "scheduler/coverage/coverage.hpp"
 
 namespace sdc {
 namespace {

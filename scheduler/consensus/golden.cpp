@@ -1,4 +1,4 @@
-#include "scheduler/golden.hpp"
+#include "scheduler/consensus/golden.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -3,7 +3,7 @@
 #include <map>
 #include <sstream>
 
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/runner.hpp"
 #include "scheduler/version.hpp"
 
 namespace sdc {

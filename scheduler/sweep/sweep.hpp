@@ -11,7 +11,7 @@
 // for a catalogue of N probes, and within ceil(N / k) passes when every pass fits at least k probes.
 // Every device's worker runs at once, so a hung device never keeps another from its turn. The budget
 // is a hard limit: a worker still running at its end is killed. Its probe in flight is a hang
-// (device_error) when the worker had gone silent (scheduler/isolation.hpp), and otherwise skipped
+// (device_error) when the worker had gone silent (scheduler/qualify/isolation.hpp), and otherwise skipped
 // ("could not test: still progressing when the sweep budget ran out"), with the time it had, so the
 // next estimate knows better.
 #pragma once
@@ -23,17 +23,11 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/isolation.hpp"
-#include "scheduler/quarantine.hpp"
+#include "scheduler/duration.hpp"
+#include "scheduler/qualify/isolation.hpp"
+#include "scheduler/sweep/quarantine.hpp"
 
 namespace sdc {
-
-// The longest duration parse_duration accepts: ten years.
-inline constexpr double kMaxDurationS = 3650.0 * 86400;
-
-// "1h", "10m", "90s", "1h30m", "7d", or plain seconds, up to kMaxDurationS. Throws InputError naming
-// `field`.
-double parse_duration(const std::string& field, const std::string& text);
 
 struct PassPlan {
   std::vector<size_t> probes;  // catalogue indices, in the order they run

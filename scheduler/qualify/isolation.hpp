@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
 

@@ -1,4 +1,4 @@
-#include "scheduler/runner.hpp"
+#include "scheduler/qualify/runner.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/history.hpp"
+#include "scheduler/sweep/history.hpp"
 
 #include <sqlite3.h>
 

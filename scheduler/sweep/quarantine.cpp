@@ -1,4 +1,4 @@
-#include "scheduler/quarantine.hpp"
+#include "scheduler/sweep/quarantine.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "probes/probe.hpp"
-#include "scheduler/consensus.hpp"
+#include "scheduler/consensus/consensus.hpp"
 
 namespace sdc {
 
