@@ -99,6 +99,14 @@ class CanaryCheck(ReplicaCheck):
         self._buffers = list(module.buffers())
         self._rng_devices = sorted({p.device.index for p in self._params if p.device.type == "cuda"})
         self._batch = None if batch is None else _map_batch(lambda t: t.detach(), batch)
+        device = self._params[0].device
+        if device.type == "cuda" and self._backend != "cuda":
+            # A CUDA model over a gloo group: the canary's suspect is the GPU that computed.
+            self._backend, self._device = "cuda", device.index
+            identity = device_identity("cuda", device.index)
+            me = dict(self.members[self.ranks.index(self.rank)], device=identity["uuid"],
+                      pci_bus_id=identity["pci_bus_id"])
+            self._dist.all_gather_object(self.members, me, group=group)
         classes = [None] * len(self.ranks)
         self._dist.all_gather_object(classes, equivalence_class(self._backend, self._device), group=group)
         self.classes = classes  # in group order: each replica's equivalence class
