@@ -174,9 +174,12 @@ class CanaryCheck(ReplicaCheck):
     # ---- the check ---------------------------------------------------------------------------
 
     def _due(self, step):
+        """The first call, then multiples of `every` at least `every` steps after the last check:
+        with "auto" the interval changes, and the next multiple alone could come sooner than the
+        budget allows (on average after half an interval)."""
         if self._checked_step is None:
-            return True  # the first call checks: determinism is measured at once
-        return step > self._checked_step and step % self.every == 0
+            return True  # determinism is measured at once
+        return step % self.every == 0 and step - self._checked_step >= self.every
 
     def step(self, step, batch=None):
         """Runs the canary on a due step (every replica must call it with the same steps) and returns

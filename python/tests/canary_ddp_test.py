@@ -283,15 +283,17 @@ class OneRankTest(unittest.TestCase):
         # A high SDC rate and the whole step as budget: the planner checks often.
         canary = CanaryCheck(model, loss_fn, batch=batch, every="auto", budget=1.0, sdc_rate=1e9)
         steps, intervals = [], []
-        for step in range(3, 300):
+        for step in range(3, 2000):
             loss_fn(model, batch).backward()  # a step's work between the calls
             if canary.step(step) is not None:
                 steps.append(step)
                 intervals.append(canary.every)
-        self.assertEqual(steps[:3], [3, 5, 10])  # the first call, then the calibration interval
-        self.assertGreater(len(steps), 3)
-        for step, every in zip(steps[3:], intervals[2:]):
+        # The first call, then the calibration interval: a multiple of 5 at least 5 steps later.
+        self.assertEqual(steps[:2], [3, 10])
+        self.assertGreater(len(steps), 2, (steps, intervals))
+        for last, step, every in zip(steps[1:], steps[2:], intervals[1:]):
             self.assertEqual(step % every, 0)
+            self.assertGreaterEqual(step - last, every)
 
     def test_vote_is_within_equivalence_classes(self):
         canary = CanaryCheck(make_model("clean"), loss_fn, batch=(torch.ones(2, 8), torch.ones(2, 1)))
