@@ -16,8 +16,10 @@ starts at a seeded step on a seeded rank: a forward hook on one of the model's n
 flips a random bit of a random output element on every call ("permanent") or on each call with
 probability 1/2 ("intermittent"). Latency is the step of detection minus the first faulty step.
 The planner's model (docs/goodput.md) puts the latency of a check every P steps at about P/2:
-(P - 1) / 2 for a fault first seen at a uniform step, plus P (1 - q) / q when a check sees an
-active fault with probability q. The replica check's rows flip one bit of a parameter instead.
+(P - 1) / 2 for a fault first seen at a uniform step when every check sees it. When a check sees
+an active fault with probability q (an intermittent fault; a low significand bit that later
+rounding hides), P (1 - q) / q more; q is measured as detections over the checks run while the
+fault was active. The replica check's rows flip one bit of a parameter instead.
 """
 
 import argparse
@@ -176,7 +178,7 @@ def campaign_worker(rank, world, tmp, trials, seed, width, batch, cadences):
                 else:
                     check = ReplicaCheck(every=every, on_sdc=seen.append)
                 onset = step + onset_after
-                false_alarm = False
+                false_alarm, active_checks = False, 0
                 while not seen and step < onset + 50 * every:
                     if fault is not None:
                         fault.active = step >= onset
@@ -186,9 +188,10 @@ def campaign_worker(rank, world, tmp, trials, seed, width, batch, cadences):
                             p = plan.choice(list(job.model.parameters())).view(-1)
                             p.view(torch.int32)[plan.randrange(p.numel())] ^= 1 << plan.randrange(23)
                     if check_name == "canary":
-                        check.step(step, b)
+                        verdict = check.step(step, b)
                     else:
-                        check.step(step, [job.model.parameters()])
+                        verdict = check.step(step, [job.model.parameters()])
+                    active_checks += verdict is not None and step >= onset
                     if seen and step < onset:
                         false_alarm = True
                     step += 1
@@ -198,7 +201,7 @@ def campaign_worker(rank, world, tmp, trials, seed, width, batch, cadences):
                 rows.append({"check": check_name, "model": model, "every": every, "rate": rate, "onset": onset,
                              "detected": seen[0]["step"] if seen else None, "faulty": faulty,
                              "named": [s["rank"] for s in seen[0]["suspects"]] if seen else [],
-                             "false_alarm": false_alarm})
+                             "false_alarm": false_alarm, "active_checks": active_checks})
                 job.model.load_state_dict(saved)  # every trial starts from the same healthy replicas
     if rank == 0:
         with open(os.path.join(tmp, "campaign.json"), "w") as f:
@@ -206,8 +209,7 @@ def campaign_worker(rank, world, tmp, trials, seed, width, batch, cadences):
     dist.destroy_process_group()
 
 
-def predicted(every, rate):
-    q = 1.0 if rate is None else rate
+def predicted(every, q):
     return (every - 1) / 2 + every * (1 - q) / q
 
 
@@ -222,8 +224,9 @@ def campaign(args):
     print("detection latency: %d DDP ranks (gloo), seed %d, %d trials per row, %.0f s"
           % (args.ranks, args.seed, args.trials, time.perf_counter() - start))
     print("| check | injected fault | every | detected | named the faulty rank alone | false alarms "
-          "| latency in steps: mean [min, max] | planner's prediction |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |")
+          "| latency in steps: mean [min, max] | prediction, every check sees it | checks that saw it, q "
+          "| prediction for q |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     keys = []
     for r in rows:
         key = (r["check"], r["model"], r["every"], r["rate"])
@@ -233,9 +236,10 @@ def campaign(args):
         group = [r for r in rows if (r["check"], r["model"], r["every"], r["rate"]) == (check, model, every, rate)]
         latencies = [r["detected"] - r["onset"] for r in group if r["detected"] is not None]
         spread = "%.1f [%d, %d]" % (statistics.mean(latencies), min(latencies), max(latencies)) if latencies else "-"
-        print("| %s | %s | %d | %d / %d | %d | %d | %s | %.1f |"
+        q = len(latencies) / max(1, sum(r["active_checks"] for r in group))
+        print("| %s | %s | %d | %d / %d | %d | %d | %s | %.1f | %.2f | %.1f |"
               % (check, model, every, len(latencies), len(group), sum(r["named"] == [r["faulty"]] for r in group),
-                 sum(r["false_alarm"] for r in group), spread, predicted(every, rate if check == "canary" else None)))
+                 sum(r["false_alarm"] for r in group), spread, predicted(every, 1.0), q, predicted(every, q)))
 
 
 def main():

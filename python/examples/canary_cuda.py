@@ -5,11 +5,12 @@ one with a corrupted matrix product on one rank, which the replica check cannot 
                                            [--json result.json]
 
 Every rank holds the same model (train_cuda.make_job), trains on its own data under bf16 autocast
-and runs a CanaryCheck every `--every` steps with CUBLAS_WORKSPACE_CONFIG set. The clean run must
-pass at every check. In the second run, a forward hook on rank 1's first nn.Linear flips one
-significand bit of its output from step `--onset` on: the canary must name rank 1 at the first
-check from then, while the replica check passes. Prints the figures as JSON (the canary's time as
-a ratio of the mean step time). Exit 0 when both hold, 1 when not, 2 when no GPU is visible.
+and runs a CanaryCheck every `--every` steps, with deterministic algorithms and
+CUBLAS_WORKSPACE_CONFIG set. The clean run must pass at every check. In the second run, a forward
+hook on rank 1's first nn.Linear flips one significand bit of its output from step `--onset` on:
+the canary must name rank 1 at the first check from then, while the replica check passes. Prints
+the figures as JSON (the canary's time as a ratio of the mean step time). Exit 0 when both hold,
+1 when not, 2 when no GPU is visible.
 """
 
 import argparse
@@ -95,6 +96,7 @@ def run(rank, args, tmp, model, optimizer, data, target, inject):
 
 def worker(rank, args, tmp):
     torch.cuda.set_device(args.device)
+    torch.use_deterministic_algorithms(True)  # what the canary needs (docs/replica.md)
     dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rendezvous"), rank=rank,
                             world_size=args.ranks)
     device = torch.device("cuda", args.device)
