@@ -223,7 +223,8 @@ class CanaryCheck(ReplicaCheck):
         seconds = time.perf_counter() - start
         self._costs.append(seconds - second_s)
         self.checks += 1
-        self._event("probe_end", probe="canary", verdict="pass" if verdict == "pass" else "fail", step=step)
+        self._event("probe_end", probe="canary", verdict="fail" if verdict in ("sdc", "inconclusive") else verdict,
+                    step=step)
         if verdict == "pass" and not self._reported:
             self.last_good_step = step
         self.verdict = {
