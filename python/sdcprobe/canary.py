@@ -120,7 +120,7 @@ class CanaryCheck(ReplicaCheck):
         if batch is None:
             raise SDCProbeError("CanaryCheck has no batch: pass batch= to CanaryCheck or the real batch to step()")
         n = self.samples
-        mine = _map_batch(lambda t: t.detach()[:n].to("cpu", copy=True), batch)
+        mine = _map_batch(lambda t: (t.detach()[:n] if t.dim() else t.detach()).to("cpu", copy=True), batch)
         box = [mine if self.rank == self.ranks[0] else None]
         self._dist.broadcast_object_list(box, src=self.ranks[0], group=self.group)
         device = self._params[0].device
