@@ -13,6 +13,8 @@ from sdcprobe.callback import SDCCallback
 from sdcprobe.replica import ReplicaCheck
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.goodput_callback import GoodputCallback
+from sdcprobe.canary import CanaryCallback, CanaryCheck
 
 __all__ = ["InlineProbe", "ReplicaCheck", "SDCCallback", "SDCDetected", "SDCProbeError"]
 __all__ += ["GoodputLog", "GoodputCallback"]
+__all__ += ["CanaryCheck", "CanaryCallback"]

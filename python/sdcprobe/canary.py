@@ -1,0 +1,376 @@
+"""CanaryCheck: every replica runs forward and backward on the same fixed batch and compares the
+gradients bit for bit, which catches wrong compute in the model's own kernels (docs/replica.md,
+"Canary step").
+
+    canary = CanaryCheck(model.module, loss_fn, batch=None, every="auto", event_log=log, on_sdc="raise")
+    for step, batch in enumerate(loader):
+        train_step(batch)                   # forward, backward, all-reduce, optimizer.step()
+        canary.step(step, batch)            # the first real batch becomes the canary batch
+
+loss_fn(module, batch) returns the scalar loss. The digest, the exchange and the cadence are the
+replica check's (sdcprobe.replica); the vote is the replica check's within each equivalence class
+of devices and libraries, so replicas that round differently are never compared.
+"""
+
+import collections
+import sys
+import time
+
+from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, _int_in
+from sdcprobe.replica import (ReplicaCheck, _as_uint64, _torch, combine_digests, device_identity,
+                              state_digest, tensor_digest_table)
+
+# The seed of the random generators inside the canary (dropout masks): the same on every replica
+# and every run; the training's own generators are saved and restored around it.
+CANARY_SEED = 0x5D_C0_CA_AA
+
+DETERMINISM_FIX = ("make the model deterministic: torch.use_deterministic_algorithms(True), and on CUDA "
+                   "CUBLAS_WORKSPACE_CONFIG=:4096:8 in the environment before cuBLAS starts")
+
+
+def _signed(word):
+    return word - 2**64 if word >= 2**63 else word
+
+
+def _map_batch(fn, batch):
+    """`batch` with fn applied to each tensor, through tuples, lists and dicts; other values kept."""
+    torch = _torch()
+    if isinstance(batch, torch.Tensor):
+        return fn(batch)
+    if isinstance(batch, dict):
+        return {k: _map_batch(fn, v) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple
+        return type(batch)(*(_map_batch(fn, v) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_map_batch(fn, v) for v in batch)
+    return batch
+
+
+def equivalence_class(backend, device):
+    """What must be equal for two replicas' kernels to round alike: the device model, torch and its
+    CUDA/cuDNN libraries, and on the CPU the thread count (it sets the reductions' split)."""
+    torch = _torch()
+    key = {"device": device_identity(backend, device)["name"], "torch": torch.__version__}
+    if backend == "cuda":
+        key["cuda"] = torch.version.cuda
+        key["cudnn"] = torch.backends.cudnn.version()
+        key["capability"] = list(torch.cuda.get_device_capability(device))
+    else:
+        key["threads"] = torch.get_num_threads()
+    return key
+
+
+class CanaryCheck(ReplicaCheck):
+    """On due steps every replica of `group` computes the loss and gradients of `module` on the same
+    batch with its current parameters, digests them where they live and votes as ReplicaCheck does.
+
+    module: the model inside DDP (ddp.module), or the model itself without DDP. Its forward and
+        backward run outside DDP's hooks: no all-reduce, no .grad, no optimizer. Each run uses the
+        group's first rank's buffers, and the module's own (batch norm's running statistics) are
+        restored after it; the random generators are forked and seeded alike on every replica.
+        Training goes on exactly as without the canary.
+    loss_fn: loss_fn(module, batch) -> a scalar loss tensor.
+    batch: the canary batch, identical on every replica; None: the first batch given to step(), as
+        the group's first rank has it (broadcast), cut to its first `samples` rows (all by default).
+    every, budget, sdc_rate, event_log, on_sdc, probe_options: as ReplicaCheck; the check's time
+        is blocking probe time (probe "canary"), a mismatch an sdc_detected with check "canary".
+
+    At the first check every replica runs the canary twice; when any replica's two runs differ, its
+    kernels are not deterministic and the canary is disabled on every replica with a message naming
+    the first tensor that differed (verdict "disabled"): never a false alarm.
+    """
+
+    def __init__(self, module, loss_fn, batch=None, group=None, every="auto", budget=0.01, sdc_rate=None,
+                 event_log=None, on_sdc="raise", samples=None, probe_options=None):
+        if not callable(loss_fn):
+            raise TypeError("loss_fn must be callable: loss_fn(module, batch) -> scalar loss")
+        if samples is not None:
+            samples = _int_in("samples", samples, 1, INT64_MAX)
+        super().__init__(group=group, every=every, event_log=event_log, on_sdc=on_sdc, budget=budget,
+                         sdc_rate=sdc_rate, probe_options=probe_options)
+        self.module = module
+        self.loss_fn = loss_fn
+        self.samples = samples
+        named = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise SDCProbeError("CanaryCheck: the module has no parameters that require gradients")
+        self._names = ["loss"] + ["gradient of " + name for name, _ in named]
+        self._params = [p for _, p in named]
+        self._buffers = list(module.buffers())
+        self._rng_devices = sorted({p.device.index for p in self._params if p.device.type == "cuda"})
+        self._batch = None if batch is None else _map_batch(lambda t: t.detach(), batch)
+        device = self._params[0].device
+        if device.type == "cuda" and self._backend != "cuda":
+            # A CUDA model over a gloo group: the canary's suspect is the GPU that computed.
+            self._backend, self._device = "cuda", device.index
+            identity = device_identity("cuda", device.index)
+            me = dict(self.members[self.ranks.index(self.rank)], device=identity["uuid"],
+                      pci_bus_id=identity["pci_bus_id"])
+            self._dist.all_gather_object(self.members, me, group=group)
+        classes = [None] * len(self.ranks)
+        self._dist.all_gather_object(classes, equivalence_class(self._backend, self._device), group=group)
+        self.classes = classes  # in group order: each replica's equivalence class
+        self.disabled = None  # the reason, once the canary is off
+        self._checked_step = None
+
+    # ---- the canary batch --------------------------------------------------------------------
+
+    def _take_batch(self, batch):
+        """The group's first rank's `batch`, cut to `samples` rows, on every replica (a collective)."""
+        if batch is None:
+            raise SDCProbeError("CanaryCheck has no batch: pass batch= to CanaryCheck or the real batch to step()")
+        n = self.samples
+        mine = _map_batch(lambda t: (t.detach()[:n] if t.dim() else t.detach()).to("cpu", copy=True), batch)
+        box = [mine if self.rank == self.ranks[0] else None]
+        self._dist.broadcast_object_list(box, src=self.ranks[0], group=self.group)
+        device = self._params[0].device
+        return _map_batch(lambda t: t.to(device), box[0])
+
+    # ---- one canary run ----------------------------------------------------------------------
+
+    def _agreed_buffers(self):
+        """The group's first rank's buffers (a collective). Replicas' buffers may differ between
+        steps (DDP broadcasts them at the next forward; batch norm's statistics follow each rank's
+        own batch), so the canary runs every replica on the same ones."""
+        copies = [b.detach().clone() for b in self._buffers]
+        for c in copies:
+            self._dist.broadcast(c, src=self.ranks[0], group=self.group)
+        return copies
+
+    def _run(self, buffers):
+        """The loss and the gradients of this replica on the canary batch with `buffers`, as a list
+        of tensors; the module's own buffers are restored after."""
+        torch = _torch()
+        saved = [b.detach().clone() for b in self._buffers]
+        try:
+            with torch.no_grad():
+                for b, agreed in zip(self._buffers, buffers):
+                    b.copy_(agreed)
+            with torch.random.fork_rng(devices=self._rng_devices), torch.enable_grad():
+                torch.random.default_generator.manual_seed(CANARY_SEED)
+                for d in self._rng_devices:
+                    torch.cuda.default_generators[d].manual_seed(CANARY_SEED)
+                loss = self.loss_fn(self.module, self._batch)
+                if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
+                    raise SDCProbeError("CanaryCheck: loss_fn must return a scalar tensor that needs gradients, "
+                                        "got %r" % (type(loss).__name__ if not isinstance(loss, torch.Tensor) else
+                                                    "a tensor of shape %s" % list(loss.shape)))
+                # autograd.grad returns the gradients without running the parameters' AccumulateGrad
+                # nodes, so neither .grad nor DDP's reducer hooks (its all-reduce) are touched.
+                grads = torch.autograd.grad(loss, self._params, allow_unused=True)
+        finally:
+            with torch.no_grad():
+                for b, s in zip(self._buffers, saved):
+                    b.copy_(s)
+        empty = torch.empty(0)
+        return [loss.detach()] + [g.detach() if g is not None else empty for g in grads]
+
+    def _first_difference(self, a, b):
+        for name, row_a, row_b in zip(self._names, a, b):
+            if row_a != row_b:
+                return name
+        return None
+
+    # ---- the check ---------------------------------------------------------------------------
+
+    def _due(self, step):
+        """The first call, then multiples of `every` at least `every` steps after the last check:
+        with "auto" the interval changes, and the next multiple alone could come sooner than the
+        budget allows (on average after half an interval)."""
+        if self._checked_step is None:
+            return True  # determinism is measured at once
+        return step % self.every == 0 and step - self._checked_step >= self.every
+
+    def step(self, step, batch=None):
+        """Runs the canary on a due step (every replica must call it with the same steps) and returns
+        the verdict, or None when the step is not due or the canary is disabled. `batch`: this
+        step's real batch, taken as the canary batch at the first call when none was given."""
+        step = _int_in("step", step, 0, INT64_MAX)
+        now = time.perf_counter()
+        self._time_step(step, now)
+        if self.disabled is not None or not self._due(step):
+            self._last_call_end = time.perf_counter()
+            return None
+        if self._batch is None:
+            self._batch = self._take_batch(batch)
+        self._event("probe_begin", probe="canary", step=step, blocking=True)
+        start = time.perf_counter()
+        first = self._checked_step is None
+        buffers = self._agreed_buffers()
+        inputs = state_digest([self._params, self._batch])
+        rows = tensor_digest_table(self._run(buffers))
+        second = time.perf_counter()
+        differs = self._first_difference(rows, tensor_digest_table(self._run(buffers))) if first else None
+        second_s = time.perf_counter() - second  # measuring determinism is not the steady cost
+        out = combine_digests(rows)
+        gathered = self._gather([_signed(out[0]), _signed(out[1]), _signed(inputs[0]), _signed(inputs[1]),
+                                 self._proposal(), int(differs is not None)])
+        self.every = max(w[4] for w in gathered)
+        self._checked_step = step
+        if first and any(w[5] for w in gathered):
+            self._disable(step, differs, [i for i, w in enumerate(gathered) if w[5]], start)
+            return self.verdict
+        digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
+        input_digests = [(_as_uint64(w[2]), _as_uint64(w[3])) for w in gathered]
+        if first and len(set(input_digests)) > 1:
+            self._event("probe_end", probe="canary", verdict="error", step=step)
+            raise SDCProbeError(
+                "CanaryCheck: the replicas' parameters or canary batch differ at the first check (%s): "
+                "the group is not made of true replicas (docs/replica.md)"
+                % ", ".join("rank %d" % self.members[i]["rank"] for i in range(len(digests))
+                            if input_digests[i] != collections.Counter(input_digests).most_common(1)[0][0]))
+        verdict, suspects, failures, unchecked = self._vote_by_class(digests)
+        seconds = time.perf_counter() - start
+        self._costs.append(seconds - second_s)
+        self.checks += 1
+        self._event("probe_end", probe="canary", verdict="fail" if verdict in ("sdc", "inconclusive") else verdict,
+                    step=step)
+        if verdict == "pass" and not self._reported:
+            self.last_good_step = step
+        self.verdict = {
+            "verdict": verdict,
+            "step": step,
+            "last_good_step": self.last_good_step,
+            "replicas": len(digests),
+            "digest": "%016x%016x" % (out[1], out[0]),
+            "suspects": [dict(self.members[i], cause=self._cause(i, input_digests)) for i in suspects],
+            "probe_failures": [self.members[i]["rank"] for i in failures],
+            "unchecked": [self.members[i]["rank"] for i in unchecked],
+            "seconds": seconds,
+            "every": self.every,
+            "auto": self._every is None,
+        }
+        if verdict in ("sdc", "inconclusive") and not self._reported:
+            self._reported = True
+            self._report()
+        self._last_call_end = time.perf_counter()
+        return self.verdict
+
+    def _cause(self, i, input_digests):
+        """"compute" when the suspect started from the same parameters and batch as its class's
+        majority (its kernels computed wrong), "state" when its inputs already differed."""
+        same_class = [d for j, d in enumerate(input_digests) if self.classes[j] == self.classes[i]]
+        return "compute" if input_digests[i] == collections.Counter(same_class).most_common(1)[0][0] else "state"
+
+    def _vote_by_class(self, digests):
+        """ReplicaCheck's vote within each equivalence class: the minority of a strict majority, else
+        the replicas whose devices fail the probe catalogue, else all ("inconclusive"). A replica
+        alone in its class is compared with nobody: "unchecked", never "pass"."""
+        by_class = collections.OrderedDict()
+        for i, key in enumerate(self.classes):
+            by_class.setdefault(repr(sorted(key.items())), []).append(i)
+        suspects, tied, unchecked = [], [], []
+        for positions in by_class.values():
+            if len(positions) == 1:
+                unchecked += positions
+                continue
+            counts = collections.Counter(digests[i] for i in positions)
+            if len(counts) == 1:
+                continue
+            (top, n), (_, second) = counts.most_common(2)
+            if n > second:
+                suspects += [i for i in positions if digests[i] != top]
+            else:
+                tied.append(positions)
+        failures, inconclusive = [], []
+        if tied:  # every replica tests its own device, and they share the results
+            failed = {i for i, (flag,) in enumerate(self._gather([int(self._probe_catalogue_fails())])) if flag}
+            for positions in tied:
+                blamed = [i for i in positions if i in failed]
+                failures += blamed
+                suspects += blamed
+                inconclusive += [] if blamed else positions
+        if suspects:
+            return "sdc", sorted(suspects), sorted(failures), unchecked
+        if inconclusive:
+            return "inconclusive", inconclusive, [], unchecked
+        return ("unchecked" if len(unchecked) == len(digests) else "pass"), [], [], unchecked
+
+    def _disable(self, step, differs, positions, start):
+        """Turns the canary off on every replica: some replica's two runs differed."""
+        names = [None] * len(self.ranks)
+        self._dist.all_gather_object(names, differs, group=self.group)
+        where = "; ".join("rank %d (%s, %s) first in %s" % (self.members[i]["rank"], self.members[i]["host"],
+                                                             self.members[i]["device"], names[i]) for i in positions)
+        self.disabled = ("sdcprobe: the canary step is disabled: two runs on the same parameters and batch gave "
+                         "different results on %s. The model's kernels are not deterministic (atomics in scatter "
+                         "or index_add, some attention backward kernels, cuBLAS without a fixed workspace), so "
+                         "replicas cannot be compared bit for bit; %s." % (where, DETERMINISM_FIX))
+        sys.stderr.write(self.disabled + "\n")
+        self._event("probe_end", probe="canary", verdict="disabled", step=step)
+        self.verdict = {"verdict": "disabled", "step": step, "last_good_step": self.last_good_step,
+                        "replicas": len(self.ranks), "message": self.disabled, "nondeterministic":
+                        [self.members[i]["rank"] for i in positions], "first_difference": names[positions[0]],
+                        "seconds": time.perf_counter() - start, "every": self.every, "auto": self._every is None}
+        self._last_call_end = time.perf_counter()
+
+    def _report(self):
+        v = self.verdict
+        first = v["suspects"][0]
+        fields = {"step": v["step"], "check": "canary", "verdict": v["verdict"], "device": first["device"],
+                  "suspect_rank": first["rank"], "suspects": v["suspects"], "cause": first["cause"]}
+        if v["last_good_step"] >= 0:
+            fields["last_good_step"] = v["last_good_step"]
+        self._event("sdc_detected", **fields)
+        if self.on_sdc == "raise":
+            named = ", ".join("rank %d (%s, %s, %s)" % (s["rank"], s["host"], s["device"], s["pci_bus_id"])
+                              for s in v["suspects"])
+            what = "inconclusive, all suspect: " if v["verdict"] == "inconclusive" else "wrong compute on "
+            raise SDCDetected("silent data corruption at step %d (last good step %d): the canary's gradients "
+                              "differ between replicas on the same parameters and batch, %s%s"
+                              % (v["step"], v["last_good_step"], what, named))
+        if self.on_sdc == "stop":
+            self.should_stop = True
+        else:
+            self.on_sdc(dict(v))
+
+
+def _lightning_callback_base():
+    """Lightning's Callback when Lightning is importable (either package name), else object."""
+    for name in ("lightning.pytorch", "pytorch_lightning"):
+        try:
+            return __import__(name, fromlist=["Callback"]).Callback
+        except ImportError:
+            continue
+    return object
+
+
+class CanaryCallback(_lightning_callback_base()):
+    """Runs a CanaryCheck after each optimizer step of a Lightning Trainer.
+
+        trainer = Trainer(callbacks=[CanaryCallback(lambda module, batch: module.training_step(batch, 0),
+                                                    event_log=log)])
+
+    loss_fn, batch and the keyword options are CanaryCheck's; the check is built at the start of
+    fit, on pl_module (the LightningModule, which Lightning's strategy wraps in DDP). Step numbers
+    are optimizer steps (trainer.global_step before the step), as GoodputCallback counts them. With
+    on_sdc="stop" the trainer stops at the end of the step.
+    """
+
+    def __init__(self, loss_fn, batch=None, **options):
+        if not callable(loss_fn):
+            raise TypeError("loss_fn must be callable: loss_fn(module, batch) -> scalar loss")
+        self.loss_fn = loss_fn
+        self.batch = batch
+        self.options = options
+        self.canary = None
+        self._step = None
+
+    def on_fit_start(self, trainer, pl_module):
+        self.canary = CanaryCheck(pl_module, self.loss_fn, batch=self.batch, **self.options)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if self._step is None:
+            self._step = int(trainer.global_step)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if self._step is None or int(trainer.global_step) == self._step:
+            return  # accumulating gradients: the optimizer step has not run yet
+        step, self._step = self._step, None
+        self.canary.step(step, batch)
+        if self.canary.should_stop:
+            trainer.should_stop = True
+
+    def on_fit_end(self, trainer, pl_module):
+        if self.canary is not None:
+            self.canary.close()

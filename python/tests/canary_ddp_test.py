@@ -1,0 +1,343 @@
+"""CanaryCheck in a DDP job on the CPU: ranks are torch.multiprocessing processes over gloo.
+
+Needs torch with gloo (/usr/bin/python3 with Debian's python3-torch).
+"""
+
+import json
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+from sdcprobe import CanaryCheck, ReplicaCheck, SDCDetected  # noqa: E402
+from sdcprobe.replica import state_digest  # noqa: E402
+
+EVERY = 5
+FAULT_ONSET = 21  # after the first check (which measures determinism), between two checks
+FAULT_RATE = 0.25  # per forward call of the faulty layer: rare enough that training goes on
+
+
+class ShuffledIndexAdd(torch.autograd.Function):
+    """x.index_select(0, index) whose backward adds the rows in an order drawn from the OS's
+    random source, as GPU atomics add them in whatever order the threads arrive: a genuinely
+    non-deterministic kernel. (CPU index_add_ in torch 1.13 is deterministic, even with threads.)"""
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.save_for_backward(index)
+        ctx.rows = x.shape[0]
+        return x.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        order = list(range(index.numel()))
+        random.SystemRandom().shuffle(order)
+        order = torch.tensor(order)
+        out = torch.zeros(ctx.rows, *grad.shape[1:], dtype=grad.dtype)
+        return out.index_add_(0, index[order], grad[order]), None
+
+
+class Embedded(torch.nn.Module):
+    """A table lookup (through ShuffledIndexAdd) before a small MLP."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(32, 8))
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+
+    def forward(self, x):
+        index = (x.abs() * 97).long().flatten() % 32
+        rows = ShuffledIndexAdd.apply(self.table, index).view(x.shape[0], -1, 8).mean(1)
+        return self.mlp(rows)
+
+
+def make_model(kind):
+    torch.manual_seed(0)  # the same initial weights on every replica
+    if kind == "nondeterministic":
+        return Embedded()
+    # Batch norm (running statistics the canary must leave alone) and dropout (a random mask the
+    # canary must neither vary nor take from the training's generator).
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
+                               torch.nn.Dropout(0.1), torch.nn.Linear(16, 1))
+
+
+def loss_fn(module, batch):
+    x, y = batch
+    return (module(x) - y).pow(2).mean()
+
+
+class FaultyMatmul:
+    """A forward hook on one nn.Linear: from `onset` on, each call flips one bit of one output
+    element with probability `rate` (seeded), as a faulty multiplier would."""
+
+    def __init__(self, onset, rate, seed):
+        self.onset, self.rate = onset, rate
+        self.random = random.Random(seed)
+        self.step = 0
+        self.fired_in_training = 0
+        self.in_canary = False
+
+    def __call__(self, module, inputs, output):
+        if self.step < self.onset or self.random.random() >= self.rate:
+            return None
+        self.fired_in_training += not self.in_canary
+        out = output.clone()
+        flat = out.view(-1).view(torch.int32)
+        flat[self.random.randrange(flat.numel())] ^= 1 << self.random.randrange(10, 23)
+        return out
+
+
+def train(rank, steps, kind, faulty_rank, tmp, with_canary=True):
+    """One DDP run; returns what the test checks."""
+    model = torch.nn.parallel.DistributedDataParallel(make_model(kind))
+    optim = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    data = torch.Generator().manual_seed(100 + rank)  # each replica its own batches
+    torch.manual_seed(1000 + rank)  # per-rank dropout masks, as a real job has
+    fault = None
+    if rank == faulty_rank:
+        fault = FaultyMatmul(FAULT_ONSET, FAULT_RATE, seed=7)
+        model.module[0].register_forward_hook(fault)
+    outcome = {"rank": rank, "verdicts": [], "replica": [], "detected": None, "untouched": True}
+    replica = ReplicaCheck(every=EVERY)
+    canary = None
+    if with_canary:
+        def canary_loss(module, batch):
+            if fault is not None:
+                fault.in_canary = True
+            try:
+                return loss_fn(module, batch)
+            finally:
+                if fault is not None:
+                    fault.in_canary = False
+
+        canary = CanaryCheck(model.module, canary_loss, every=EVERY,
+                             event_log=os.path.join(tmp, "events-%d.jsonl" % rank))
+    try:
+        for step in range(steps):
+            if fault is not None:
+                fault.step = step
+            x = torch.randn(16, 8, generator=data)
+            batch = (x, x.sum(1, keepdim=True))
+            optim.zero_grad()
+            loss_fn(model, batch).backward()
+            optim.step()
+            r = replica.step(step, [model.parameters(), optim.state_dict()])
+            if r is not None:
+                outcome["replica"].append(r["verdict"])
+            if canary is None:
+                continue
+            before = state_digest([[p.grad for p in model.parameters()], list(model.buffers())])
+            verdict = canary.step(step, batch)
+            if state_digest([[p.grad for p in model.parameters()], list(model.buffers())]) != before:
+                outcome["untouched"] = False
+            if verdict is not None:
+                outcome["verdicts"].append({k: verdict[k] for k in ("step", "verdict", "last_good_step")})
+                outcome["disabled"] = verdict.get("message")
+    except SDCDetected as e:
+        outcome["detected"] = dict(canary.verdict, message=str(e))
+    outcome["steps_run"] = step + 1
+    outcome["fired_in_training"] = fault.fired_in_training if fault is not None else 0
+    outcome["final"] = "%x,%x" % state_digest(list(model.parameters()))
+    if canary is not None:
+        canary.close()
+    return outcome
+
+
+def worker(rank, world, tmp, steps, kind, faulty_rank):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rendezvous"), rank=rank,
+                            world_size=world)
+    outcome = train(rank, steps, kind, faulty_rank, tmp)
+    if kind == "clean":
+        # The same loop without the canary ends with the same parameters: the canary changed nothing.
+        outcome["final_without_canary"] = train(rank, steps, kind, None, tmp, with_canary=False)["final"]
+    with open(os.path.join(tmp, "outcome-%d.json" % rank), "w") as f:
+        json.dump(outcome, f)
+    dist.destroy_process_group()
+
+
+def run_job(steps, kind, faulty_rank=None, world=3):
+    tmp = tempfile.mkdtemp(prefix="canary-")
+    mp.start_processes(worker, args=(world, tmp, steps, kind, faulty_rank), nprocs=world, join=True,
+                       start_method="spawn")
+    outcomes = []
+    for rank in range(world):
+        with open(os.path.join(tmp, "outcome-%d.json" % rank)) as f:
+            outcomes.append(json.load(f))
+    return tmp, outcomes
+
+
+def read_events(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+class ThreeReplicasTest(unittest.TestCase):
+    def test_corrupted_matmul_on_rank_1_is_named_by_the_canary_only(self):
+        tmp, outcomes = run_job(200, "clean", faulty_rank=1)
+        detected_at = outcomes[0]["detected"]["step"]
+        self.assertGreater(detected_at, FAULT_ONSET)
+        for o in outcomes:
+            d = o["detected"]
+            self.assertIsNotNone(d, "rank %d saw nothing" % o["rank"])
+            self.assertEqual((d["verdict"], d["step"], d["last_good_step"]), ("sdc", detected_at, detected_at - EVERY))
+            self.assertEqual([(s["rank"], s["cause"]) for s in d["suspects"]], [(1, "compute")])
+            self.assertTrue(d["suspects"][0]["device"].startswith("CPU-") and d["suspects"][0]["host"])
+            self.assertTrue(d["suspects"][0]["pci_bus_id"].startswith("cpu:"))
+            self.assertIn("rank 1 (", d["message"])
+            self.assertNotIn("rank 0", d["message"])
+            # The replica check saw nothing: the all-reduce gave every replica the same wrong gradient.
+            self.assertEqual(o["replica"], ["pass"] * (detected_at // EVERY + 1))
+            self.assertTrue(o["untouched"])
+        self.assertGreater(outcomes[1]["fired_in_training"], 0, "the fault never corrupted a training step")
+        events = read_events(os.path.join(tmp, "events-0.jsonl"))
+        sdc = [e for e in events if e["event"] == "sdc_detected"]
+        self.assertEqual(len(sdc), 1)
+        self.assertEqual((sdc[0]["check"], sdc[0]["suspect_rank"], sdc[0]["step"], sdc[0]["last_good_step"]),
+                         ("canary", 1, detected_at, detected_at - EVERY))
+        begins = [e for e in events if e["event"] == "probe_begin"]
+        self.assertTrue(begins and all(e["probe"] == "canary" and e["blocking"] is True for e in begins))
+
+    def test_clean_run_raises_nothing_and_changes_nothing(self):
+        tmp, outcomes = run_job(100, "clean")
+        for o in outcomes:
+            self.assertIsNone(o["detected"])
+            self.assertEqual([v["step"] for v in o["verdicts"]], list(range(0, 100, EVERY)))
+            self.assertEqual({v["verdict"] for v in o["verdicts"]}, {"pass"})
+            self.assertEqual(o["verdicts"][-1]["last_good_step"], 95)
+            self.assertTrue(o["untouched"], "the canary changed .grad or a buffer")
+            self.assertEqual(o["final"], o["final_without_canary"])
+        self.assertFalse([e for e in read_events(os.path.join(tmp, "events-0.jsonl")) if e["event"] == "sdc_detected"])
+
+    def test_nondeterministic_model_disables_the_canary_without_alarm(self):
+        # The op really is non-deterministic: two backward passes differ.
+        torch.manual_seed(0)
+        model, x = Embedded(), torch.randn(64, 8)
+        grads = [torch.autograd.grad(model(x).sum(), [model.table])[0] for _ in range(2)]
+        self.assertFalse(torch.equal(grads[0], grads[1]))
+
+        tmp, outcomes = run_job(30, "nondeterministic")
+        for o in outcomes:
+            self.assertIsNone(o["detected"])
+            self.assertEqual(o["verdicts"], [{"step": 0, "verdict": "disabled", "last_good_step": -1}])
+            self.assertEqual(o["steps_run"], 30)
+            message = o["disabled"]
+            self.assertIn("gradient of table", message)
+            self.assertIn("torch.use_deterministic_algorithms(True)", message)
+            self.assertIn("CUBLAS_WORKSPACE_CONFIG", message)
+        events = read_events(os.path.join(tmp, "events-0.jsonl"))
+        self.assertFalse([e for e in events if e["event"] == "sdc_detected"])
+        self.assertEqual([e["verdict"] for e in events if e["event"] == "probe_end"], ["disabled"])
+
+
+class OneRankTest(unittest.TestCase):
+    """One process, a one-rank gloo group: the canary's own behaviour, without peers."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.set_num_threads(1)
+        cls.tmp = tempfile.mkdtemp(prefix="canary-1-")
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(cls.tmp, "rendezvous"), rank=0,
+                                world_size=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        dist.destroy_process_group()
+
+    def test_first_batch_is_kept_and_training_state_untouched(self):
+        model = make_model("clean")
+        seen = []
+
+        def recording_loss(module, batch):
+            seen.append(batch[0].clone())
+            return loss_fn(module, batch)
+
+        canary = CanaryCheck(model, recording_loss, every=2, samples=4)
+        first, other = torch.randn(16, 8), torch.randn(16, 8)
+        stats = [b.clone() for b in model.buffers()]
+        rng = torch.get_rng_state()
+        self.assertEqual(canary.step(0, (first, first.sum(1, keepdim=True)))["verdict"], "unchecked")
+        self.assertIsNone(canary.step(1, (other, other)))
+        self.assertEqual(canary.step(2, (other, other))["verdict"], "unchecked")
+        self.assertEqual(len(seen), 3)  # two runs at the first check, one at step 2
+        for batch in seen:
+            self.assertTrue(torch.equal(batch, first[:4]))
+        self.assertTrue(all(p.grad is None for p in model.parameters()))
+        for before, after in zip(stats, model.buffers()):
+            self.assertTrue(torch.equal(before, after))
+        self.assertTrue(torch.equal(rng, torch.get_rng_state()))
+        self.assertEqual(canary.last_good_step, -1)  # a replica compared with nobody is never healthy
+
+    def test_auto_cadence_is_aligned_to_multiples_of_the_interval(self):
+        x = torch.randn(8, 8)
+        batch = (x, x.sum(1, keepdim=True))
+        model = make_model("clean")
+        # A high SDC rate and the whole step as budget: the planner checks often.
+        canary = CanaryCheck(model, loss_fn, batch=batch, every="auto", budget=1.0, sdc_rate=1e9)
+        steps, intervals = [], []
+        for step in range(3, 2000):
+            loss_fn(model, batch).backward()  # a step's work between the calls
+            if canary.step(step) is not None:
+                steps.append(step)
+                intervals.append(canary.every)
+        # The first call, then the calibration interval: a multiple of 5 at least 5 steps later.
+        self.assertEqual(steps[:2], [3, 10])
+        self.assertGreater(len(steps), 2, (steps, intervals))
+        for last, step, every in zip(steps[1:], steps[2:], intervals[1:]):
+            self.assertEqual(step % every, 0)
+            self.assertGreaterEqual(step - last, every)
+
+    def test_vote_is_within_equivalence_classes(self):
+        canary = CanaryCheck(make_model("clean"), loss_fn, batch=(torch.ones(2, 8), torch.ones(2, 1)))
+        a, b = {"device": "A"}, {"device": "B"}
+        canary.classes = [a, a, a, b]
+        self.assertEqual(canary._vote_by_class([1, 1, 2, 3]), ("sdc", [2], [], [3]))
+        canary.classes = [a, a, b, b]
+        self.assertEqual(canary._vote_by_class([1, 1, 2, 2]), ("pass", [], [], []))
+        canary.classes = [a, b]
+        self.assertEqual(canary._vote_by_class([1, 2]), ("unchecked", [], [], [0, 1]))
+
+    def test_callback_checks_after_optimizer_steps(self):
+        # Lightning is not installed here: a stand-in trainer with the attributes the hooks read.
+        from sdcprobe import CanaryCallback
+
+        class Trainer:
+            global_step = 0
+            should_stop = False
+
+        trainer, model = Trainer(), make_model("clean")
+        callback = CanaryCallback(loss_fn, every=2)
+        callback.on_fit_start(trainer, model)
+        x = torch.randn(4, 8)
+        checked = []
+        for batch_idx in range(12):  # two batches per optimizer step (gradient accumulation)
+            callback.on_train_batch_start(trainer, model, (x, x), batch_idx)
+            trainer.global_step += batch_idx % 2
+            callback.on_train_batch_end(trainer, model, None, (x, x), batch_idx)
+            checked.append(callback.canary.checks)
+        callback.on_fit_end(trainer, model)
+        # Optimizer steps 0..5 end at batches 1, 3, ..., 11; steps 0, 2 and 4 are due.
+        self.assertEqual(checked, [0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3])
+
+    def test_bad_loss_and_missing_batch_are_clear_errors(self):
+        from sdcprobe import SDCProbeError
+
+        canary = CanaryCheck(make_model("clean"), lambda module, batch: module(batch[0]), batch=(torch.ones(4, 8),))
+        with self.assertRaisesRegex(SDCProbeError, r"scalar tensor.*shape \[4, 1\]"):
+            canary.step(0)
+        with self.assertRaisesRegex(SDCProbeError, "has no batch"):
+            CanaryCheck(make_model("clean"), loss_fn).step(0)
+        with self.assertRaisesRegex(TypeError, "loss_fn must be callable"):
+            CanaryCheck(make_model("clean"), None)
+
+
+if __name__ == "__main__":
+    unittest.main()
