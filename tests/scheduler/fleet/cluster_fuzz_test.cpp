@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr uint64_t kSeed = 20261201;
-constexpr int kCases = 1500;
+constexpr int kCases = 800;
 
 const char* kSacct = R"({"jobs": [
  {"job_id": 7, "user": "ann", "account": "lab", "partition": "a", "state": {"current": ["REQUEUED"]},
