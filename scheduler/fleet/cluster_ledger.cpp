@@ -301,6 +301,13 @@ Cluster compute_cluster(const ClusterInputs& in) {
       goodput::Breakdown b;
       if (r.source == JobSource::kSummary) {
         const JobSummary& s = summaries[summary->second];
+        // The ledger may widen the accounting by a second at each end (whole seconds); more is
+        // another job's summary, or one computed from wrong accounting.
+        if (s.breakdown.wall_ns > (end - begin + 2) * kNsPerS) {
+          throw InputError(files[summary->second] + ": wall_ns " + std::to_string(s.breakdown.wall_ns) +
+                           " exceeds job " + std::to_string(job.job_id) + "'s time in " + in.sacct_path + " (" +
+                           std::to_string(end - begin) + " s)");
+        }
         b = s.breakdown;
         r.tally = s.measured;
       } else {
