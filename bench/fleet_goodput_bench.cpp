@@ -63,6 +63,7 @@ const Month& month() {
       const int64_t start = eligible + static_cast<int64_t>(rng() % 3600);
       const int64_t run_s = 720 + static_cast<int64_t>(rng() % (6 * 3600));
       const bool failed = rng() % 10 == 0;
+      int64_t end = start + run_s;
       if (id % 2 == 0) {
         sdc::goodput::SimParams p;
         p.seed = static_cast<uint64_t>(id);
@@ -71,6 +72,7 @@ const Month& month() {
         p.step_ns = 30 * kNsPerSecond;
         p.faults_per_day = 0.05 * static_cast<double>(gpus) / 8.0;
         const sdc::goodput::SimResult r = sdc::goodput::simulate(p, nullptr);
+        end = eligible + (r.truth.wall_ns + kNsPerSecond - 1) / kNsPerSecond;  // faults make runs longer
         nlohmann::json s = nlohmann::json::parse(sdc::goodput::json_breakdown(r.truth));
         s["job_id"] = id;
         // The simulator counts incidents, not saves: the summary says so with zero saves.
@@ -81,7 +83,7 @@ const Month& month() {
         std::ofstream(out.dir / "spool" / (std::to_string(id) + ".json")) << text;
         out.input_bytes += text.size();
       }
-      jobs.push_back(record(id, gpus, failed ? "NODE_FAIL" : "COMPLETED", eligible, start, start + run_s, rng));
+      jobs.push_back(record(id, gpus, failed ? "NODE_FAIL" : "COMPLETED", eligible, start, end, rng));
     }
     const std::string sacct = nlohmann::json{{"jobs", jobs}}.dump();
     std::ofstream(out.dir / "sacct.json") << sacct;

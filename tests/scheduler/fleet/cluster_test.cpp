@@ -16,6 +16,7 @@
 #include "scheduler/goodput/commands.hpp"
 #include "scheduler/goodput/report.hpp"
 #include "scheduler/goodput/simulator.hpp"
+#include "tests/fuzz/mutate.hpp"
 
 namespace sdc::fleet {
 namespace {
@@ -374,6 +375,50 @@ TEST(ClusterLedger, BadInputNamesTheFileAndRecord) {
   in.since_s = kT0 + 10;
   in.until_s = kT0 + 10;
   expect_error(in, "the window is empty");
+}
+
+// Through the binary: the reports are written on success; bad input is one error line, exit 2, and
+// no report.
+TEST(FleetGoodputCli, WritesReportsOrFailsWithExitTwo) {
+  Example e;
+  const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  const std::string out = e.dir.path("out");
+  fuzz::ProcessResult r = fuzz::run_process({binary,
+                                             "fleet",
+                                             "goodput",
+                                             "--sacct",
+                                             e.inputs.sacct_path,
+                                             "--since",
+                                             "2027-01-01T00:00:00Z",
+                                             "--until",
+                                             "2027-01-02T00:00:00Z",
+                                             "--by",
+                                             "job",
+                                             "--json",
+                                             out + ".json",
+                                             "--markdown",
+                                             out + ".md",
+                                             "--svg",
+                                             out + ".svg",
+                                             "--prom",
+                                             out + ".prom",
+                                             e.dir.path("spool")},
+                                            e.dir.path(""), 120);
+  ASSERT_TRUE(r.exited) << r.err;
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Cluster ETTR (GPU-weighted): 0.3616"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("planner: checkpoint every 1800 s"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(out + ".json"));
+  EXPECT_EQ(j["gpu_ns"]["wall"], to_string(177 * kGpuHour));
+  for (const char* ext : {".md", ".svg", ".prom"}) EXPECT_TRUE(fs::file_size(out + ext) > 0) << ext;
+
+  const std::string bad = e.dir.file("bad.json", "{\"jobs\": [{\"job_id\": 1, \"time\": {}}]}");
+  const std::string none = e.dir.path("none.json");
+  r = fuzz::run_process({binary, "fleet", "goodput", "--sacct", bad, "--json", none}, e.dir.path(""), 120);
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "sdcprobe: error: " + bad + ": jobs[0].time.eligible is missing\n");
+  EXPECT_FALSE(fs::exists(none));
 }
 
 }  // namespace
