@@ -99,7 +99,17 @@ std::vector<ClusterJob> read_cluster_sacct(const std::string& path) {
   if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path);
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  // Keeps only what the ledger reads: a real record also carries its steps, limits, TRES usage and
+  // more, ten times the size; the rest is dropped while parsing.
+  const nlohmann::json::parser_callback_t keep = [](int depth, nlohmann::json::parse_event_t event,
+                                                    nlohmann::json& parsed) {
+    if (event != nlohmann::json::parse_event_t::key) return true;
+    if (depth == 1) return parsed == "jobs";
+    if (depth != 3) return true;
+    static const char* kKept[] = {"job_id", "user", "account", "partition", "state", "time", "tres"};
+    return std::any_of(std::begin(kKept), std::end(kKept), [&](const char* k) { return parsed == k; });
+  };
+  const nlohmann::json doc = nlohmann::json::parse(in, keep, false);
   if (doc.is_discarded()) throw InputError(path + ": not valid JSON (expected `sacct --json` output)");
   if (!doc.is_object() || !doc.contains("jobs") || !doc.at("jobs").is_array()) {
     throw InputError(path + ": no \"jobs\" array (expected `sacct --json` output)");
