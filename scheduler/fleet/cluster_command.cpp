@@ -26,7 +26,8 @@ int64_t whole_seconds(const std::string& field, const std::string& text) {
   return ns / kNsPerS;
 }
 
-bool starts_with_digit_then_unit(const std::string& text) {
+// "7d", "36h", "3600": a duration; a date has "-" and "T".
+bool is_duration(const std::string& text) {
   return !text.empty() && text.find('T') == std::string::npos && text.find('-') == std::string::npos;
 }
 
@@ -35,7 +36,7 @@ bool starts_with_digit_then_unit(const std::string& text) {
 int fleet_goodput_command(FleetGoodputOptions o, std::ostream& out) {
   const GroupBy by = parse_group_by(o.by);
   if (!o.since.empty()) {
-    if (starts_with_digit_then_unit(o.since)) {
+    if (is_duration(o.since)) {
       o.inputs.since_before_until_s = static_cast<int64_t>(std::llround(parse_duration("--since", o.since)));
     } else {
       o.inputs.since_s = whole_seconds("--since", o.since);

@@ -371,6 +371,13 @@ TEST(ClusterLedger, BadInputNamesTheFileAndRecord) {
   expect_error(in, "s.json: categories.queue is missing");
   in.summaries = {dir.file("t.json", goodput::json_breakdown(goodput::Breakdown{}))};
   expect_error(in, "t.json: job_id is missing");
+  // A summary longer than its job's accounting (5 s) by more than Slurm's rounding.
+  goodput::Breakdown b;
+  b.wall_ns = b.productive_ns = 8 * goodput::kNsPerSecond;
+  nlohmann::json long_summary = nlohmann::json::parse(goodput::json_breakdown(b));
+  long_summary["job_id"] = 5;
+  in.summaries = {dir.file("u.json", long_summary.dump())};
+  expect_error(in, "u.json: wall_ns 8000000000 exceeds job 5's time in");
   in.summaries.clear();
   in.since_s = kT0 + 10;
   in.until_s = kT0 + 10;
