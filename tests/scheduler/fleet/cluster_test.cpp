@@ -341,6 +341,30 @@ TEST(ClusterLedger, LogsAndSummaryAgree) {
   EXPECT_EQ(from_logs.total.wall % 8, 0);
 }
 
+// What the logs measured: saves and data waits by their pairs (a save cut by a fault is none), the
+// spacing of saves, and incidents (two ranks reporting one fault with no step_end between: one).
+TEST(ClusterLedger, TallyOfTheLogs) {
+  TempDir dir;
+  auto line = [](int64_t t, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(t) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  const std::string rank0 = dir.file(
+      "events.rank0.jsonl",
+      line(0, "process_start") + line(10, "step_begin", ",\"step\":1") + line(20, "step_end", ",\"step\":1") +
+          line(20, "ckpt_begin", ",\"step\":1") + line(25, "ckpt_end", ",\"step\":1") + line(25, "data_wait_begin") +
+          line(28, "data_wait_end") + line(30, "step_begin", ",\"step\":2") + line(40, "step_end", ",\"step\":2") +
+          line(40, "ckpt_begin", ",\"step\":2") + line(47, "ckpt_end", ",\"step\":2") +
+          line(50, "ckpt_begin", ",\"step\":3") + line(52, "fault_detected") + line(60, "process_start") +
+          line(70, "step_begin", ",\"step\":3") + line(80, "step_end", ",\"step\":3") + line(90, "fault_detected"));
+  const std::string rank1 = dir.file(
+      "events.rank1.jsonl", line(53, "fault_detected", ",\"rank\":1") + line(95, "sdc_detected", ",\"rank\":1"));
+  const goodput::Tally t = goodput::tally_files({rank0, rank1}, false);
+  EXPECT_EQ(t.saves, (goodput::Activity{2, 12}));
+  EXPECT_EQ(t.data_waits, (goodput::Activity{1, 3}));
+  EXPECT_EQ(t.save_interval_ns, 22);
+  EXPECT_EQ(t.incidents, 2);  // 52 and 53: one; 90 and 95: one
+}
+
 void expect_error(const ClusterInputs& in, const std::string& needle) {
   try {
     compute_cluster(in);
