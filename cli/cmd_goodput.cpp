@@ -61,6 +61,8 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
                 "times give the queue");
   g->add_flag("--json", goodput->json, "Print JSON instead of the table");
   g->add_option("--svg", goodput->svg_path, "Also draw the breakdown as an SVG file");
+  g->add_option("--job-id", goodput->job_id, "Slurm's job id, written into the JSON (for `fleet goodput`)")
+      ->check(unsigned_in(0, INT64_MAX));
   g->add_flag("--lenient", goodput->lenient, "Skip and count bad lines instead of stopping at the first");
   g->add_option("--keep-checkpoints", goodput->ledger.keep_checkpoints,
                 "Committed checkpoints kept as possible restore targets")

@@ -28,5 +28,7 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
 void add_history_commands(CLI::App& app, int& exit_code);
 // goodput, plan and simulate.
 void add_goodput_commands(CLI::App& app, int& exit_code);
+// `fleet goodput`: the cluster ledger and its work list.
+void add_fleet_goodput_command(CLI::App& fleet, int& exit_code);
 
 }  // namespace sdc::cli

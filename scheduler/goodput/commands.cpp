@@ -12,6 +12,7 @@
 #include "scheduler/goodput/analyze.hpp"
 #include "scheduler/goodput/merge.hpp"
 #include "scheduler/goodput/report.hpp"
+#include "scheduler/goodput/tally.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -27,6 +28,24 @@ std::string ratio(double r) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", r);
   return buf;
+}
+
+nlohmann::ordered_json activity_json(const Activity& a) { return {{"count", a.count}, {"ns", a.ns}}; }
+
+// The ledger's JSON, plus the job id and what the logs measured (docs/goodput.md, "Cluster").
+std::string summary_json(const Analysis& analysis, const GoodputOptions& o, const std::vector<std::string>& paths) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json_report(analysis));
+  if (o.job_id >= 0) j["job_id"] = o.job_id;
+  if (paths[0] != "-") {
+    const Tally t = tally_files(paths, o.lenient);
+    j["measured"] = {{"saves", activity_json(t.saves)},
+                     {"data_waits", activity_json(t.data_waits)},
+                     {"evals", activity_json(t.evals)},
+                     {"probes", activity_json(t.probes)},
+                     {"save_interval_ns", t.save_interval_ns},
+                     {"incidents", t.incidents}};
+  }
+  return j.dump(2) + "\n";
 }
 
 }  // namespace
@@ -53,7 +72,7 @@ int goodput_command(const GoodputOptions& o, std::ostream& out) {
     throw InputError((paths.size() > 1 ? std::string("the merged logs") : paths[0]) + ": no events");
   }
   if (!o.svg_path.empty()) write_file_atomically(o.svg_path, svg_report(analysis.breakdown));
-  out << (o.json ? json_report(analysis) : text_report(analysis));
+  out << (o.json ? summary_json(analysis, o, paths) : text_report(analysis));
   return 0;
 }
 

@@ -20,6 +20,9 @@ struct GoodputOptions {
   bool json = false;
   std::string svg_path;  // empty: no SVG
   bool lenient = false;
+  // Slurm's job id, written into the JSON so that `fleet goodput` can match it to the accounting;
+  // -1: none.
+  int64_t job_id = -1;
   LedgerOptions ledger;
 };
 int goodput_command(const GoodputOptions& options, std::ostream& out);

@@ -62,6 +62,8 @@ std::vector<SlurmRecord> read_sacct_json(const std::string& path) {
     SlurmRecord r{seconds_field(time, "eligible", where), seconds_field(time, "start", where),
                   seconds_field(time, "end", where)};
     if (r.start_s == 0) continue;  // never ran: no allocation to place
+    // Unset (as sacct can show a job still completing): no queue is known, not 55 years of it.
+    if (r.eligible_s == 0) r.eligible_s = r.start_s;
     if (r.end_s != 0 && r.end_s < r.start_s) throw InputError(where + ": end before start");
     records.push_back(r);
   }

@@ -1,0 +1,82 @@
+#include "scheduler/fleet/cluster_summary.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "host/error.hpp"
+
+namespace sdc::fleet {
+namespace {
+
+int64_t count(const nlohmann::json& parent, const char* name, const std::string& where) {
+  const std::string field = where.empty() ? name : where + "." + name;
+  if (!parent.is_object() || !parent.contains(name)) throw InputError(field + " is missing");
+  const nlohmann::json& v = parent.at(name);
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) || v.get<int64_t>() < 0) {
+    throw InputError(field + " must be an integer from 0 to 2^63 - 1");
+  }
+  return v.get<int64_t>();
+}
+
+goodput::Activity activity(const nlohmann::json& measured, const char* name) {
+  const std::string where = std::string("measured.") + name;
+  if (!measured.contains(name)) throw InputError(where + " is missing");
+  return {count(measured.at(name), "count", where), count(measured.at(name), "ns", where)};
+}
+
+}  // namespace
+
+JobSummary parse_job_summary(const std::string& path, const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    throw InputError(path + ": not a JSON object (expected `sdcprobe goodput --json --job-id N` output)");
+  }
+  try {
+    JobSummary s;
+    s.job_id = count(j, "job_id", "");
+    goodput::Breakdown& b = s.breakdown;
+    b.wall_ns = count(j, "wall_ns", "");
+    b.productive_ns = count(j, "productive_ns", "");
+    if (!j.contains("categories") || !j.at("categories").is_object()) throw InputError("categories is missing");
+    __int128 sum = b.productive_ns;
+    for (goodput::Category c : goodput::kCategories) {
+      const std::string key(goodput::category_key(c));
+      const std::string where = "categories." + key;
+      if (!j.at("categories").contains(key)) throw InputError(where + " is missing");
+      const nlohmann::json& cat = j.at("categories").at(key);
+      b[c].ns = count(cat, "ns", where);
+      b[c].sdc_ns = count(cat, "sdc_ns", where);
+      if (b[c].sdc_ns > b[c].ns) throw InputError(where + ".sdc_ns exceeds its ns");
+      sum += b[c].ns;
+    }
+    if (sum != b.wall_ns) throw InputError("productive_ns and the categories do not sum to wall_ns");
+    if (j.contains("measured")) {
+      const nlohmann::json& m = j.at("measured");
+      if (!m.is_object()) throw InputError("measured must be an object");
+      goodput::Tally t;
+      t.saves = activity(m, "saves");
+      t.data_waits = activity(m, "data_waits");
+      t.evals = activity(m, "evals");
+      t.probes = activity(m, "probes");
+      t.save_interval_ns = count(m, "save_interval_ns", "measured");
+      t.incidents = count(m, "incidents", "measured");
+      s.measured = t;
+    }
+    return s;
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
+}
+
+JobSummary read_job_summary(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_job_summary(path, text.str());
+}
+
+}  // namespace sdc::fleet

@@ -1,0 +1,456 @@
+// The cluster ledger: the worked example of docs/goodput.md ("Cluster") by hand, the accounting's
+// exact window cuts, the sum over simulated clusters for every window and grouping, a job's logs and
+// its summary giving the same labels, and bad input naming its file and record.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "host/error.hpp"
+#include "scheduler/fleet/cluster_report.hpp"
+#include "scheduler/goodput/commands.hpp"
+#include "scheduler/goodput/report.hpp"
+#include "scheduler/goodput/simulator.hpp"
+#include "tests/fuzz/mutate.hpp"
+
+namespace sdc::fleet {
+namespace {
+
+namespace fs = std::filesystem;
+using goodput::Category;
+constexpr int64_t kT0 = 1'798'761'600;  // 2027-01-01T00:00:00Z
+constexpr int64_t kH = 3600;
+constexpr GpuNs kGpuHour = static_cast<GpuNs>(kH) * 1'000'000'000;
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("sdc-fleet-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name, const std::string& text) const {
+    const fs::path p = path_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+// One sacct record, as Slurm 23 writes it ({"set", "number"} times; 0: unset).
+nlohmann::json record(int64_t id, const std::string& user, const std::string& partition, int64_t gpus,
+                      const std::string& state, int64_t eligible, int64_t start, int64_t end) {
+  auto t = [](int64_t s) { return nlohmann::json{{"set", s != 0}, {"infinite", false}, {"number", s}}; };
+  nlohmann::json tres = nlohmann::json::array({{{"type", "cpu"}, {"name", ""}, {"count", 4}}});
+  if (gpus > 0) tres.push_back({{"type", "gres"}, {"name", "gpu"}, {"count", gpus}});
+  return {{"job_id", id},
+          {"user", user},
+          {"account", user + "-lab"},
+          {"partition", partition},
+          {"state", {{"current", {state}}}},
+          {"time", {{"eligible", t(eligible)}, {"start", t(start)}, {"end", t(end)}}},
+          {"tres", {{"allocated", start != 0 ? tres : nlohmann::json::array()}, {"requested", tres}}}};
+}
+
+std::string sacct(const std::vector<nlohmann::json>& records) { return nlohmann::json{{"jobs", records}}.dump(); }
+
+// The five jobs of docs/goodput.md, "Cluster" (hours after 2027-01-01T00:00Z; the window is that day).
+struct Example {
+  TempDir dir;
+  ClusterInputs inputs;
+  Example() {
+    auto h = [](double hours) { return kT0 + static_cast<int64_t>(hours * kH); };
+    inputs.sacct_path = dir.file("sacct.json", sacct({
+                                                   record(101, "alice", "train", 8, "COMPLETED", h(1), h(2), h(11)),
+                                                   record(102, "bob", "train", 4, "NODE_FAIL", h(0), h(3), h(5)),
+                                                   record(102, "bob", "train", 4, "COMPLETED", h(0), h(6), h(10)),
+                                                   record(103, "bob", "debug", 2, "RUNNING", h(20), h(22), 0),
+                                                   record(104, "carol", "train", 16, "TIMEOUT", h(-2), h(-1), h(3)),
+                                                   record(105, "carol", "debug", 1, "FAILED", h(12), h(12), h(13)),
+                                                   record(106, "dave", "cpu", 0, "COMPLETED", h(1), h(1), h(2)),
+                                               }));
+    const int64_t ns = 1'000'000'000LL * kH;
+    nlohmann::json s = {{"wall_ns", 10 * ns},
+                        {"productive_ns", 8 * ns},
+                        {"ettr", 0.8},
+                        {"sdc_lost_ns", ns},
+                        {"categories",
+                         {{"queue", {{"ns", ns}, {"sdc_ns", 0}}},
+                          {"detection_teardown", {{"ns", 0}, {"sdc_ns", 0}}},
+                          {"restart_warmup", {{"ns", ns / 2}, {"sdc_ns", 0}}},
+                          {"rework", {{"ns", ns / 2}, {"sdc_ns", ns / 2}}},
+                          {"blocking_overhead", {{"ns", 0}, {"sdc_ns", 0}}}}},
+                        {"job_id", 101},
+                        {"measured",
+                         {{"saves", {{"count", 12}, {"ns", 600'000'000'000}}},
+                          {"data_waits", {{"count", 4}, {"ns", 0}}},
+                          {"evals", {{"count", 0}, {"ns", 0}}},
+                          {"probes", {{"count", 0}, {"ns", 0}}},
+                          {"save_interval_ns", 3'000'000'000'000},
+                          {"incidents", 1}}}};
+    inputs.summaries = {dir.file("spool/101.json", s.dump())};
+    inputs.since_s = kT0;
+    inputs.until_s = kT0 + 24 * kH;
+  }
+};
+
+TEST(ClusterLedger, WorkedExampleOfTheDocs) {
+  Example e;
+  const Cluster c = compute_cluster(e.inputs);
+  const ClusterBreakdown& t = c.total;
+  EXPECT_EQ(t.wall, 177 * kGpuHour);
+  EXPECT_EQ(t.productive, 64 * kGpuHour);
+  EXPECT_EQ(t[Category::kQueue], (8 + 16 + 4) * kGpuHour);
+  EXPECT_EQ(t[Category::kRestartWarmup], 4 * kGpuHour);
+  EXPECT_EQ(t[Category::kRework], 4 * kGpuHour);
+  EXPECT_EQ(t.sdc_ns[static_cast<size_t>(Category::kRework)], 4 * kGpuHour);
+  EXPECT_EQ(t[Unlabelled::kFailedRun], (8 + 48 + 1) * kGpuHour);
+  EXPECT_EQ(t[Unlabelled::kOtherRun], (16 + 4) * kGpuHour);
+  EXPECT_EQ(t.instrumented_wall, 80 * kGpuHour);
+  EXPECT_TRUE(t.balanced());
+  EXPECT_NEAR(t.ettr(), 64.0 / 177.0, 1e-12);
+  EXPECT_EQ(c.jobs_without_gpus, 1);
+  EXPECT_EQ(c.results.size(), 5u);
+  // One incident in (80 - 8) / 24 = 3 instrumented GPU-days of run time.
+  EXPECT_EQ(c.incidents.count, 1);
+  EXPECT_NEAR(c.incidents.per_gpu_day, 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(c.incidents.low * 3.0, 0.0253, 1e-3);  // Garwood's 95% interval of one count
+  EXPECT_NEAR(c.incidents.high * 3.0, 5.572, 1e-3);
+
+  const std::vector<WorkItem> work = work_list(c, GroupBy::kJob, 5);
+  ASSERT_GE(work.size(), 4u);
+  EXPECT_EQ(work[0].key, "uninstrumented_failed_run");
+  EXPECT_EQ(work[0].top[0].name, "104");
+  EXPECT_EQ(work[1].key, "queue");
+  EXPECT_EQ(work[1].top[0].name, "102");
+  EXPECT_EQ(work[2].key, "uninstrumented_other_run");
+  const auto rework = std::find_if(work.begin(), work.end(), [](const WorkItem& w) { return w.key == "rework"; });
+  ASSERT_NE(rework, work.end());
+  ASSERT_TRUE(rework->top[0].advice && rework->top[0].advice->available);
+  const Advice& a = *rework->top[0].advice;
+  // λ = 8 GPUs x 1/3 per GPU-day = 1/10800 s; T* = sqrt(2 x 50 s / λ) = 1800 s; from 3000 s: rework
+  // 4 GPU-h x 1800/3000, and saves (600 s x 8 GPUs = 4/3 GPU-h) x 3050/1850.
+  EXPECT_NEAR(a.save_s, 50.0, 1e-9);
+  EXPECT_NEAR(a.interval_s, 1800.0, 1e-6);
+  EXPECT_NEAR(a.saved_gpu_hours, 4 + 4.0 / 3 - (4 * 0.6 + 4.0 / 3 * 3050.0 / 1850.0), 1e-9);
+  EXPECT_LT(a.interval_low_s, a.interval_s);
+  EXPECT_GT(a.interval_high_s, a.interval_s);
+
+  // Grouped by user, the groups of every item sum to the item.
+  for (GroupBy by : {GroupBy::kUser, GroupBy::kAccount, GroupBy::kPartition, GroupBy::kJob}) {
+    for (const WorkItem& w : work_list(c, by, 1000)) {
+      GpuNs sum = 0;
+      for (const GroupItem& g : w.top) sum += g.gpu_ns;
+      EXPECT_EQ(sum, w.gpu_ns) << w.key << " by " << group_by_name(by);
+    }
+  }
+}
+
+TEST(ClusterLedger, ReportsCarryTheSums) {
+  Example e;
+  const Cluster c = compute_cluster(e.inputs);
+  const std::vector<WorkItem> work = work_list(c, GroupBy::kUser, 5);
+  const nlohmann::json j = nlohmann::json::parse(json_report(c, work, GroupBy::kUser));
+  EXPECT_EQ(j["gpu_ns"]["wall"], to_string(177 * kGpuHour));
+  EXPECT_EQ(j["gpu_ns"]["uninstrumented_failed_run"]["gpu_ns"], to_string(57 * kGpuHour));
+  EXPECT_EQ(j["days"].size(), 1u);
+  EXPECT_EQ(j["days"][0]["wall"], to_string(177 * kGpuHour));
+  const std::string prom = prometheus_report(c);
+  EXPECT_NE(prom.find("sdcprobe_cluster_ettr 0.361581920903954"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("sdcprobe_partition_ettr{partition=\"train\"}"), std::string::npos);
+  EXPECT_NE(prom.find("sdcprobe_cluster_gpu_seconds{partition=\"debug\",category=\"queue\"} 14400"), std::string::npos)
+      << prom;
+  const std::string svg = svg_report(c, work);
+  EXPECT_NE(svg.find("ETTR 36.2%"), std::string::npos);
+  EXPECT_NE(svg.find("uninstrumented run, ended in failure: 57.0 GPU-h"), std::string::npos);
+}
+
+// Cutting a window in two gives the same accounting as the whole, to the GPU-nanosecond.
+TEST(ClusterLedger, WindowCutsAreExact) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    ClusterJob job;
+    job.job_id = trial;
+    int64_t t = kT0 + static_cast<int64_t>(rng() % 1000);
+    const int records = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < records; ++k) {
+      ClusterRecord r;
+      r.eligible_s = kT0;
+      r.start_s = t + static_cast<int64_t>(rng() % 5000);
+      r.end_s = (k + 1 == records && rng() % 3 == 0) ? 0 : r.start_s + 1 + static_cast<int64_t>(rng() % 90000);
+      r.gpus = 1 + static_cast<int64_t>(rng() % 64);
+      r.state = k + 1 < records ? "REQUEUED" : (rng() % 2 ? "COMPLETED" : "NODE_FAIL");
+      t = r.end_s;
+      job.records.push_back(r);
+      if (r.end_s == 0) break;
+    }
+    const Window whole{kT0 - 100, kT0 + 4 * 86400};
+    const int64_t cut =
+        whole.since_s + static_cast<int64_t>(rng() % static_cast<uint64_t>(whole.until_s - whole.since_s));
+    std::map<int64_t, ClusterBreakdown> days;
+    const ClusterBreakdown all = sacct_breakdown(job, whole, &days);
+    ClusterBreakdown parts = sacct_breakdown(job, {whole.since_s, cut});
+    parts.add(sacct_breakdown(job, {cut, whole.until_s}));
+    EXPECT_TRUE(all.balanced());
+    EXPECT_EQ(all.wall, parts.wall);
+    EXPECT_EQ(all.ns, parts.ns);
+    EXPECT_EQ(all.unlabelled, parts.unlabelled);
+    ClusterBreakdown by_day;
+    for (const auto& [day, b] : days) by_day.add(b);
+    EXPECT_EQ(by_day.wall, all.wall);
+    EXPECT_EQ(by_day.ns, all.ns);
+  }
+}
+
+TEST(ClusterLedger, JobCrossingTheWindowCountsOnlyItsTimeInside) {
+  Example e;
+  e.inputs.since_s = kT0 + 2 * kH;  // job 104 ran from -1 h to 3 h: 1 h inside, on 16 GPUs
+  e.inputs.until_s = kT0 + 3 * kH;
+  const Cluster c = compute_cluster(e.inputs);
+  // Inside [2 h, 3 h): job 101 runs (its ledger crosses the edge, so its accounting counts: 1 h x 8),
+  // job 102 queues (1 h x 4), job 104 runs (1 h x 16).
+  EXPECT_EQ(c.total.wall, (8 + 4 + 16) * kGpuHour);
+  EXPECT_EQ(c.total[Unlabelled::kFailedRun], 16 * kGpuHour);
+  EXPECT_EQ(c.total[Unlabelled::kOtherRun], 8 * kGpuHour);
+  EXPECT_EQ(c.total[Category::kQueue], 4 * kGpuHour);
+  EXPECT_EQ(c.total.instrumented_wall, 0);
+}
+
+// Simulated clusters: jobs with summaries (the simulator's ground truth) and jobs with accounting only;
+// for random windows, the cluster is the sum of its jobs, balanced, and every grouping sums to it.
+TEST(ClusterLedger, SimulatedClustersSumForEveryWindowAndGrouping) {
+  std::mt19937_64 rng(11);
+  for (int cluster = 0; cluster < 4; ++cluster) {
+    TempDir dir;
+    std::vector<nlohmann::json> records;
+    std::vector<std::string> summaries;
+    const char* users[] = {"ann", "ben", "cy"};
+    const char* parts[] = {"a", "b"};
+    for (int job = 0; job < 40; ++job) {
+      goodput::SimParams p;
+      p.seed = rng();
+      p.duration_ns = static_cast<int64_t>(1 + rng() % 36) * kH * goodput::kNsPerSecond;
+      p.faults_per_day = static_cast<double>(rng() % 20);
+      const goodput::SimResult sim = goodput::simulate(p, nullptr);
+      const int64_t gpus = 1 << (rng() % 8);
+      const int64_t eligible = kT0 + static_cast<int64_t>(rng() % (3 * 86400));
+      const int64_t start = eligible + static_cast<int64_t>(rng() % 7200);
+      const int64_t end = start + sim.truth.wall_ns / goodput::kNsPerSecond;
+      const std::string user = users[rng() % 3];
+      records.push_back(record(1000 + job, user, parts[rng() % 2], gpus, rng() % 4 ? "COMPLETED" : "FAILED", eligible,
+                               start, rng() % 8 ? end : 0));
+      if (rng() % 2) {
+        nlohmann::json s = nlohmann::json::parse(goodput::json_breakdown(sim.truth));
+        s["job_id"] = 1000 + job;
+        summaries.push_back(dir.file("s/" + std::to_string(job) + ".json", s.dump()));
+      }
+    }
+    ClusterInputs in;
+    in.sacct_path = dir.file("sacct.json", sacct(records));
+    in.summaries = {dir.path("s")};
+    for (int w = 0; w < 6; ++w) {
+      const int64_t a = kT0 + static_cast<int64_t>(rng() % (4 * 86400));
+      const int64_t b = a + 1 + static_cast<int64_t>(rng() % (3 * 86400));
+      in.since_s = a;
+      in.until_s = b;
+      const Cluster c = compute_cluster(in);
+      EXPECT_TRUE(c.total.balanced());
+      ClusterBreakdown sum, days;
+      for (const JobResult& r : c.results) {
+        EXPECT_TRUE(r.gpu.balanced());
+        sum.add(r.gpu);
+      }
+      for (const auto& [day, d] : c.days) days.add(d);
+      EXPECT_EQ(sum.wall, c.total.wall);
+      EXPECT_EQ(days.wall, c.total.wall);
+      EXPECT_EQ(days.productive, c.total.productive);
+      for (GroupBy by : {GroupBy::kUser, GroupBy::kAccount, GroupBy::kPartition, GroupBy::kJob}) {
+        GpuNs gap = 0;
+        for (const WorkItem& item : work_list(c, by, 100000)) {
+          GpuNs groups = 0;
+          for (const GroupItem& g : item.top) groups += g.gpu_ns;
+          EXPECT_EQ(groups, item.gpu_ns);
+          gap += item.gpu_ns;
+        }
+        EXPECT_EQ(gap, c.total.gap());
+      }
+    }
+  }
+}
+
+// The same job from its logs and from its summary (sdcprobe goodput --json --job-id) gives the same
+// labels, weighted by its GPUs.
+TEST(ClusterLedger, LogsAndSummaryAgree) {
+  TempDir dir;
+  goodput::SimParams p;
+  p.seed = 5;
+  p.duration_ns = 6 * kH * goodput::kNsPerSecond;
+  p.faults_per_day = 12;
+  p.requeue_prob = 0;
+  std::string log;
+  int64_t first = -1, last = 0;
+  goodput::simulate(p, [&](std::string_view line) {
+    log.append(line);
+    log += '\n';
+    const int64_t t = nlohmann::json::parse(line)["t"].get<int64_t>();
+    if (first < 0) first = t;
+    last = t;
+  });
+  const std::string events = dir.file("logs/77/events.rank0.jsonl", log);
+  const int64_t start = first / goodput::kNsPerSecond, end = last / goodput::kNsPerSecond + 1;
+  const std::string sacct_path =
+      dir.file("sacct.json", sacct({record(77, "ann", "a", 8, "COMPLETED", start, start, end)}));
+  ClusterInputs in;
+  in.sacct_path = sacct_path;
+  in.logs_template = dir.path("logs/{job_id}/events.rank*.jsonl");
+  const Cluster from_logs = compute_cluster(in);
+  ASSERT_EQ(from_logs.results.size(), 1u);
+  EXPECT_EQ(from_logs.results[0].source, JobSource::kLogs);
+
+  goodput::GoodputOptions o;
+  o.events_paths = {events};
+  o.sacct_path = dir.file("job77.sacct.json", sacct({record(77, "ann", "a", 8, "COMPLETED", start, start, end)}));
+  o.json = true;
+  o.job_id = 77;
+  std::ostringstream summary;
+  goodput::goodput_command(o, summary);
+  in.logs_template.clear();
+  in.summaries = {dir.file("77.json", summary.str())};
+  const Cluster from_summary = compute_cluster(in);
+  ASSERT_EQ(from_summary.results.size(), 1u);
+  EXPECT_EQ(from_summary.results[0].source, JobSource::kSummary);
+  EXPECT_EQ(from_logs.total.wall, from_summary.total.wall);
+  EXPECT_EQ(from_logs.total.ns, from_summary.total.ns);
+  EXPECT_EQ(from_logs.total.sdc_ns, from_summary.total.sdc_ns);
+  EXPECT_EQ(from_logs.total.productive, from_summary.total.productive);
+  ASSERT_TRUE(from_logs.results[0].tally && from_summary.results[0].tally);
+  EXPECT_EQ(from_logs.results[0].tally->saves, from_summary.results[0].tally->saves);
+  EXPECT_EQ(from_logs.results[0].tally->incidents, from_summary.results[0].tally->incidents);
+  EXPECT_GT(from_logs.results[0].tally->incidents, 0);
+  EXPECT_EQ(from_logs.total.wall % 8, 0);
+}
+
+// What the logs measured: saves and data waits by their pairs (a save cut by a fault is none), the
+// spacing of saves, and incidents (two ranks reporting one fault with no step_end between: one).
+TEST(ClusterLedger, TallyOfTheLogs) {
+  TempDir dir;
+  auto line = [](int64_t t, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(t) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  const std::string rank0 = dir.file(
+      "events.rank0.jsonl",
+      line(0, "process_start") + line(10, "step_begin", ",\"step\":1") + line(20, "step_end", ",\"step\":1") +
+          line(20, "ckpt_begin", ",\"step\":1") + line(25, "ckpt_end", ",\"step\":1") + line(25, "data_wait_begin") +
+          line(28, "data_wait_end") + line(30, "step_begin", ",\"step\":2") + line(40, "step_end", ",\"step\":2") +
+          line(40, "ckpt_begin", ",\"step\":2") + line(47, "ckpt_end", ",\"step\":2") +
+          line(50, "ckpt_begin", ",\"step\":3") + line(52, "fault_detected") + line(60, "process_start") +
+          line(70, "step_begin", ",\"step\":3") + line(80, "step_end", ",\"step\":3") + line(90, "fault_detected"));
+  const std::string rank1 = dir.file(
+      "events.rank1.jsonl", line(53, "fault_detected", ",\"rank\":1") + line(95, "sdc_detected", ",\"rank\":1"));
+  const goodput::Tally t = goodput::tally_files({rank0, rank1}, false);
+  EXPECT_EQ(t.saves, (goodput::Activity{2, 12}));
+  EXPECT_EQ(t.data_waits, (goodput::Activity{1, 3}));
+  EXPECT_EQ(t.save_interval_ns, 22);
+  EXPECT_EQ(t.incidents, 2);  // 52 and 53: one; 90 and 95: one
+}
+
+void expect_error(const ClusterInputs& in, const std::string& needle) {
+  try {
+    compute_cluster(in);
+    ADD_FAILURE() << "no error, expected " << needle;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ClusterLedger, BadInputNamesTheFileAndRecord) {
+  TempDir dir;
+  ClusterInputs in;
+  in.sacct_path = dir.file("a.json", "{\"jobs\": [");
+  expect_error(in, "a.json: not valid JSON");
+  nlohmann::json r = record(1, "u", "p", 1, "COMPLETED", kT0, kT0 + 10, kT0 + 20);
+  r["time"].erase("start");
+  in.sacct_path = dir.file("b.json", sacct({record(2, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 5), r}));
+  expect_error(in, "b.json: jobs[1].time.start is missing");
+  in.sacct_path = dir.file("c.json", sacct({record(3, "u", "p", 1, "REQUEUED", kT0, kT0, kT0 + 50),
+                                            record(3, "u", "p", 1, "COMPLETED", kT0, kT0 + 40, kT0 + 60)}));
+  expect_error(in, "c.json: jobs[1]: job 3's records overlap");
+  r = record(4, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 5);
+  r["tres"]["allocated"][1]["count"] = -2;
+  in.sacct_path = dir.file("d.json", sacct({r}));
+  expect_error(in, "d.json: jobs[0].tres.allocated[1].count -2 is out of range");
+  in.sacct_path = dir.file("e.json", sacct({record(5, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 5)}));
+  in.summaries = {dir.file("s.json", "{\"job_id\": 5, \"wall_ns\": 10, \"productive_ns\": 3, \"categories\": {}}")};
+  expect_error(in, "s.json: categories.queue is missing");
+  in.summaries = {dir.file("t.json", goodput::json_breakdown(goodput::Breakdown{}))};
+  expect_error(in, "t.json: job_id is missing");
+  // A summary longer than its job's accounting (5 s) by more than Slurm's rounding.
+  goodput::Breakdown b;
+  b.wall_ns = b.productive_ns = 8 * goodput::kNsPerSecond;
+  nlohmann::json long_summary = nlohmann::json::parse(goodput::json_breakdown(b));
+  long_summary["job_id"] = 5;
+  in.summaries = {dir.file("u.json", long_summary.dump())};
+  expect_error(in, "u.json: wall_ns 8000000000 exceeds job 5's time in");
+  in.summaries.clear();
+  in.since_s = kT0 + 10;
+  in.until_s = kT0 + 10;
+  expect_error(in, "the window is empty");
+}
+
+// Through the binary: the reports are written on success; bad input is one error line, exit 2, and
+// no report.
+TEST(FleetGoodputCli, WritesReportsOrFailsWithExitTwo) {
+  Example e;
+  const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  const std::string out = e.dir.path("out");
+  fuzz::ProcessResult r = fuzz::run_process({binary,
+                                             "fleet",
+                                             "goodput",
+                                             "--sacct",
+                                             e.inputs.sacct_path,
+                                             "--since",
+                                             "2027-01-01T00:00:00Z",
+                                             "--until",
+                                             "2027-01-02T00:00:00Z",
+                                             "--by",
+                                             "job",
+                                             "--json",
+                                             out + ".json",
+                                             "--markdown",
+                                             out + ".md",
+                                             "--svg",
+                                             out + ".svg",
+                                             "--prom",
+                                             out + ".prom",
+                                             e.dir.path("spool")},
+                                            e.dir.path(""), 120);
+  ASSERT_TRUE(r.exited) << r.err;
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Cluster ETTR (GPU-weighted): 0.3616"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("planner: checkpoint every 1800 s"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(out + ".json"));
+  EXPECT_EQ(j["gpu_ns"]["wall"], to_string(177 * kGpuHour));
+  for (const char* ext : {".md", ".svg", ".prom"}) EXPECT_TRUE(fs::file_size(out + ext) > 0) << ext;
+
+  const std::string bad = e.dir.file("bad.json", "{\"jobs\": [{\"job_id\": 1, \"time\": {}}]}");
+  const std::string none = e.dir.path("none.json");
+  r = fuzz::run_process({binary, "fleet", "goodput", "--sacct", bad, "--json", none}, e.dir.path(""), 120);
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "sdcprobe: error: " + bad + ": jobs[0].time.eligible is missing\n");
+  EXPECT_FALSE(fs::exists(none));
+}
+
+}  // namespace
+}  // namespace sdc::fleet
