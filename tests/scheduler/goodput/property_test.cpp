@@ -12,7 +12,8 @@ namespace sdc::goodput {
 namespace {
 
 // Random parameters that reach every rule: hangs, in-step faults, requeues, implicit and explicit
-// restores, async checkpoints, SDC rollbacks past tainted checkpoints, RFC 3339 times.
+// restores, async checkpoints, SDC rollbacks past tainted checkpoints, background probes, RFC 3339
+// times.
 SimParams random_params(uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int64_t lo, int64_t hi) {
@@ -31,6 +32,7 @@ SimParams random_params(uint64_t seed) {
   p.async_ckpt_prob = prob();
   p.probe_every = pick(0, 30);
   p.probe_ns = pick(1, p.step_ns / 5 + 1);
+  p.background_probe_prob = prob() < 0.3 ? prob() : 0.0;
   p.eval_every = pick(0, 60);
   p.eval_ns = pick(1, 4 * p.step_ns);
   p.data_wait_prob = prob() / 4;
@@ -53,7 +55,7 @@ SimParams random_params(uint64_t seed) {
 
 TEST(GoodputProperty, LedgerEqualsSimulatorTruthOnTenThousandRandomLogs) {
   constexpr uint64_t kRuns = 10'000;
-  uint64_t with_sdc = 0, with_faults = 0, events = 0;
+  uint64_t with_sdc = 0, with_faults = 0, with_background = 0, events = 0;
   std::string log;
   for (uint64_t seed = 1; seed <= kRuns; ++seed) {
     const SimParams p = random_params(seed);
@@ -72,14 +74,17 @@ TEST(GoodputProperty, LedgerEqualsSimulatorTruthOnTenThousandRandomLogs) {
       ASSERT_EQ(got.breakdown[c].ns, sim.truth[c].ns) << "seed " << seed << " " << category_key(c);
       ASSERT_EQ(got.breakdown[c].sdc_ns, sim.truth[c].sdc_ns) << "seed " << seed << " " << category_key(c);
     }
+    ASSERT_EQ(got.breakdown.overlapped_probe_ns, sim.truth.overlapped_probe_ns) << "seed " << seed;
     ASSERT_EQ(got.stats.events, sim.events);
     with_sdc += sim.sdc_detections > 0;
     with_faults += sim.faults > 0;
+    with_background += sim.truth.overlapped_probe_ns > 0;
     events += sim.events;
   }
   // The random parameters must actually exercise the incident rules.
   EXPECT_GT(with_sdc, kRuns / 5);
   EXPECT_GT(with_faults, kRuns / 2);
+  EXPECT_GT(with_background, kRuns / 20);
   RecordProperty("events", std::to_string(events));
 }
 
