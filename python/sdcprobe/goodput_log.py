@@ -50,6 +50,34 @@ def _default_rank():
         raise ValueError("RANK must be an integer, got %r" % text) from None
 
 
+def _attempt_from_launcher():
+    """The launcher's restart count: torchrun's $TORCHELASTIC_RESTART_COUNT, else Slurm's
+    $SLURM_RESTART_COUNT, else 0."""
+    for name in ("TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"):
+        text = os.environ.get(name, "")
+        if text:
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError("%s must be an integer, got %r" % (name, text)) from None
+    return 0
+
+
+def process_start_ns():
+    """When this process started, in Unix nanoseconds, from the OS: /proc/self/stat field 22 (clock
+    ticks after boot) plus the boot time in /proc/stat. None where /proc does not say."""
+    try:
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        # The command name (field 2) may hold spaces and parentheses: count from the last ")".
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        return boot * 10**9 + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 class _AnchoredClock:
     """Unix nanoseconds that never go backwards: the wall time at open plus monotonic time since.
     A wall-clock step (NTP, an operator) during the run cannot reorder the log."""
@@ -96,14 +124,14 @@ class GoodputLog:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def _write(self, event, durable=False, **fields):
+    def _write(self, event, durable=False, at=None, **fields):
         reserved = {"t", "event"} & set(fields)
         if reserved:
             raise ValueError("%s are set by the log, not by the caller" % sorted(reserved))
         with self._lock:
             if self._fd is None:
                 raise ValueError("the log %s is closed" % self.path)
-            t = self._clock()
+            t = self._clock() if at is None else at
             if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= INT64_MAX:
                 raise ValueError("the clock must return Unix nanoseconds as an int, got %r" % (t,))
             if t < self._last_t:
@@ -175,14 +203,24 @@ class GoodputLog:
         that will be restarted should not leave job() normally: only the last attempt ends the job."""
         return self._lifetime("job_end")
 
-    def attempt(self, attempt=None):
-        """One process's run: `process_start` now, with `attempt` (default $SLURM_RESTART_COUNT, else
-        0); a fault if it raises, an fsync when it ends."""
+    def attempt(self, attempt=None, start_ns=None):
+        """One process's run: `process_start` with `attempt` (default $TORCHELASTIC_RESTART_COUNT,
+        else $SLURM_RESTART_COUNT, else 0); a fault if it raises, an fsync when it ends.
+
+        start_ns: when the attempt began. Default: the first event of a log on the default clock
+        takes the process's own start time from the OS, so importing torch and building the model
+        before the log opened count as warm-up; otherwise now."""
         if attempt is None:
-            attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+            attempt = _attempt_from_launcher()
         attempt = _int_in("attempt", attempt, 0, INT64_MAX)
+        if start_ns is None and isinstance(self._clock, _AnchoredClock) and self._last_t == 0:
+            start_ns = process_start_ns()
+        if start_ns is not None:
+            start_ns = _int_in("start_ns", start_ns, 0, INT64_MAX)
+            # Never after now, never before what this log already holds.
+            start_ns = max(self._last_t, min(start_ns, self._clock()))
         self._faulted = False
-        self._write("process_start", durable=True, attempt=attempt)
+        self._write("process_start", durable=True, at=start_ns, attempt=attempt)
         return self._lifetime(None)
 
     def init(self):
