@@ -78,6 +78,18 @@ def process_start_ns():
         return None
 
 
+def _last_time_in(fd):
+    """The "t" of the last whole line of the file open at `fd` (an earlier process's log), or 0."""
+    size = os.fstat(fd).st_size
+    tail = os.pread(fd, min(size, 65536), max(0, size - 65536)) if size else b""
+    lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
+    try:
+        t = json.loads(lines[-1])["t"]
+    except (ValueError, KeyError, TypeError, IndexError):
+        return 0
+    return t if isinstance(t, int) and not isinstance(t, bool) else 0
+
+
 class _AnchoredClock:
     """Unix nanoseconds that never go backwards: the wall time at open plus monotonic time since.
     A wall-clock step (NTP, an operator) during the run cannot reorder the log."""
@@ -120,7 +132,8 @@ class GoodputLog:
         self._open = set()  # activities running now ("step", "ckpt", ...), each once
         self._saved = set()  # steps whose save ended, so commit(step) has something to commit
         self._faulted = False  # a fault was logged in this attempt; exiting with it adds none
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._file_last_t = _last_time_in(self._fd)  # a restarted process appends after its predecessor
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -217,8 +230,9 @@ class GoodputLog:
             start_ns = process_start_ns()
         if start_ns is not None:
             start_ns = _int_in("start_ns", start_ns, 0, INT64_MAX)
-            # Never after now, never before what this log already holds.
-            start_ns = max(self._last_t, min(start_ns, self._clock()))
+            # Never after now, never before what this log already holds (/proc/stat's boot time is
+            # in whole seconds, so the start may read up to 1 s early).
+            start_ns = max(self._last_t, self._file_last_t, min(start_ns, self._clock()))
         self._faulted = False
         self._write("process_start", durable=True, at=start_ns, attempt=attempt)
         return self._lifetime(None)
