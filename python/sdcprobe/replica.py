@@ -35,6 +35,7 @@ from sdcprobe.inline import (INT64_MAX, InlineProbe, SDCDetected, SDCProbeError,
 CALIBRATION_STEPS = 5
 STEP_WINDOW = 64
 COST_WINDOW = 4
+BUDGET_MARGIN = 0.9  # kBudgetMargin: the budget is aimed at with this margin
 
 # One row per tensor in the combined table: the digest's two words and the byte count.
 _ROW_WORDS = 3
@@ -220,6 +221,7 @@ class ReplicaCheck:
         self.should_stop = False
         self.verdict = {"verdict": "none", "last_good_step": -1}
         self._reported = False
+        self._why = "every %d steps, as given" % self._every if self._every is not None else ""
 
     # ---- cadence ---------------------------------------------------------------------------------
 
@@ -228,9 +230,20 @@ class ReplicaCheck:
         if self._every is not None:
             return self._every
         if not self._costs or len(self._step_times) < CALIBRATION_STEPS:
+            self._why = "calibrating: %d steps until the step time is measured" % CALIBRATION_STEPS
             return CALIBRATION_STEPS
-        cost = sum(self._costs) / len(self._costs)
-        return choose_every(statistics.median(self._step_times), max(cost, 1e-9), self.budget, self.sdc_rate)
+        cost = max(sum(self._costs) / len(self._costs), 1e-9)
+        step_s = statistics.median(self._step_times)
+        every = choose_every(step_s, cost, self.budget, self.sdc_rate)
+        # The bounds sdc_choose_every takes the larger of (scheduler/inline/inline_probe.cpp).
+        budget_steps = cost / (BUDGET_MARGIN * self.budget * step_s)
+        self._why = ("every %d steps proposed by rank %d: step %.4g s (median of %d), check %.4g s (mean of %d), "
+                     "SDC rate %s per device-day, budget %.3g: the budget allows one check per %.4g steps, "
+                     "the planner's optimum is the rest; the largest proposal of the replicas is adopted"
+                     % (every, self.rank, step_s, len(self._step_times), cost, len(self._costs),
+                        "default" if self.sdc_rate is None else "%.3g" % self.sdc_rate, self.budget,
+                        budget_steps))
+        return every
 
     def _align(self, step):
         """The first due step at or after `step`: a multiple of the fixed interval (checks fall on
@@ -350,6 +363,7 @@ class ReplicaCheck:
             "seconds": seconds,
             "every": self.every,
             "auto": self._every is None,
+            "why": self._why,
         }
         if verdict != "pass" and not self._reported:
             self._reported = True

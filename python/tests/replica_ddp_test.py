@@ -71,6 +71,7 @@ def worker(rank, world, tmp, steps, every, flip, probe_options, on_sdc, bind):
             verdict = check.step(step, [model.parameters(), optim.state_dict()])
             if verdict is not None:
                 outcome["verdicts"].append({k: verdict[k] for k in ("step", "verdict", "every", "last_good_step")})
+                outcome.setdefault("whys", []).append(verdict["why"])
             if seen:
                 outcome["detected"] = seen[0]
                 break
@@ -222,6 +223,10 @@ class TwoReplicasTest(unittest.TestCase):
         # The first check at step 0, the next after the calibration steps, then the planner's.
         self.assertEqual([v["step"] for v in a["verdicts"]][:2], [0, 5])
         self.assertGreaterEqual(a["verdicts"][1]["every"], 1)
+        # The auto choice explains itself: the step time, check cost, SDC rate and budget behind it.
+        self.assertIn("calibrating", a["whys"][0])
+        self.assertRegex(a["whys"][-1],
+                         r"every \d+ steps proposed by rank 0: step .* s \(median of \d+\), check .* s")
 
 
 if __name__ == "__main__":
