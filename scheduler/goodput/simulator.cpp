@@ -277,33 +277,42 @@ SimResult Simulation::run() {
         corrupt_from = k;
         sdc_at = kNever;
       }
-      if (p_.ckpt_every > 0 && k % p_.ckpt_every == 0) {
-        if (chance(p_.async_ckpt_prob)) {
-          event(t_, "ckpt_commit", "step", k);  // no blocking part: the cut is the step's end
-        } else {
-          if (!activity("ckpt_begin", "ckpt_end", jitter(p_.ckpt_write_ns, p_.ckpt_write_ns / 4), "step", k, kCkpt,
-                        nullptr, fault_at)) {
-            break;
-          }
-          event(t_, "ckpt_commit", "step", k);
-        }
-        lineage_.push_back({k, train_ns_, block_ns_});
-      }
-      if (probe_due) {
+      // The probe of step k; false when it ends the attempt (a fault during it, or SDC found).
+      auto probe = [&]() {
         const bool caught = corrupt_from >= 0;
         if (!background &&
             !activity("probe_begin", "probe_end", jitter(p_.probe_ns, p_.probe_ns / 4), nullptr, 0, kProbe,
                       caught ? ",\"probe\":\"gemm.exact.bf16\",\"verdict\":\"fail\""
                              : ",\"probe\":\"gemm.exact.bf16\",\"verdict\":\"pass\"",
                       fault_at)) {
-          break;
+          return false;
         }
         if (caught) {
           incident(t_, -1, true);
-          break;
+          return false;
         }
         last_pass_ = k;
+        return true;
+      };
+      const bool save_due = p_.ckpt_every > 0 && k % p_.ckpt_every == 0;
+      const Checkpoint at_step_end{k, train_ns_, block_ns_};
+      // Check before commit: the probe runs before the save, due or not, and SDC is never committed.
+      const bool check_first = p_.check_before_commit && save_due && p_.probe_every > 0;
+      if (check_first && !probe()) break;
+      if (save_due) {
+        if (chance(p_.async_ckpt_prob)) {
+          event(t_, "ckpt_commit", "step", k);  // no blocking part: the cut is the step's end
+          lineage_.push_back(at_step_end);
+        } else {
+          if (!activity("ckpt_begin", "ckpt_end", jitter(p_.ckpt_write_ns, p_.ckpt_write_ns / 4), "step", k, kCkpt,
+                        nullptr, fault_at)) {
+            break;
+          }
+          event(t_, "ckpt_commit", "step", k);
+          lineage_.push_back({k, train_ns_, block_ns_});
+        }
       }
+      if (probe_due && !check_first && !probe()) break;
       if (p_.eval_every > 0 && k % p_.eval_every == 0 &&
           !activity("eval_begin", "eval_end", jitter(p_.eval_ns, p_.eval_ns / 4), nullptr, 0, kEval, nullptr,
                     fault_at)) {
