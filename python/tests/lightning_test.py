@@ -1,5 +1,6 @@
 """GoodputCallback under Lightning's real Trainer: pytorch-lightning 1.9 over Debian's torch, in the
-venv that tests/python/lightning_venv.sh makes. One process, and strategy="ddp" on 2 CPU processes
+venv that tests/python/lightning_venv.sh makes. One process (also one that raises in a step), and
+strategy="ddp" on 2 CPU processes
 with a replica check bound to the checkpoints; each run's breakdown is checked against a count from
 its raw events, and the ranks' files must merge.
 
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 STEPS = 40
 SAVE_EVERY = 10
+CRASH_AFTER = 14  # the "crash" run raises in the step after this one
 
 
 def fit(mode, out):
@@ -39,6 +41,8 @@ def fit(mode, out):
             self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
 
         def training_step(self, batch, batch_idx):
+            if mode == "crash" and self.trainer.global_step == CRASH_AFTER:
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
             x, = batch
             return torch.nn.functional.mse_loss(self.net(x), x)
 
@@ -67,6 +71,12 @@ def fit(mode, out):
                                                                            every_n_train_steps=SAVE_EVERY,
                                                                            save_top_k=-1)])
     model = Model()
+    if mode == "crash":
+        try:
+            trainer.fit(model, loader(8 * STEPS, 1), loader(16, 100))
+        except RuntimeError:
+            return
+        raise AssertionError("fit did not raise")
     trainer.fit(model, loader(8 * STEPS, 1 + trainer.global_rank), loader(16, 100))
     # After fit the callback's hooks do nothing; these must not raise.
     trainer.validate(model, loader(16, 100), verbose=False)
@@ -156,6 +166,29 @@ class LightningTest(unittest.TestCase):
         self.check_rank(out, 0)
         self.assertEqual(sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "events*"))),
                          ["events.rank0.inline.jsonl", "events.rank0.jsonl"])
+
+    def test_exception_is_a_fault_with_the_step_in_flight(self):
+        out = self.run_fit("crash")
+        events = read_events(os.path.join(out, "events.rank0.jsonl"))
+        self.assertEqual([(e["event"], e.get("step")) for e in events[-3:]],
+                         [("step_end", CRASH_AFTER), ("step_begin", CRASH_AFTER + 1), ("fault_detected", None)])
+        self.assertEqual(events[-1]["kind"], "RuntimeError")
+        self.assertEqual([e["step"] for e in events if e["event"] == "ckpt_commit"], [SAVE_EVERY])
+        # The job ends at the fault: the steps after the commit of step 10 and the one in flight
+        # are rework, and nothing after it is productive.
+        report = self.goodput(os.path.join(out, "events.rank*.jsonl"))
+        c = report["categories"]
+        self.assertEqual(report["wall_ns"], report["productive_ns"] + sum(v["ns"] for v in c.values()))
+        self.assertGreater(c["rework"]["ns"], 0)
+        # Productive by hand: from the first step to the end of step 10's save, less the blocking
+        # spans in between.
+        inline = read_events(os.path.join(out, "events.rank0.inline.jsonl"))
+        merged = sorted(events + inline, key=lambda e: e["t"])
+        first = next(e["t"] for e in events if e["event"] == "step_begin")
+        kept = next(e["t"] for e in events if e["event"] == "ckpt_end" and e["step"] == SAVE_EVERY)
+        blocking = spans(merged, "ckpt") + spans(merged, "eval") + spans(merged, "probe", blocking=True)
+        self.assertEqual(report["productive_ns"],
+                         kept - first - sum(b - a for a, b in blocking if first <= a and b <= kept))
 
     def test_ddp_on_two_processes(self):
         out = self.run_fit("ddp")
