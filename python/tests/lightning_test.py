@@ -1,8 +1,7 @@
 """GoodputCallback under Lightning's real Trainer: pytorch-lightning 1.9 over Debian's torch, in the
 venv that tests/python/lightning_venv.sh makes. One process (also one that raises in a step), and
-strategy="ddp" on 2 CPU processes
-with a replica check bound to the checkpoints; each run's breakdown is checked against a count from
-its raw events, and the ranks' files must merge.
+strategy="ddp" on 2 CPU processes with a replica check bound to the checkpoints; each run's breakdown
+is checked against a count from its raw events, and the ranks' files must merge.
 
     python lightning_test.py                     the tests (ctest sets SDCPROBE_BINARY, SDCPROBE_LIBRARY)
     python lightning_test.py --fit MODE DIR      one training run (the tests start it in a process of
