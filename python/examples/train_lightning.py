@@ -60,6 +60,9 @@ def main():
     parser.add_argument("--ckpt-dir", default=None, help="where checkpoints go (default: --out)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    # A new run of this example: its logs from an earlier run would be read as the same job's.
+    for old in glob.glob(os.path.join(args.out, "events.rank*.jsonl")):
+        os.remove(old)
     ckpt_dir = args.ckpt_dir or args.out
     probe = {"every": 25, "event_log": os.path.join(args.out, "events.rank0.inline.jsonl")}
     if args.inject:
