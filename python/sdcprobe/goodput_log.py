@@ -65,16 +65,17 @@ def _attempt_from_launcher():
 
 def process_start_ns():
     """When this process started, in Unix nanoseconds, from the OS: /proc/self/stat field 22 (clock
-    ticks after boot) plus the boot time in /proc/stat. None where /proc does not say."""
+    ticks after boot) plus the boot time. /proc/stat's btime is in whole seconds, which would put
+    the start up to 1 s early (before the allocation that started it), so the boot time is taken
+    from the clocks instead: now less CLOCK_BOOTTIME. None where the OS does not say."""
     try:
         with open("/proc/self/stat") as f:
             stat = f.read()
-        with open("/proc/stat") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
         # The command name (field 2) may hold spaces and parentheses: count from the last ")".
         ticks = int(stat[stat.rindex(")") + 2:].split()[19])
-        return boot * 10**9 + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+        boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        return boot + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
 
 
@@ -230,8 +231,8 @@ class GoodputLog:
             start_ns = process_start_ns()
         if start_ns is not None:
             start_ns = _int_in("start_ns", start_ns, 0, INT64_MAX)
-            # Never after now, never before what this log already holds (/proc/stat's boot time is
-            # in whole seconds, so the start may read up to 1 s early).
+            # Never after now, never before what this log already holds (a restarted process
+            # appends to its predecessor's file).
             start_ns = max(self._last_t, self._file_last_t, min(start_ns, self._clock()))
         self._faulted = False
         self._write("process_start", durable=True, at=start_ns, attempt=attempt)
