@@ -15,6 +15,7 @@ packages=(
   python3
   patchelf  # scripts/bundle.sh: relocatable bundles and the GPU lease kit
   python3-torch  # the inline probe's PyTorch example and its test
+  python3-venv  # tests/python/lightning_venv.sh: pytorch-lightning over the system torch, for its tests
   # The Debian package (help2man: the man page; pip: `pip install ./python`) and the deploy
   # tests against real Slurm, munge, node_exporter and NPD's plugin schema (yaml).
   help2man dpkg-dev python3-pip python3-setuptools python3-wheel python3-yaml

@@ -1,19 +1,35 @@
-"""GoodputCallback: Lightning's hook names driving the goodput recorder, the inline probe and an
+"""GoodputCallback: a Lightning callback driving the goodput recorder, the inline probe and an
 optional replica check together.
 
-    from lightning.pytorch import Trainer
+    from lightning.pytorch import Trainer       # or pytorch_lightning
     from sdcprobe import GoodputCallback
-    trainer = Trainer(callbacks=[GoodputCallback("events.rank{rank}.jsonl", probe={"every": "auto"})])
+    trainer = Trainer(callbacks=[GoodputCallback("events.rank{rank}.jsonl", probe={"every": "auto"},
+                                                 replica_check={"every": 50})])
 
 Then `sdcprobe goodput 'events.rank*.jsonl'` merges the recorder's and the probe's files of every rank.
 """
 
+import importlib
 import os
 import re
+import sys
 
 from sdcprobe.callback import step_probe
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.inline import InlineProbe
+
+
+def _lightning_callback():
+    """Lightning's Callback class: of the Lightning already imported, else of lightning.pytorch, else
+    of pytorch_lightning (a Trainer accepts only its own package's callbacks). Without Lightning,
+    object: the module still imports, and the hooks can be called by hand."""
+    names = ("lightning.pytorch", "pytorch_lightning")
+    for name in sorted(names, key=lambda n: n not in sys.modules):
+        try:
+            return importlib.import_module(name).Callback
+        except ImportError:
+            continue
+    return object
 
 
 def _inline_log_path(path, rank):
@@ -25,46 +41,90 @@ def _inline_log_path(path, rank):
     return root + ".inline" + (ext or ".jsonl")
 
 
-class GoodputCallback:
-    """A Lightning callback (duck-typed: it does not import Lightning).
+class GoodputCallback(_lightning_callback()):
+    """A Lightning callback.
 
-    log: a GoodputLog, or its path ("{rank}" is replaced by the rank).
-    probe: None, an InlineProbe, or a dict of InlineProbe options (its event log defaults to the
-        recorder's file name with ".inline" before the extension).
-    replica_check: None or an object with step(step, parameters) (sdcprobe.ReplicaCheck); called
-        after each optimizer step with pl_module.parameters(). Give it this log as its event_log
-        (ReplicaCheck(event_log=log)) so its events share this file and clock.
+    log: a GoodputLog, or its path ("{rank}" becomes the rank). A path is opened in setup(), with the
+        rank from trainer.global_rank, so under DDP every rank writes its own file.
+    probe: None, an InlineProbe, or a dict of InlineProbe options (made in setup(); its event log
+        defaults to the recorder's file name with ".inline" before the extension).
+    replica_check: None, an object with step(step, parameters) and before_commit(step, parameters)
+        (sdcprobe.ReplicaCheck), or a dict of ReplicaCheck options, made in setup() once the process
+        group exists, with this recorder as its event log.
+    check_before_commit: with a replica check, check the parameters before each save is committed
+        (on_save_checkpoint); a mismatch raises there, so the save is never written or committed.
     on_sdc: what a failing inline-probe verdict does, as SDCCallback: "raise", "stop" or a
         callable(verdict).
 
-    Step numbers are optimizer steps: step N runs from the first batch that starts with
-    trainer.global_step == N to the batch end at which global_step has moved on, so gradient
-    accumulation makes one step of several batches. A save (on_save_checkpoint, called before
-    Lightning writes the file) is counted until the next hook and committed then: Lightning saves
-    synchronously. It is labelled with the last finished step, global_step - 1.
+    Step N is the optimizer step after which trainer.global_step is N (Lightning's
+    every_n_train_steps counts the same way, so checks on multiples of N fall on the saved steps). It
+    runs from the first batch that starts with global_step == N - 1 to the batch end at which
+    global_step has moved on; gradient accumulation makes one step of several batches. A save
+    (on_save_checkpoint, called before Lightning writes the file) is labelled with global_step and
+    counted until the next hook, then committed: Lightning saves synchronously. Validation and the
+    sanity check are evals; an exception is a fault. After fit, the hooks do nothing.
+
+    The recorder is `self.recorder` (Lightning assigns `callback.log`, so that name is not used).
     """
 
-    def __init__(self, log="events.rank{rank}.jsonl", probe=None, replica_check=None, on_sdc="raise"):
+    def __init__(self, log="events.rank{rank}.jsonl", probe=None, replica_check=None, on_sdc="raise",
+                 check_before_commit=True):
         if on_sdc not in ("raise", "stop") and not callable(on_sdc):
             raise ValueError("on_sdc must be 'raise', 'stop' or a callable")
-        if replica_check is not None and not callable(getattr(replica_check, "step", None)):
-            raise TypeError("replica_check must have a step(step, parameters) method")
-        self.log = log if isinstance(log, GoodputLog) else GoodputLog(log)
-        if isinstance(probe, dict):
-            options = dict(probe)
-            options.setdefault("event_log", _inline_log_path(self.log.path, self.log.rank))
-            probe = InlineProbe(**options)
-        elif probe is not None and not isinstance(probe, InlineProbe):
+        if not isinstance(log, (GoodputLog, str, os.PathLike)):
+            raise TypeError("log must be a GoodputLog or a path, got %r" % (log,))
+        if probe is not None and not isinstance(probe, (dict, InlineProbe)):
             raise TypeError("probe must be None, an InlineProbe or a dict of its options")
-        self.probe = probe
-        self.replica_check = replica_check
+        if replica_check is not None and not isinstance(replica_check, dict) and \
+                not callable(getattr(replica_check, "step", None)):
+            raise TypeError("replica_check must be a dict of ReplicaCheck options or have a step(step, parameters)"
+                            " method")
+        self._log_spec = log
+        self._probe_spec = probe
+        self._replica_spec = replica_check
+        self.recorder = None
+        self.probe = None
+        self.replica_check = None
         self.on_sdc = on_sdc
+        self.check_before_commit = check_before_commit
+        self._finished = False  # fit is over: later hooks (validate, save_checkpoint) do nothing
         self._step = None  # (step number, its context) while a step runs
         self._save = None  # (step number, its context) from on_save_checkpoint to the next hook
         self._eval = None
         self._reported = False
 
-    # -- helpers --------------------------------------------------------------------------------
+    # -- opening and closing --------------------------------------------------------------------
+
+    def _open(self, trainer):
+        rank = int(getattr(trainer, "global_rank", 0))
+        spec = self._log_spec
+        self.recorder = spec if isinstance(spec, GoodputLog) else GoodputLog(spec, rank=rank)
+        if isinstance(self._probe_spec, dict):
+            options = dict(self._probe_spec)
+            options.setdefault("event_log", _inline_log_path(self.recorder.path, self.recorder.rank))
+            self.probe = InlineProbe(**options)
+        else:
+            self.probe = self._probe_spec
+        if isinstance(self._replica_spec, dict):
+            from sdcprobe.replica import ReplicaCheck
+
+            self.replica_check = ReplicaCheck(event_log=self.recorder, **self._replica_spec)
+        else:
+            self.replica_check = self._replica_spec
+        self.recorder.attempt()  # process_start: when this process started, from the OS
+
+    def _live(self):
+        return self.recorder is not None and not self._finished
+
+    def _close(self):
+        self._finished = True
+        self._step = self._save = self._eval = None
+        if self.probe is not None:
+            self.probe.close()
+        if isinstance(self._replica_spec, dict) and self.replica_check is not None:
+            self.replica_check.close()
+        if self.recorder is not None:
+            self.recorder.close()
 
     def _finish_save(self):
         if self._save is None:
@@ -72,25 +132,47 @@ class GoodputCallback:
         step, span = self._save
         self._save = None
         span.__exit__(None, None, None)
-        self.log.commit(step)
-
+        self.recorder.commit(step)
 
     # -- Lightning hooks -----------------------------------------------------------------------
 
-    def on_fit_start(self, trainer, pl_module=None):
-        """process_start: this process's attempt ($SLURM_RESTART_COUNT, else 0)."""
-        self.log.attempt()
+    def setup(self, trainer, pl_module=None, stage=None):
+        """Opens the log of this rank (trainer.global_rank) and writes process_start, once."""
+        if self.recorder is None and not self._finished:
+            self._open(trainer)
 
-    def on_train_batch_start(self, trainer, pl_module=None, batch=None, batch_idx=None):
+    def on_fit_start(self, trainer, pl_module=None):
+        self.setup(trainer, pl_module, "fit")  # for callers that skip setup()
+
+    def on_load_checkpoint(self, trainer, pl_module=None, checkpoint=None):
+        """Resuming from a checkpoint: the restore, with the step it resumes after."""
+        if not self._live() or not checkpoint or "global_step" not in checkpoint:
+            return
+        with self.recorder.restore(int(checkpoint["global_step"])):
+            pass
+
+    def on_sanity_check_start(self, trainer, pl_module=None):
+        self.on_validation_start(trainer, pl_module)
+
+    def on_sanity_check_end(self, trainer, pl_module=None):
+        self.on_validation_end(trainer, pl_module)
+
+    def on_train_epoch_start(self, trainer, pl_module=None):
+        if self._live():
+            self._finish_save()
+
+    def on_train_batch_start(self, trainer, pl_module=None, batch=None, batch_idx=None, *args):
+        if not self._live():
+            return
         self._finish_save()
         if self._step is None:
-            step = int(trainer.global_step)
-            span = self.log.step(step)
+            step = int(trainer.global_step) + 1
+            span = self.recorder.step(step)
             span.__enter__()
             self._step = (step, span)
 
-    def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None):
-        if self._step is None or int(trainer.global_step) == self._step[0]:
+    def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None, *args):
+        if not self._live() or self._step is None or int(trainer.global_step) < self._step[0]:
             return  # accumulating gradients: the optimizer step has not run yet
         step, span = self._step
         self._step = None
@@ -101,17 +183,26 @@ class GoodputCallback:
             self._reported = step_probe(self.probe, step, trainer, self.on_sdc, self._reported)
 
     def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
+        """Called on every rank before Lightning writes the file: the replica check of the state
+        about to be saved (check before commit), then the blocking save, committed at the next hook."""
+        if not self._live():
+            return
         self._finish_save()
-        step = int(trainer.global_step) - 1
-        if step < 0:
+        step = int(trainer.global_step)
+        if step < 1:
             return  # nothing trained yet: not a restore target
-        span = self.log.checkpoint(step)
+        before_commit = getattr(self.replica_check, "before_commit", None)
+        if self.check_before_commit and before_commit is not None:
+            before_commit(step, pl_module.parameters())
+        span = self.recorder.checkpoint(step)
         span.__enter__()
         self._save = (step, span)
 
     def on_validation_start(self, trainer, pl_module=None):
+        if not self._live() or self._eval is not None:
+            return  # the sanity check's validation is already its eval
         self._finish_save()
-        self._eval = self.log.eval()
+        self._eval = self.recorder.eval()
         self._eval.__enter__()
 
     def on_validation_end(self, trainer, pl_module=None):
@@ -122,20 +213,19 @@ class GoodputCallback:
     def on_train_end(self, trainer, pl_module=None):
         """Training finished: the last save is committed, the probe is closed (its last verdict is
         logged), then job_end is written and the log closed."""
+        if not self._live():
+            return
         self._finish_save()
         if self.probe is not None:
             self.probe.close()
-        self.log.job_end()
-        self.log.close()
+        self.recorder.job_end()
+        self._close()
 
     def on_exception(self, trainer, pl_module=None, exception=None):
         """A fault named after the exception (fsynced); the step in flight stays open, as the ledger
         expects of a crash. The probe and the log are closed."""
+        if not self._live():
+            return
         self._step = self._save = self._eval = None
-        self.log.fault(type(exception).__name__ if exception is not None else "exception")
+        self.recorder.fault(type(exception).__name__ if exception is not None else "exception")
         self._close()
-
-    def _close(self):
-        if self.probe is not None:
-            self.probe.close()
-        self.log.close()

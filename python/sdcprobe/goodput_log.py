@@ -50,6 +50,47 @@ def _default_rank():
         raise ValueError("RANK must be an integer, got %r" % text) from None
 
 
+def _attempt_from_launcher():
+    """The launcher's restart count: torchrun's $TORCHELASTIC_RESTART_COUNT, else Slurm's
+    $SLURM_RESTART_COUNT, else 0."""
+    for name in ("TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"):
+        text = os.environ.get(name, "")
+        if text:
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError("%s must be an integer, got %r" % (name, text)) from None
+    return 0
+
+
+def process_start_ns():
+    """When this process started, in Unix nanoseconds, from the OS: /proc/self/stat field 22 (clock
+    ticks after boot) plus the boot time. /proc/stat's btime is in whole seconds, which would put
+    the start up to 1 s early (before the allocation that started it), so the boot time is taken
+    from the clocks instead: now less CLOCK_BOOTTIME. None where the OS does not say."""
+    try:
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+        # The command name (field 2) may hold spaces and parentheses: count from the last ")".
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        boot = time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        return boot + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _last_time_in(fd):
+    """The "t" of the last whole line of the file open at `fd` (an earlier process's log), or 0."""
+    size = os.fstat(fd).st_size
+    tail = os.pread(fd, min(size, 65536), max(0, size - 65536)) if size else b""
+    lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
+    try:
+        t = json.loads(lines[-1])["t"]
+    except (ValueError, KeyError, TypeError, IndexError):
+        return 0
+    return t if isinstance(t, int) and not isinstance(t, bool) else 0
+
+
 class _AnchoredClock:
     """Unix nanoseconds that never go backwards: the wall time at open plus monotonic time since.
     A wall-clock step (NTP, an operator) during the run cannot reorder the log."""
@@ -92,18 +133,19 @@ class GoodputLog:
         self._open = set()  # activities running now ("step", "ckpt", ...), each once
         self._saved = set()  # steps whose save ended, so commit(step) has something to commit
         self._faulted = False  # a fault was logged in this attempt; exiting with it adds none
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._file_last_t = _last_time_in(self._fd)  # a restarted process appends after its predecessor
 
     # -- writing ------------------------------------------------------------------------------
 
-    def _write(self, event, durable=False, **fields):
+    def _write(self, event, durable=False, at=None, **fields):
         reserved = {"t", "event"} & set(fields)
         if reserved:
             raise ValueError("%s are set by the log, not by the caller" % sorted(reserved))
         with self._lock:
             if self._fd is None:
                 raise ValueError("the log %s is closed" % self.path)
-            t = self._clock()
+            t = self._clock() if at is None else at
             if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= INT64_MAX:
                 raise ValueError("the clock must return Unix nanoseconds as an int, got %r" % (t,))
             if t < self._last_t:
@@ -175,14 +217,25 @@ class GoodputLog:
         that will be restarted should not leave job() normally: only the last attempt ends the job."""
         return self._lifetime("job_end")
 
-    def attempt(self, attempt=None):
-        """One process's run: `process_start` now, with `attempt` (default $SLURM_RESTART_COUNT, else
-        0); a fault if it raises, an fsync when it ends."""
+    def attempt(self, attempt=None, start_ns=None):
+        """One process's run: `process_start` with `attempt` (default $TORCHELASTIC_RESTART_COUNT,
+        else $SLURM_RESTART_COUNT, else 0); a fault if it raises, an fsync when it ends.
+
+        start_ns: when the attempt began. Default: the first event of a log on the default clock
+        takes the process's own start time from the OS, so importing torch and building the model
+        before the log opened count as warm-up; otherwise now."""
         if attempt is None:
-            attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+            attempt = _attempt_from_launcher()
         attempt = _int_in("attempt", attempt, 0, INT64_MAX)
+        if start_ns is None and isinstance(self._clock, _AnchoredClock) and self._last_t == 0:
+            start_ns = process_start_ns()
+        if start_ns is not None:
+            start_ns = _int_in("start_ns", start_ns, 0, INT64_MAX)
+            # Never after now, never before what this log already holds (a restarted process
+            # appends to its predecessor's file).
+            start_ns = max(self._last_t, self._file_last_t, min(start_ns, self._clock()))
         self._faulted = False
-        self._write("process_start", durable=True, attempt=attempt)
+        self._write("process_start", durable=True, at=start_ns, attempt=attempt)
         return self._lifetime(None)
 
     def init(self):

@@ -4,6 +4,8 @@
     ...
     optimizer.step()
     check.step(step, model.parameters())    # the optimizer's state may follow, e.g. [params, optim.state_dict()]
+    ...
+    check.before_commit(step, model.parameters())  # before logging the save's ckpt_commit
 
 Each rank digests its tensors where they live (a kernel of libsdcprobe on the current CUDA stream, or
 the same digest on the host), combines the digests in order, and exchanges 24 bytes with every
@@ -33,6 +35,7 @@ from sdcprobe.inline import (INT64_MAX, InlineProbe, SDCDetected, SDCProbeError,
 CALIBRATION_STEPS = 5
 STEP_WINDOW = 64
 COST_WINDOW = 4
+BUDGET_MARGIN = 0.9  # kBudgetMargin: the budget is aimed at with this margin
 
 # One row per tensor in the combined table: the digest's two words and the byte count.
 _ROW_WORDS = 3
@@ -85,24 +88,27 @@ def tensor_digest_table(tensors, stream=None):
     torch = _torch()
     lib = _library_handle()
     rows = []
-    on_gpu = collections.defaultdict(list)  # device -> [(row, readable tensor)]
+    on_gpu = collections.defaultdict(list)  # device -> [(row, tensor)]
     for tensor in _flat_tensors(tensors):
         nbytes = tensor.numel() * tensor.element_size()
         rows.append([0, 0, nbytes])
         if nbytes == 0:
             continue  # the digest of nothing is {0, 0}
-        t = _readable(tensor)
-        if t.device.type == "cpu":
+        if tensor.device.type == "cpu":
+            t = _readable(tensor)
             rows[-1][0], rows[-1][1] = _host_digest(t.data_ptr(), nbytes)
-        elif t.device.type == "cuda":
-            on_gpu[t.device].append((len(rows) - 1, t))  # kept alive until the table is read
+        elif tensor.device.type == "cuda":
+            on_gpu[tensor.device].append((len(rows) - 1, tensor))
         else:
-            raise SDCProbeError("tensor on %s: ReplicaCheck digests CPU and CUDA tensors" % t.device)
+            raise SDCProbeError("tensor on %s: ReplicaCheck digests CPU and CUDA tensors" % tensor.device)
     for device, entries in on_gpu.items():
         s = stream if stream is not None else torch.cuda.current_stream(device)
         if not hasattr(s, "cuda_stream"):
             s = torch.cuda.ExternalStream(s, device=device)
         with torch.cuda.stream(s):
+            # A contiguous or aligned copy is made here, on the digest's stream, so the kernel that
+            # reads it is ordered after it; the copies stay alive until the table is read back.
+            entries = [(row, _readable(t)) for row, t in entries]
             out = torch.empty((len(entries), 2), dtype=torch.int64, device=device)
             for slot, (_, t) in enumerate(entries):
                 _check(lib.sdc_digest_cuda(ctypes.c_void_p(t.data_ptr()), t.numel() * t.element_size(),
@@ -204,7 +210,7 @@ class ReplicaCheck:
         self.members = members  # in group order: who each replica is
         self._log = GoodputLog(event_log, rank=self.rank) if isinstance(event_log, (str, os.PathLike)) else event_log
         self._owns_log = isinstance(event_log, (str, os.PathLike))
-        self._next_due = None  # the first step() checks
+        self._next_due = None  # unknown until the first step(): see _align
         self._last_call_end = None
         self._last_call_step = None
         self._step_times = collections.deque(maxlen=STEP_WINDOW)
@@ -215,6 +221,7 @@ class ReplicaCheck:
         self.should_stop = False
         self.verdict = {"verdict": "none", "last_good_step": -1}
         self._reported = False
+        self._why = "every %d steps, as given" % self._every if self._every is not None else ""
 
     # ---- cadence ---------------------------------------------------------------------------------
 
@@ -223,9 +230,28 @@ class ReplicaCheck:
         if self._every is not None:
             return self._every
         if not self._costs or len(self._step_times) < CALIBRATION_STEPS:
+            self._why = "calibrating: %d steps until the step time is measured" % CALIBRATION_STEPS
             return CALIBRATION_STEPS
-        cost = sum(self._costs) / len(self._costs)
-        return choose_every(statistics.median(self._step_times), max(cost, 1e-9), self.budget, self.sdc_rate)
+        cost = max(sum(self._costs) / len(self._costs), 1e-9)
+        step_s = statistics.median(self._step_times)
+        every = choose_every(step_s, cost, self.budget, self.sdc_rate)
+        # The bounds sdc_choose_every takes the larger of (scheduler/inline/inline_probe.cpp).
+        budget_steps = cost / (BUDGET_MARGIN * self.budget * step_s)
+        self._why = ("every %d steps proposed by rank %d: step %.4g s (median of %d), check %.4g s (mean of %d), "
+                     "SDC rate %s per device-day, budget %.3g: the budget allows one check per %.4g steps, "
+                     "the planner's optimum is the rest; the largest proposal of the replicas is adopted"
+                     % (every, self.rank, step_s, len(self._step_times), cost, len(self._costs),
+                        "default" if self.sdc_rate is None else "%.3g" % self.sdc_rate, self.budget,
+                        budget_steps))
+        return every
+
+    def _align(self, step):
+        """The first due step at or after `step`: a multiple of the fixed interval (checks fall on
+        the same global steps after a restore, as Lightning's every_n_train_steps saves do); with
+        "auto" before the first check, `step` itself (the check's cost must be measured)."""
+        if self.every is None:
+            return step
+        return -(-step // self.every) * self.every
 
     def _time_step(self, step, now):
         if self._last_call_end is not None and step > self._last_call_step:
@@ -290,23 +316,40 @@ class ReplicaCheck:
         mappings of them, in the same order on every replica."""
         step = _int_in("step", step, 0, INT64_MAX)
         now = time.perf_counter()
+        if self._next_due is None or (self._last_call_step is not None and step <= self._last_call_step):
+            self._next_due = self._align(step)  # the first call, or a restore within this process
         self._time_step(step, now)
-        if self._next_due is not None and step < self._next_due:
+        if step < self._next_due:
             self._last_call_end = time.perf_counter()
             return None
-        self._event("probe_begin", probe="replica", step=step)
+        return self._check(step, tensors, stream)
+
+    def before_commit(self, step, tensors, stream=None):
+        """Checks the state about to be saved at `step`, whatever the cadence, and returns the
+        verdict; log the save's ckpt_commit only after it passes. A check already made at this step
+        (the cadence's) is not repeated. Every replica must call it at the same saves. A mismatch
+        acts as `on_sdc` says, so with "raise" the save never completes."""
+        step = _int_in("step", step, 0, INT64_MAX)
+        if self.verdict.get("step") == step:
+            return self.verdict
+        self._time_step(step, time.perf_counter())
+        return self._check(step, tensors, stream)
+
+    def _check(self, step, tensors, stream):
+        self._event("probe_begin", probe="replica", step=step, blocking=True)
         start = time.perf_counter()
         lo, hi = state_digest(tensors, stream)
         gathered = self._gather([lo - 2**64 if lo >= 2**63 else lo, hi - 2**64 if hi >= 2**63 else hi,
                                  self._proposal()])
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         self.every = max(w[2] for w in gathered)
-        self._next_due = step + self.every
+        self._next_due = (step // self.every + 1) * self.every
         verdict, suspects, probe_failures = self._vote(digests)
         seconds = time.perf_counter() - start
         self._costs.append(seconds)
         self.checks += 1
-        self._event("probe_end", probe="replica", verdict="pass" if verdict == "pass" else "fail", step=step)
+        self._event("probe_end", probe="replica", verdict="pass" if verdict == "pass" else "fail", step=step,
+                    blocking=True)
         if verdict == "pass" and not self._reported:
             self.last_good_step = step
         self.verdict = {
@@ -320,6 +363,7 @@ class ReplicaCheck:
             "seconds": seconds,
             "every": self.every,
             "auto": self._every is None,
+            "why": self._why,
         }
         if verdict != "pass" and not self._reported:
             self._reported = True

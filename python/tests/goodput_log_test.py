@@ -194,6 +194,60 @@ while True:
 """
 
 
+class LauncherTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "events.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_attempt_is_torchruns_restart_count_then_slurms(self):
+        saved = {k: os.environ.pop(k, None) for k in ("TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT")}
+        try:
+            def attempt_logged():
+                log = GoodputLog(self.path, rank=0, clock=Clock())
+                with log.attempt():
+                    pass
+                log.close()
+                return read_events(self.path)[-1]["attempt"]
+
+            self.assertEqual(attempt_logged(), 0)
+            os.environ["SLURM_RESTART_COUNT"] = "2"
+            self.assertEqual(attempt_logged(), 2)
+            os.environ["TORCHELASTIC_RESTART_COUNT"] = "3"
+            self.assertEqual(attempt_logged(), 3)
+            os.environ["TORCHELASTIC_RESTART_COUNT"] = "three"
+            with self.assertRaisesRegex(ValueError, "TORCHELASTIC_RESTART_COUNT"):
+                attempt_logged()
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+
+    def test_process_start_is_when_the_process_started(self):
+        # The child sleeps 1 s before it opens the log (as an import of torch would take); the
+        # process_start it writes must be its own start from the OS, not the time of attempt().
+        child = ("import os, sys, time\n"
+                 "sys.path.insert(0, %r)\n"
+                 "time.sleep(1)\n"
+                 "from sdcprobe import GoodputLog\n"
+                 "opened = time.time_ns()\n"
+                 "log = GoodputLog(%r, rank=0)\n"
+                 "with log.attempt():\n"
+                 "    pass\n"
+                 "print(opened)\n") % (os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."), self.path)
+        spawned = time.time_ns()
+        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+        opened = int(out.stdout)
+        start = read_events(self.path)[0]
+        self.assertEqual(start["event"], "process_start")
+        # The start is in clock ticks (10 ms): it may read up to a tick early.
+        self.assertGreaterEqual(start["t"], spawned - 2 * 10**7)
+        self.assertLessEqual(start["t"], opened - 9 * 10**8)
+
+
 class KillTest(unittest.TestCase):
     def test_sigkill_loses_only_the_step_in_flight(self):
         with tempfile.TemporaryDirectory() as d:
@@ -375,18 +429,18 @@ class CallbackTest(unittest.TestCase):
         clock = Clock()
         replica = ReplicaStandIn()
         cb = GoodputCallback(GoodputLog(self.path, rank=0, clock=clock), replica_check=replica)
-        # 8 batches, 2 per optimizer step: 4 steps of 10 s; a save after steps 1 and 3 (2 s each),
-        # a validation (4 s) after step 2.
+        # 8 batches, 2 per optimizer step: 4 steps of 10 s (numbered by global_step after them, 1 to
+        # 4); a save after steps 2 and 4 (2 s each), a validation (4 s) after step 3.
         self.assertIsNone(fit(cb, Trainer(), clock, 8, accumulate=2, save_every=4, validate_at=5))
         events = read_events(self.path.format(rank=0))
         self.assertEqual([(e["event"], e.get("step")) for e in events], [
             ("process_start", None),
-            ("step_begin", 0), ("step_end", 0), ("step_begin", 1), ("step_end", 1),
-            ("ckpt_begin", 1), ("ckpt_end", 1), ("ckpt_commit", 1),
-            ("step_begin", 2), ("step_end", 2), ("eval_begin", None), ("eval_end", None),
-            ("step_begin", 3), ("step_end", 3),
-            ("ckpt_begin", 3), ("ckpt_end", 3), ("ckpt_commit", 3), ("job_end", None)])
-        self.assertEqual(replica.calls, [(s, ["w", "b"]) for s in range(4)])
+            ("step_begin", 1), ("step_end", 1), ("step_begin", 2), ("step_end", 2),
+            ("ckpt_begin", 2), ("ckpt_end", 2), ("ckpt_commit", 2),
+            ("step_begin", 3), ("step_end", 3), ("eval_begin", None), ("eval_end", None),
+            ("step_begin", 4), ("step_end", 4),
+            ("ckpt_begin", 4), ("ckpt_end", 4), ("ckpt_commit", 4), ("job_end", None)])
+        self.assertEqual(replica.calls, [(s, ["w", "b"]) for s in range(1, 5)])
         # By hand: 3 s of set-up, 4 steps of 10 s, 2 saves of 2 s and an eval of 4 s: wall 51.
         self.assertEqual(seconds(goodput(self.path.format(rank=0))), {
             "wall": 51, "productive": 40, "queue": 0, "restart_warmup": 3, "rework": 0,
@@ -399,11 +453,11 @@ class CallbackTest(unittest.TestCase):
         self.assertIsInstance(error, RuntimeError)
         events = read_events(self.path.format(rank=0))
         self.assertEqual([(e["event"], e.get("step")) for e in events[-3:]],
-                         [("step_end", 4), ("step_begin", 5), ("fault_detected", None)])
+                         [("step_end", 5), ("step_begin", 6), ("fault_detected", None)])
         self.assertEqual(events[-1]["kind"], "RuntimeError")
         self.assertEqual(events[-1]["t"], T0 + (3 + 5 * 5 + 2 * 2 + 5) * S)
-        # By hand: set-up 3; steps 0-3 (20) and the saves of steps 1 and 3 (4) are kept; the job ends
-        # at the fault (37) without a restart, so step 4 after step 3's save (5) and step 5 in flight
+        # By hand: set-up 3; steps 1-4 (20) and the saves of steps 2 and 4 (4) are kept; the job ends
+        # at the fault (37) without a restart, so step 5 after step 4's save (5) and step 6 in flight
         # (min(median 5, to the fault 5)) are rework: 10.
         got = seconds(goodput(self.path.format(rank=0)))
         self.assertEqual(got, {"wall": 37, "productive": 20, "queue": 0, "restart_warmup": 3, "rework": 10,
@@ -426,9 +480,9 @@ class CallbackTest(unittest.TestCase):
         cb = GoodputCallback(self.path, on_sdc="stop",
                              probe={"backend": "cpu", "every": 1, "probes": "alu.int64",
                                     "inject": "model=bitflip,mode=permanent"})
-        self.assertTrue(cb.probe.backend == "cpu")
         module = Module()
         cb.on_fit_start(trainer, module)
+        self.assertTrue(cb.probe.backend == "cpu")
         for batch in range(50):
             cb.on_train_batch_start(trainer, module, None, batch)
             trainer.global_step += 1
@@ -443,10 +497,11 @@ class CallbackTest(unittest.TestCase):
         kinds = [e["event"] for e in read_events(inline)]
         self.assertIn("probe_begin", kinds)
         self.assertIn("sdc_detected", kinds)
-        # The probe's file merges with the recorder's (same rank, from the name): its probe time is
-        # SDC-attributed blocking overhead, and with no commit the SDC discards every step.
+        # The probe's file merges with the recorder's (same rank, from the name): its probes ran on
+        # their own thread, so they are overlapped probe time, and with no commit the SDC discards
+        # every step.
         report = goodput(os.path.join(self.dir.name, "events.rank*.jsonl"))
-        self.assertGreater(report["categories"]["blocking_overhead"]["sdc_ns"], 0)
+        self.assertGreater(report["diagnostics"]["overlapped_probe_ns"], 0)
         self.assertEqual(report["productive_ns"], 0)
         self.assertEqual(report["diagnostics"]["rollbacks"], 1)
 
@@ -480,7 +535,7 @@ class ReplicaCheckIntoTheLogTest(unittest.TestCase):
                 dist.destroy_process_group()
             events = read_events(log.path)
             self.assertEqual([(e["event"], e.get("step")) for e in events if e["event"].startswith("probe")],
-                             [(kind, s) for s in (0, 2, 4) for kind in ("probe_begin", "probe_end")])
+                             [(kind, s) for s in (2, 4) for kind in ("probe_begin", "probe_end")])
             self.assertTrue(all(e["rank"] == 0 for e in events))
             report = goodput(log.path)
             self.assertGreater(report["categories"]["blocking_overhead"]["sdc_ns"], 0)

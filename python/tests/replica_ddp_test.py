@@ -40,7 +40,7 @@ def flip_bit(model):
         next(model.parameters()).view(-1).view(torch.int32)[3] ^= 1 << 20
 
 
-def worker(rank, world, tmp, steps, every, flip, probe_options, on_sdc):
+def worker(rank, world, tmp, steps, every, flip, probe_options, on_sdc, bind):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rendezvous"), rank=rank,
                             world_size=world)
@@ -71,10 +71,13 @@ def worker(rank, world, tmp, steps, every, flip, probe_options, on_sdc):
             verdict = check.step(step, [model.parameters(), optim.state_dict()])
             if verdict is not None:
                 outcome["verdicts"].append({k: verdict[k] for k in ("step", "verdict", "every", "last_good_step")})
+                outcome.setdefault("whys", []).append(verdict["why"])
             if seen:
                 outcome["detected"] = seen[0]
                 break
             if step % CKPT_EVERY == 0:
+                if bind:  # check before commit: the save is committed only if the replicas agree
+                    check.before_commit(step, [model.parameters(), optim.state_dict()])
                 log("ckpt_begin", step=step)
                 log("ckpt_end", step=step)
                 log("ckpt_commit", step=step)
@@ -87,9 +90,9 @@ def worker(rank, world, tmp, steps, every, flip, probe_options, on_sdc):
     dist.destroy_process_group()
 
 
-def run_job(world, steps, every, flip=None, probe_options=None, on_sdc="raise"):
+def run_job(world, steps, every, flip=None, probe_options=None, on_sdc="raise", bind=False):
     tmp = tempfile.mkdtemp(prefix="replica-")
-    mp.start_processes(worker, args=(world, tmp, steps, every, flip, probe_options or {}, on_sdc), nprocs=world,
+    mp.start_processes(worker, args=(world, tmp, steps, every, flip, probe_options or {}, on_sdc, bind), nprocs=world,
                        join=True, start_method="spawn")
     outcomes = []
     for rank in range(world):
@@ -166,6 +169,33 @@ class FourReplicasTest(unittest.TestCase):
         self.assertEqual(ledger["productive_ns"], wall - warmup - probes - saves - rework - detection)
 
 
+class CheckBeforeCommitTest(unittest.TestCase):
+    """Saves every 10 steps, a check every 25, a flip on rank 2 after step 137's update."""
+
+    def commits_and_detection(self, bind):
+        tmp, outcomes = run_job(3, 160, 25, flip=(2, 137), bind=bind)
+        events = read_events(os.path.join(tmp, "events-0.jsonl"))
+        commits = [e["step"] for e in events if e["event"] == "ckpt_commit"]
+        sdc = [e for e in events if e["event"] == "sdc_detected"]
+        self.assertEqual(len(sdc), 1)
+        self.assertEqual([s["rank"] for s in outcomes[0]["detected"]["suspects"]], [2])
+        return commits, sdc[0]
+
+    def test_unbound_cadence_commits_a_tainted_checkpoint(self):
+        commits, sdc = self.commits_and_detection(bind=False)
+        # Checks at 125 and 150: the save of step 140 was committed after the flip.
+        self.assertEqual((sdc["step"], sdc["last_good_step"]), (150, 125))
+        self.assertEqual(commits[-1], 140)
+        self.assertGreater(commits[-1], sdc["last_good_step"])
+
+    def test_check_before_commit_leaves_no_tainted_commit(self):
+        commits, sdc = self.commits_and_detection(bind=True)
+        # The check before step 140's commit fails: that save is never committed, and the newest
+        # commit (130) is the last step the replicas agreed on.
+        self.assertEqual((sdc["step"], sdc["last_good_step"]), (140, 130))
+        self.assertEqual(commits, list(range(0, 131, 10)))
+
+
 class TwoReplicasTest(unittest.TestCase):
     def test_flip_between_two_replicas_is_inconclusive(self):
         _, outcomes = run_job(2, 40, 5, flip=(1, 12), on_sdc="callback")
@@ -193,6 +223,10 @@ class TwoReplicasTest(unittest.TestCase):
         # The first check at step 0, the next after the calibration steps, then the planner's.
         self.assertEqual([v["step"] for v in a["verdicts"]][:2], [0, 5])
         self.assertGreaterEqual(a["verdicts"][1]["every"], 1)
+        # The auto choice explains itself: the step time, check cost, SDC rate and budget behind it.
+        self.assertIn("calibrating", a["whys"][0])
+        self.assertRegex(a["whys"][-1],
+                         r"every \d+ steps proposed by rank 0: step .* s \(median of \d+\), check .* s")
 
 
 if __name__ == "__main__":

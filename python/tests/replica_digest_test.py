@@ -138,5 +138,45 @@ class SingleReplicaTest(unittest.TestCase):
                          [(kind, s) for s in (0, 3, 6) for kind in ("probe_begin", "probe_end")])
 
 
+    def test_cadence_falls_on_multiples_after_a_restore(self):
+        # A run resumed after step 20 checks on 25, 30, ... as its saves every 5 steps fall, not on
+        # 21, 26, ...; a check before a commit runs off the cadence, and is not repeated at a step
+        # already checked.
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rdzv"), rank=0, world_size=1)
+            try:
+                log = Recorder()
+                check = ReplicaCheck(every=5, event_log=log)
+                checked = [s for s in range(21, 52) if check.step(s, [torch.ones(3)]) is not None]
+                before_commit = check.before_commit(52, [torch.ones(3)])
+                again = check.before_commit(52, [torch.ones(3)])
+                same_step = check.step(55, [torch.ones(3)])
+                reused = check.before_commit(55, [torch.ones(3)])
+            finally:
+                dist.destroy_process_group()
+        self.assertEqual(checked, list(range(25, 51, 5)))
+        self.assertEqual((before_commit["step"], before_commit["verdict"]), (52, "pass"))
+        self.assertIs(again, before_commit)
+        self.assertIs(reused, same_step)
+        begins = [e for e in log.events if e["event"] == "probe_begin"]
+        self.assertEqual([e["step"] for e in begins], [25, 30, 35, 40, 45, 50, 52, 55])
+        self.assertTrue(all(e["blocking"] is True for e in begins))
+
+
+class CudaStreamTest(unittest.TestCase):
+    @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+    def test_non_contiguous_tensor_written_on_a_side_stream(self):
+        # The tensor is produced on a side stream and digested there at once: the contiguous copy
+        # must be ordered on the digest's stream, after the producer, not on the current stream.
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            base = torch.empty(4096, 1024, device="cuda")
+            base.copy_(torch.arange(4096 * 1024, dtype=torch.float32, device="cuda").view(4096, 1024))
+            strided = base.t()
+            got = tensor_digest_table([strided], stream=side)
+        side.synchronize()
+        self.assertEqual(got, tensor_digest_table([strided.cpu()]))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -53,8 +53,11 @@ class InlineProbeTest(unittest.TestCase):
             run_steps(probe, 30)
             probe.close()
             events = read_events(self.log)
-        begins = [e for e in events if e["event"] == "probe_begin"]
-        ends = [e for e in events if e["event"] == "probe_end"]
+        # The probes run on the worker thread ("blocking": false); step()'s own work is "inline.step".
+        begins = [e for e in events if e["event"] == "probe_begin" and e["blocking"] is False]
+        ends = [e for e in events if e["event"] == "probe_end" and e["blocking"] is False]
+        steps = [e for e in events if e["event"] == "probe_begin" and e["blocking"] is True]
+        self.assertTrue(steps and all(e["probe"] == "inline.step" for e in steps))
         self.assertGreaterEqual(len(begins), 3)
         self.assertEqual(len(begins), len(ends))
         self.assertTrue(all(e["verdict"] == "pass" for e in ends))

@@ -36,6 +36,9 @@ struct Breakdown {
   int64_t gap_count = 0;
   int64_t gap_ns = 0;
   int64_t rollbacks = 0;
+  // Probes the loop did not wait for ("blocking": false): their spans overlap training and take no
+  // wall time from it, but they are the detector's cost, so SDC-attributed.
+  int64_t overlapped_probe_ns = 0;
 
   CategoryNs& operator[](Category c) { return categories[static_cast<size_t>(c)]; }
   const CategoryNs& operator[](Category c) const { return categories[static_cast<size_t>(c)]; }

@@ -88,6 +88,9 @@ int plan_command(const PlanParams& p, bool json, std::ostream& out) {
     j["meta_ettr"] = r.meta_ettr;
     j["poisson_ettr"] = r.poisson_ettr;
     j["planned_ettr"] = r.planned_ettr;
+    j["check_before_commit"] = {{"sdc_rework_unbound_s", r.sdc_rework_unbound_s},
+                                {"sdc_rework_bound_s", r.sdc_rework_bound_s},
+                                {"bound_ettr", r.bound_ettr}};
     j["optimal_ckpt_interval_s"] = std::isinf(r.optimal_ckpt_interval_s)
                                        ? nlohmann::ordered_json(nullptr)
                                        : nlohmann::ordered_json(r.optimal_ckpt_interval_s);
@@ -105,6 +108,10 @@ int plan_command(const PlanParams& p, bool json, std::ostream& out) {
   out << "  Meta ETTR model (Kokolis et al. 2024), failures only: " << ratio(r.meta_ettr) << "\n";
   out << "  exact for Poisson failures, failures only:            " << ratio(r.poisson_ettr) << "\n";
   out << "  Meta model with SDC rework and probe cost:            " << ratio(r.planned_ettr) << "\n";
+  out << "    rework per SDC, unbound cadence (P + T/2):          " << seconds(r.sdc_rework_unbound_s) << "\n";
+  out << "  with check before commit (every commit verified):     " << ratio(r.bound_ettr) << "\n";
+  out << "    rework per SDC, back to the newest commit:          " << seconds(r.sdc_rework_bound_s)
+      << " (T/2 + min(P, T)/2)\n";
   out << "  Young optimal checkpoint interval:                    " << seconds(r.young_interval_s) << "\n";
   out << "  Daly optimal checkpoint interval:                     " << seconds(r.daly_interval_s) << "\n\n";
   out << "Monte Carlo (" << r.mc_trials << " runs of " << p.days << " days, seed " << p.seed << "): mean ETTR "

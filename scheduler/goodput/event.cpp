@@ -115,6 +115,10 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
       event.last_good_step = field_step(value, "last_good_step");
     } else if (key == "rank") {
       event.rank = field_step(value, "rank");
+    } else if (key == "blocking") {
+      bool blocking = false;
+      if (value.get_bool().get(blocking) != simdjson::SUCCESS) throw InputError("\"blocking\" must be true or false");
+      event.blocking = blocking;
     }
   }
   // Trailing garbage after the object ("{...} x") is malformed too.

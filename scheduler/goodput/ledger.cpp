@@ -18,6 +18,26 @@ int64_t overlap(int64_t a, int64_t b, int64_t lo, int64_t hi) {
   return std::max<int64_t>(0, std::min(b, hi) - std::max(a, lo));
 }
 
+struct Window {
+  int64_t begin, end;
+};
+
+// How much of [a, b) the union of `windows` covers.
+int64_t covered(int64_t a, int64_t b, std::vector<Window> windows) {
+  std::sort(windows.begin(), windows.end(), [](const Window& x, const Window& y) { return x.begin < y.begin; });
+  int64_t total = 0;
+  int64_t reached = a;
+  for (const Window& w : windows) {
+    const int64_t from = std::max(w.begin, reached);
+    const int64_t to = std::min(w.end, b);
+    if (to > from) {
+      total += to - from;
+      reached = to;
+    }
+  }
+  return total;
+}
+
 }  // namespace
 
 void StepMedian::add(int64_t duration_ns) {
@@ -50,8 +70,15 @@ bool is_begin(EventKind kind) {
 
 }  // namespace
 
-uint8_t Ledger::activity_bit(EventKind kind) {
-  switch (kind) {
+int Ledger::span_index(uint8_t bit) {
+  for (size_t i = 0; i < kSpanKinds; ++i) {
+    if (kSpanBits[i] == bit) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+uint8_t Ledger::activity_bit(const Event& event) const {
+  switch (event.kind) {
     case EventKind::kStepBegin:
     case EventKind::kStepEnd: return kStepBit;
     case EventKind::kCkptBegin:
@@ -60,8 +87,12 @@ uint8_t Ledger::activity_bit(EventKind kind) {
     case EventKind::kEvalEnd: return kEvalBit;
     case EventKind::kDataWaitBegin:
     case EventKind::kDataWaitEnd: return kDataWaitBit;
-    case EventKind::kProbeBegin:
-    case EventKind::kProbeEnd: return kProbeBit;
+    case EventKind::kProbeBegin: return event.blocking.value_or(true) ? kProbeBit : kOverlapBit;
+    case EventKind::kProbeEnd: {
+      if (event.blocking) return *event.blocking ? kProbeBit : kOverlapBit;
+      const uint8_t live = (open_ & (kProbeBit | kOverlapBit)) ? open_ : abandoned_;
+      return (live & kOverlapBit) && !(live & kProbeBit) ? kOverlapBit : kProbeBit;
+    }
     default: return 0;
   }
 }
@@ -77,7 +108,10 @@ void Ledger::check(const Event& event) const {
     throw InputError("time goes backwards (" + std::to_string(event.t) + " ns after " + std::to_string(t_last_) +
                      " ns)");
   }
-  const uint8_t bit = activity_bit(event.kind);
+  if (event.kind == EventKind::kProbeEnd && !event.blocking && (open_ & kProbeBit) && (open_ & kOverlapBit)) {
+    throw InputError("probe_end without \"blocking\" while a blocking and a non-blocking probe are open");
+  }
+  const uint8_t bit = activity_bit(event);
   if (bit != 0 && is_begin(event.kind) && (open_ & bit)) {
     throw InputError(std::string(event_name(event.kind)) + " while the previous one is still open");
   }
@@ -129,6 +163,7 @@ void Ledger::label_until(int64_t t) {
     ++totals_.gap_count;
     totals_.gap_ns += len;
   }
+  if (open_ & kOverlapBit) totals_.overlapped_probe_ns += len;
   switch (phase_) {
     case Phase::kQueue: settle(Category::kQueue, len, incident_sdc_); break;
     case Phase::kWarmup:
@@ -182,23 +217,33 @@ void Ledger::leave_training(uint8_t keep_open) {
 }
 
 void Ledger::abandon_pending(int64_t t) {
-  // Time since the last progress was not progress: detection & teardown, except a step in flight
-  // (rework for the median step time m or until t, whichever comes first) and probe time (always
-  // blocking overhead).
+  // Time since the last progress was not progress: detection & teardown, except what was in flight.
+  // A blocking span (probe, save, eval, data wait) keeps its label from its begin for the median of
+  // its kind or until t, whichever comes first; a step is rework for the median step time m or
+  // until t, where no such span covers it.
   rework_from_ = rework_until_ = 0;
   if (open_ & kStepBit) {
     rework_from_ = step_begin_;
     rework_until_ = step_begin_ + std::min(median_.median(), t - step_begin_);
   }
+  std::vector<Window> probe_kept;
+  std::vector<Window> block_kept;
+  for (size_t i = 0; i < kSpanKinds; ++i) {
+    if (!(open_ & kSpanBits[i])) continue;
+    const Window kept{span_begin_[i], span_begin_[i] + std::min(span_median_[i].median(), t - span_begin_[i])};
+    (kSpanBits[i] == kProbeBit ? probe_kept : block_kept).push_back(kept);
+  }
   for (const Segment& s : pending_) {
     const int64_t len = s.end - s.begin;
-    if (s.work == Work::kProbe) {
-      settle(Category::kBlockingOverhead, len, true);
-      continue;
-    }
-    const int64_t rework = overlap(s.begin, s.end, rework_from_, rework_until_);
+    std::vector<Window> kept_windows = s.work == Work::kProbe   ? probe_kept
+                                       : s.work == Work::kBlock ? block_kept
+                                                                : std::vector<Window>{};
+    const int64_t kept = covered(s.begin, s.end, kept_windows);
+    kept_windows.push_back({rework_from_, rework_until_});
+    const int64_t rework = covered(s.begin, s.end, kept_windows) - kept;
+    settle(Category::kBlockingOverhead, kept, s.work == Work::kProbe);
     settle(Category::kRework, rework, incident_sdc_);
-    settle(Category::kDetectionTeardown, len - rework, incident_sdc_);
+    settle(Category::kDetectionTeardown, len - kept - rework, incident_sdc_);
   }
   pending_.clear();
   // Whatever was running has stopped; a late *_end from the dying process is ignored.
@@ -279,8 +324,8 @@ void Ledger::add(const Event& event) {
     started_ = true;
     t_first_ = t_last_ = event.t;
   }
+  const uint8_t bit = activity_bit(event);
   label_until(event.t);
-  const uint8_t bit = activity_bit(event.kind);
   switch (event.kind) {
     case EventKind::kJobEligible:
     case EventKind::kInitBegin:
@@ -331,10 +376,13 @@ void Ledger::add(const Event& event) {
     case EventKind::kCkptBegin:
     case EventKind::kEvalBegin:
     case EventKind::kDataWaitBegin:
-    case EventKind::kProbeBegin:
+    case EventKind::kProbeBegin: {
       open_ |= bit;
       abandoned_ &= static_cast<uint8_t>(~bit);
+      const int i = span_index(bit);
+      if (i >= 0) span_begin_[static_cast<size_t>(i)] = event.t;
       break;
+    }
     case EventKind::kStepEnd:
     case EventKind::kCkptEnd:
     case EventKind::kEvalEnd:
@@ -346,7 +394,11 @@ void Ledger::add(const Event& event) {
       }
       open_ &= static_cast<uint8_t>(~bit);
       if (event.kind == EventKind::kStepEnd) median_.add(event.t - step_begin_);
-      if (phase_ != Phase::kTraining) break;
+      if (const int i = span_index(bit); i >= 0) {
+        span_median_[static_cast<size_t>(i)].add(event.t - span_begin_[static_cast<size_t>(i)]);
+      }
+      // The end of a probe the loop did not wait for is not progress.
+      if (phase_ != Phase::kTraining || bit == kOverlapBit) break;
       commit_pending();
       if (event.kind == EventKind::kStepEnd) {
         records_.push_back({*event.step, train_ns_, block_ns_, false});

@@ -3,6 +3,7 @@
 // can still be a restore target, not by the length of the log.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -51,8 +52,22 @@ class Ledger {
  private:
   enum class Phase : uint8_t { kQueue, kWarmup, kTraining, kIncident, kEnded };
   enum class Work : uint8_t { kTrain, kBlock, kProbe };  // what a pending training segment was
-  enum Activity : uint8_t { kStepBit = 1, kCkptBit = 2, kEvalBit = 4, kDataWaitBit = 8, kProbeBit = 16 };
+  // kOverlapBit is a probe the loop does not wait for: it changes no label.
+  enum Activity : uint8_t {
+    kStepBit = 1,
+    kCkptBit = 2,
+    kEvalBit = 4,
+    kDataWaitBit = 8,
+    kProbeBit = 16,
+    kOverlapBit = 32
+  };
   static constexpr uint8_t kBlockBits = kCkptBit | kEvalBit | kDataWaitBit;
+  // The blocking spans other than steps, each with the median of its completed durations: one still
+  // open at a fault keeps its label for at most that median.
+  static constexpr uint8_t kSpanBits[4] = {kCkptBit, kEvalBit, kDataWaitBit, kProbeBit};
+  static constexpr size_t kSpanKinds = 4;
+  // The index of `bit` in kSpanBits, or -1 (steps, probes the loop does not wait for).
+  static int span_index(uint8_t bit);
   struct Segment {
     int64_t begin, end;
     Work work;
@@ -66,8 +81,9 @@ class Ledger {
     bool committed;
   };
 
-  // The Activity bit of a begin or end event; 0 for other events.
-  static uint8_t activity_bit(EventKind kind);
+  // The Activity bit of a begin or end event; 0 for other events. A probe_end without "blocking"
+  // ends the one probe that is open.
+  uint8_t activity_bit(const Event& event) const;
   void check(const Event& event) const;
   void label_until(int64_t t);
   void settle(Category category, int64_t ns, bool sdc);
@@ -108,6 +124,8 @@ class Ledger {
   int64_t rework_from_ = 0;  // in-flight step at the stop: rework in [rework_from_, rework_until_)
   int64_t rework_until_ = 0;
   StepMedian median_;
+  std::array<StepMedian, kSpanKinds> span_median_;
+  std::array<int64_t, kSpanKinds> span_begin_{};
 };
 
 }  // namespace sdc::goodput

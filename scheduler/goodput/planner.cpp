@@ -35,10 +35,21 @@ double poisson_ettr(double job_failures_per_s, double restart_s, double interval
   return interval_s / wall;
 }
 
+double sdc_rework_s(double interval_s, double probe_interval_s, bool check_before_commit) {
+  if (!check_before_commit) return probe_interval_s + interval_s / 2.0;
+  return (interval_s + std::min(probe_interval_s, interval_s)) / 2.0;
+}
+
 double planned_ettr(double failures_per_s, double sdc_per_s, double restart_s, double interval_s, double write_s,
-                    double probe_cost_s, double probe_interval_s) {
-  const double probes = probe_interval_s > 0 ? probe_cost_s / probe_interval_s : 0.0;
-  const double sdc = sdc_per_s * (restart_s + probe_interval_s + interval_s / 2.0);
+                    double probe_cost_s, double probe_interval_s, bool check_before_commit) {
+  double probes = probe_interval_s > 0 && std::isfinite(probe_interval_s) ? probe_cost_s / probe_interval_s : 0.0;
+  if (check_before_commit) {
+    const double saves_per_probe = interval_s / probe_interval_s;
+    const bool on_cadence = std::isfinite(saves_per_probe) && saves_per_probe >= 1 &&
+                            std::abs(saves_per_probe - std::round(saves_per_probe)) < 1e-9 * saves_per_probe;
+    if (!on_cadence) probes += probe_cost_s / (interval_s + write_s);
+  }
+  const double sdc = sdc_per_s * (restart_s + sdc_rework_s(interval_s, probe_interval_s, check_before_commit));
   return std::clamp(meta_ettr(failures_per_s, restart_s, interval_s, write_s) - sdc - probes, 0.0, 1.0);
 }
 
@@ -66,6 +77,10 @@ PlanResult plan(const PlanParams& p) {
   r.poisson_ettr = poisson_ettr(lf, p.restart_s, p.ckpt_interval_s, p.ckpt_write_s);
   r.planned_ettr =
       planned_ettr(lf, ls, p.restart_s, p.ckpt_interval_s, p.ckpt_write_s, p.probe_cost_s, p.probe_interval_s);
+  r.sdc_rework_unbound_s = sdc_rework_s(p.ckpt_interval_s, p.probe_interval_s, false);
+  r.sdc_rework_bound_s = sdc_rework_s(p.ckpt_interval_s, p.probe_interval_s, true);
+  r.bound_ettr =
+      planned_ettr(lf, ls, p.restart_s, p.ckpt_interval_s, p.ckpt_write_s, p.probe_cost_s, p.probe_interval_s, true);
   // Minimising the lost fraction of planned_ettr: d/dT [delta/T + (lf + ls) T/2] = 0 and
   // d/dP [c/P + ls P] = 0.
   r.optimal_ckpt_interval_s = lf + ls > 0 ? std::sqrt(2.0 * p.ckpt_write_s / (lf + ls)) : INFINITY;

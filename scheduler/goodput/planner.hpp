@@ -34,6 +34,10 @@ struct PlanResult {
   double meta_ettr = 0;     // Kokolis et al.'s model at the given checkpoint interval (failures only)
   double poisson_ettr = 0;  // the exact form for Poisson failures (failures only)
   double planned_ettr = 0;  // the same model with SDC rework and probe cost, at the given intervals
+  // Rework per SDC beyond the restart: an unbound cadence, and checks bound to the checkpoint.
+  double sdc_rework_unbound_s = 0;
+  double sdc_rework_bound_s = 0;
+  double bound_ettr = 0;  // planned_ettr with check before commit
   double optimal_ckpt_interval_s = 0;
   double optimal_probe_interval_s = 0;  // 0 when the SDC rate is 0 (probing only costs)
   double optimal_ettr = 0;              // planned ETTR at both optima
@@ -57,10 +61,17 @@ double meta_ettr(double job_failures_per_s, double restart_s, double interval_s,
 // interval + delta running time takes (1/lambda + u0)(e^(lambda (interval + delta)) - 1) of wall time
 // on average and yields `interval` of training.
 double poisson_ettr(double job_failures_per_s, double restart_s, double interval_s, double write_s);
-// Adds SDC: probes cost c every P; an SDC found at a probe rolls back past the last clean probe, so it
-// costs u0 + P (detection latency ~P/2 on each side of the onset) + interval / 2.
+// The rework of one SDC beyond the restart, with checks every P and saves every T (interval_s).
+// Unbound: the rollback passes the last clean probe to the checkpoint before it: P (detection
+// latency ~P/2 on each side of the onset) + T/2. Bound (check before commit): every commit was
+// verified, so the rollback goes to the newest commit only, and the SDC is found at the next check
+// after its onset, at the latest the next save's: T/2 + min(P, T)/2.
+double sdc_rework_s(double interval_s, double probe_interval_s, bool check_before_commit);
+// Adds SDC: probes cost c every P; each SDC costs u0 + sdc_rework_s. Bound to the checkpoint, a
+// check also runs before every commit (c per save) unless the cadence already falls on the saves
+// (T a whole multiple of P).
 double planned_ettr(double failures_per_s, double sdc_per_s, double restart_s, double interval_s, double write_s,
-                    double probe_cost_s, double probe_interval_s);
+                    double probe_cost_s, double probe_interval_s, bool check_before_commit = false);
 
 // The probe interval that maximises planned_ettr: d/dP [c/P + sdc_per_s P] = 0 gives sqrt(c / rate).
 // 0 when the SDC rate is 0 (probing then only costs). The inline probe's "auto" cadence uses it.

@@ -128,6 +128,10 @@ std::string text_report(const Analysis& a, bool diagnostics) {
   if (!diagnostics) return out.str();
   out << "\nDiagnostics: " << b.gap_count << " gaps (" << format_duration(b.gap_ns) << "), " << b.rollbacks
       << " rollbacks, " << a.stats.events << " events, " << a.stats.skipped << " lines skipped\n";
+  if (b.overlapped_probe_ns > 0) {
+    out << "  overlapped probe time: " << format_duration(b.overlapped_probe_ns)
+        << " (SDC probes the loop did not wait for; the steps they overlapped keep their labels)\n";
+  }
   if (a.stats.skipped > 0) out << "  first skipped: " << a.stats.first_skip << "\n";
   return out.str();
 }
@@ -138,6 +142,7 @@ std::string json_report(const Analysis& a) {
   nlohmann::ordered_json j = breakdown_object(a.breakdown);
   j["diagnostics"] = {{"gaps", {{"count", a.breakdown.gap_count}, {"ns", a.breakdown.gap_ns}}},
                       {"rollbacks", a.breakdown.rollbacks},
+                      {"overlapped_probe_ns", a.breakdown.overlapped_probe_ns},
                       {"events", a.stats.events},
                       {"skipped_lines", a.stats.skipped}};
   return j.dump(2) + "\n";

@@ -1,6 +1,7 @@
 #include "scheduler/goodput/simulator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,9 @@ class Simulation {
   SimResult run();
 
  private:
+  // The blocking spans besides steps; one cut short by a fault keeps its label for the median
+  // duration of its kind.
+  enum Span : uint8_t { kCkpt, kEval, kDataWait, kProbe, kSpanKinds };
   struct Checkpoint {
     int64_t step;
     int64_t train_ns;  // tentative totals at the end of its save
@@ -51,14 +55,16 @@ class Simulation {
     x.ns += ns;
     if (sdc) x.sdc_ns += ns;
   }
-  int64_t median() const;
+  // The ledger's median: the lower middle of the last kMedianWindow durations; 0 for none.
+  static int64_t median(const std::deque<int64_t>& durations);
+  static void remember(std::deque<int64_t>& durations, int64_t duration);
   // Runs one save, eval, data wait or probe of `len` after a short gap. A fault before its end cuts it
   // short and starts the incident; then it returns false.
-  bool activity(const char* begin, const char* end, int64_t len, const char* step_key, int64_t step, bool probe,
+  bool activity(const char* begin, const char* end, int64_t len, const char* step_key, int64_t step, Span kind,
                 const char* end_tail, int64_t fault_at);
   // A fault detected at `detected`; `in_flight` is the begin of the step it interrupted, or -1;
-  // `probe_ns` is probe time cut short by the fault (blocking overhead, not detection).
-  void incident(int64_t detected, int64_t in_flight, bool sdc, int64_t probe_ns = 0);
+  // `kept_ns` is the part of a span cut short by the fault that keeps its label (blocking overhead).
+  void incident(int64_t detected, int64_t in_flight, bool sdc, int64_t kept_ns = 0);
 
   SimParams p_;
   const LineSink& emit_;
@@ -71,6 +77,7 @@ class Simulation {
   int64_t block_ns_ = 0;  // kept saves, evals and data waits of the lineage
   std::vector<Checkpoint> lineage_;
   std::deque<int64_t> step_durations_;
+  std::array<std::deque<int64_t>, kSpanKinds> span_durations_;
   int64_t step_ = 0;       // last completed step of the lineage
   int64_t last_pass_ = 0;  // step of the last clean probe
   int64_t warm_from_ = 0;
@@ -106,15 +113,21 @@ void Simulation::event(int64_t t, const char* name, const char* key, int64_t val
   emit_(line_);
 }
 
-int64_t Simulation::median() const {
-  if (step_durations_.empty()) return 0;
-  std::vector<int64_t> sorted(step_durations_.begin(), step_durations_.end());
+int64_t Simulation::median(const std::deque<int64_t>& durations) {
+  if (durations.empty()) return 0;
+  std::vector<int64_t> sorted(durations.begin(), durations.end());
   std::sort(sorted.begin(), sorted.end());
   return sorted[(sorted.size() - 1) / 2];
 }
 
+void Simulation::remember(std::deque<int64_t>& durations, int64_t duration) {
+  durations.push_back(duration);
+  if (durations.size() > kMedianWindow) durations.pop_front();
+}
+
 bool Simulation::activity(const char* begin, const char* end, int64_t len, const char* step_key, int64_t step,
-                          bool probe, const char* end_tail, int64_t fault_at) {
+                          Span kind, const char* end_tail, int64_t fault_at) {
+  const bool probe = kind == kProbe;
   const int64_t gap = uniform_ns(0, p_.gap_max_ns);
   const int64_t start = t_ + gap;
   if (fault_at < start) {
@@ -123,14 +136,15 @@ bool Simulation::activity(const char* begin, const char* end, int64_t len, const
   }
   event(start, begin, step_key, step, probe ? ",\"probe\":\"gemm.exact.bf16\"" : nullptr);
   if (fault_at < start + len) {
-    const int64_t cut = fault_at - start;
-    if (probe) add(Category::kBlockingOverhead, cut, true);
-    incident(fault_at, -1, false, probe ? cut : 0);
+    const int64_t kept = std::min(fault_at - start, median(span_durations_[kind]));
+    add(Category::kBlockingOverhead, kept, probe);
+    incident(fault_at, -1, false, kept);
     return false;
   }
   train_ns_ += gap;
   t_ = start + len;
   event(t_, end, step_key, step, end_tail);
+  remember(span_durations_[kind], len);
   if (probe) {
     add(Category::kBlockingOverhead, len, true);  // the detector's cost, always
   } else {
@@ -139,7 +153,7 @@ bool Simulation::activity(const char* begin, const char* end, int64_t len, const
   return true;
 }
 
-void Simulation::incident(int64_t detected, int64_t in_flight, bool sdc, int64_t probe_ns) {
+void Simulation::incident(int64_t detected, int64_t in_flight, bool sdc, int64_t kept_ns) {
   const int64_t last_progress = t_;
   if (sdc) {
     ++result_.sdc_detections;
@@ -152,9 +166,10 @@ void Simulation::incident(int64_t detected, int64_t in_flight, bool sdc, int64_t
   if (sdc) event(detected + (stopped - detected) / 2, "node_quarantined", nullptr, 0, ",\"device\":\"GPU-5e2c0d1a\"");
   int64_t rework = 0;
   // The step in flight is rework for the median step time or until the fault is detected.
-  if (in_flight >= 0) rework = std::max<int64_t>(0, std::min(detected, in_flight + median()) - in_flight);
+  if (in_flight >= 0)
+    rework = std::max<int64_t>(0, std::min(detected, in_flight + median(step_durations_)) - in_flight);
   add(Category::kRework, rework, sdc);
-  add(Category::kDetectionTeardown, stopped - last_progress - rework - probe_ns, sdc);
+  add(Category::kDetectionTeardown, stopped - last_progress - rework - kept_ns, sdc);
 
   // Roll back: after an SDC to the newest checkpoint at or before the last clean probe.
   const int64_t bound = sdc ? last_pass_ : kNever;
@@ -220,8 +235,8 @@ SimResult Simulation::run() {
         return result_;
       }
       if (!first && chance(p_.data_wait_prob) &&
-          !activity("data_wait_begin", "data_wait_end", jitter(p_.data_wait_ns, p_.data_wait_ns / 2), nullptr, 0, false,
-                    nullptr, fault_at)) {
+          !activity("data_wait_begin", "data_wait_end", jitter(p_.data_wait_ns, p_.data_wait_ns / 2), nullptr, 0,
+                    kDataWait, nullptr, fault_at)) {
         break;
       }
       // The step. A fault inside it leaves it in flight.
@@ -241,43 +256,65 @@ SimResult Simulation::run() {
       first = false;
       train_ns_ += gap + duration;
       event(begin, "step_begin", "step", k);
+      // A probe the loop does not wait for runs inside the step; its verdict is read at the step's end.
+      const bool probe_due = p_.probe_every > 0 && k % p_.probe_every == 0;
+      const bool background = probe_due && chance(p_.background_probe_prob);
+      if (background) {
+        const int64_t from = begin + duration / 4;
+        const int64_t len = std::min(jitter(p_.probe_ns, p_.probe_ns / 4), begin + duration - from);
+        const bool caught = corrupt_from >= 0 || sdc_at < begin + duration;
+        event(from, "probe_begin", nullptr, 0, ",\"probe\":\"gemm.exact.bf16\",\"blocking\":false");
+        event(from + len, "probe_end", nullptr, 0,
+              caught ? ",\"probe\":\"gemm.exact.bf16\",\"blocking\":false,\"verdict\":\"fail\""
+                     : ",\"probe\":\"gemm.exact.bf16\",\"blocking\":false,\"verdict\":\"pass\"");
+        result_.truth.overlapped_probe_ns += len;
+      }
       t_ = begin + duration;
       event(t_, "step_end", "step", k);
       step_ = k;
-      step_durations_.push_back(duration);
-      if (step_durations_.size() > kMedianWindow) step_durations_.pop_front();
+      remember(step_durations_, duration);
       if (sdc_at < t_ && corrupt_from < 0) {
         corrupt_from = k;
         sdc_at = kNever;
       }
-      if (p_.ckpt_every > 0 && k % p_.ckpt_every == 0) {
+      // The probe of step k; false when it ends the attempt (a fault during it, or SDC found).
+      auto probe = [&]() {
+        const bool caught = corrupt_from >= 0;
+        if (!background &&
+            !activity("probe_begin", "probe_end", jitter(p_.probe_ns, p_.probe_ns / 4), nullptr, 0, kProbe,
+                      caught ? ",\"probe\":\"gemm.exact.bf16\",\"verdict\":\"fail\""
+                             : ",\"probe\":\"gemm.exact.bf16\",\"verdict\":\"pass\"",
+                      fault_at)) {
+          return false;
+        }
+        if (caught) {
+          incident(t_, -1, true);
+          return false;
+        }
+        last_pass_ = k;
+        return true;
+      };
+      const bool save_due = p_.ckpt_every > 0 && k % p_.ckpt_every == 0;
+      const Checkpoint at_step_end{k, train_ns_, block_ns_};
+      // Check before commit: the probe runs before the save, due or not, and SDC is never committed.
+      const bool check_first = p_.check_before_commit && save_due && p_.probe_every > 0;
+      if (check_first && !probe()) break;
+      if (save_due) {
         if (chance(p_.async_ckpt_prob)) {
           event(t_, "ckpt_commit", "step", k);  // no blocking part: the cut is the step's end
+          lineage_.push_back(at_step_end);
         } else {
-          if (!activity("ckpt_begin", "ckpt_end", jitter(p_.ckpt_write_ns, p_.ckpt_write_ns / 4), "step", k, false,
+          if (!activity("ckpt_begin", "ckpt_end", jitter(p_.ckpt_write_ns, p_.ckpt_write_ns / 4), "step", k, kCkpt,
                         nullptr, fault_at)) {
             break;
           }
           event(t_, "ckpt_commit", "step", k);
+          lineage_.push_back({k, train_ns_, block_ns_});
         }
-        lineage_.push_back({k, train_ns_, block_ns_});
       }
-      if (p_.probe_every > 0 && k % p_.probe_every == 0) {
-        const bool caught = corrupt_from >= 0;
-        if (!activity("probe_begin", "probe_end", jitter(p_.probe_ns, p_.probe_ns / 4), nullptr, 0, true,
-                      caught ? ",\"probe\":\"gemm.exact.bf16\",\"verdict\":\"fail\""
-                             : ",\"probe\":\"gemm.exact.bf16\",\"verdict\":\"pass\"",
-                      fault_at)) {
-          break;
-        }
-        if (caught) {
-          incident(t_, -1, true);
-          break;
-        }
-        last_pass_ = k;
-      }
+      if (probe_due && !check_first && !probe()) break;
       if (p_.eval_every > 0 && k % p_.eval_every == 0 &&
-          !activity("eval_begin", "eval_end", jitter(p_.eval_ns, p_.eval_ns / 4), nullptr, 0, false, nullptr,
+          !activity("eval_begin", "eval_end", jitter(p_.eval_ns, p_.eval_ns / 4), nullptr, 0, kEval, nullptr,
                     fault_at)) {
         break;
       }

@@ -28,7 +28,9 @@ struct SimParams {
   double async_ckpt_prob = 0.2;               // a save with no blocking part (commit only)
   int64_t probe_every = 90;                   // steps; 0 = no probes (SDC goes undetected)
   int64_t probe_ns = kNsPerSecond / 10;
-  int64_t eval_every = 500;  // steps; 0 = never
+  double background_probe_prob = 0.0;  // a probe runs inside its step, the loop not waiting for it
+  bool check_before_commit = false;    // a probe runs before every save, which is committed if it passes
+  int64_t eval_every = 500;            // steps; 0 = never
   int64_t eval_ns = 60 * kNsPerSecond;
   double data_wait_prob = 0.02;
   int64_t data_wait_ns = 2 * kNsPerSecond;

@@ -8,9 +8,9 @@
 
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/goodput/event.hpp"
 #include "scheduler/goodput/planner.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 
 namespace sdc {
 namespace {
@@ -29,10 +29,40 @@ RunOptions inline_options(const Probe& probe, RunOptions options) {
   return options;
 }
 
-// The next due step, saturating rather than overflowing near the end of int64_t.
-int64_t add_steps(int64_t step, int64_t every) {
-  return step > std::numeric_limits<int64_t>::max() - every ? std::numeric_limits<int64_t>::max() : step + every;
+// The first multiple of `every` after `step` (probes fall on global-step multiples, also after a
+// restore), saturating rather than overflowing near the end of int64_t.
+int64_t next_multiple(int64_t step, int64_t every) {
+  const int64_t base = step - step % every;
+  return base > std::numeric_limits<int64_t>::max() - every ? std::numeric_limits<int64_t>::max() : base + every;
 }
+
+// The part of step() the training loop waits for (collecting a finished probe, queueing the next),
+// logged as a blocking probe span when there is such work; the probes themselves run on the worker
+// thread and are logged as non-blocking.
+class StepSpan {
+ public:
+  StepSpan(EventLog& log, int64_t step) : log_(log), step_(step) {}
+  ~StepSpan() {
+    if (!open_) return;
+    try {
+      log_.append({{"event", "probe_end"}, {"probe", "inline.step"}, {"step", step_}, {"blocking", true}});
+    } catch (const std::exception&) {
+      // The span's begin is in the log; the ledger caps a span left open (docs/goodput.md, rule 5).
+    }
+  }
+  StepSpan(const StepSpan&) = delete;
+  StepSpan& operator=(const StepSpan&) = delete;
+  void open() {
+    if (open_ || !log_.enabled()) return;
+    log_.append({{"event", "probe_begin"}, {"probe", "inline.step"}, {"step", step_}, {"blocking", true}});
+    open_ = true;
+  }
+
+ private:
+  EventLog& log_;
+  int64_t step_;
+  bool open_ = false;
+};
 
 // Parses a caller's event, refusing nesting deeper than kMaxEventDepth as soon as it is seen.
 nlohmann::json parse_event_json(std::string_view text) {
@@ -136,11 +166,16 @@ void InlineProbe::choose_cadence() {
   every_ = choose_probe_every(step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction);
   // Logged when first chosen and when it moves by more than a tenth.
   if (previous != 0 && std::abs(static_cast<double>(every_ - previous)) <= 0.1 * static_cast<double>(previous)) return;
-  char note[256];
+  // Say which bound chose the interval: the planner's optimum or the budget.
+  const double optimal_steps =
+      goodput::optimal_probe_interval(config_.sdc_rate_per_device_day / kSecondsPerDay, cost) / step_s_;
+  const double budget_steps = cost / (kBudgetMargin * config_.budget_fraction * step_s_);
+  char note[512];
   std::snprintf(note, sizeof(note),
-                "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day, budget %.3g)",
-                static_cast<long long>(every_), step_s_, cost, config_.sdc_rate_per_device_day,
-                config_.budget_fraction);
+                "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day, budget %.3g): "
+                "the planner's optimum is %.4g steps, the budget allows one probe per %.4g steps; the larger wins",
+                static_cast<long long>(every_), step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction,
+                optimal_steps, budget_steps);
   cadence_note_ = note;
   std::fprintf(stderr, "sdcprobe inline: %s\n", note);
 }
@@ -149,6 +184,7 @@ void InlineProbe::step(int64_t step, void* stream) {
   if (step < 0) throw InputError("step " + std::to_string(step) + ": must be >= 0");
   std::lock_guard<std::mutex> calls(calls_mutex_);
   const auto now = std::chrono::steady_clock::now();
+  const bool first_call = !last_step_time_;
   if (last_step_time_) {
     const double dt = std::chrono::duration<double>(now - *last_step_time_).count();
     if (step_times_.size() < kStepWindow) {
@@ -160,7 +196,11 @@ void InlineProbe::step(int64_t step, void* stream) {
   }
   last_step_time_ = now;
   last_step_ = step;
+  // A fixed cadence falls on multiples of `every` from the first call on.
+  if (first_call && every_ > 0 && !auto_every_ && step % every_ != 0) next_due_ = next_multiple(step, every_);
+  StepSpan span(log_, step);
   if (done_ready_.load(std::memory_order_acquire)) {
+    span.open();
     std::optional<Done> done;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -170,12 +210,16 @@ void InlineProbe::step(int64_t step, void* stream) {
     if (done) collect(std::move(*done));
   }
   if (every_ == 0) {
-    if (steps_timed_ < kCalibrationSteps) return;
+    if (steps_timed_ < kCalibrationSteps) {
+      if (cadence_note_.empty()) cadence_note_ = "calibrating: the cadence is chosen once 5 step times are measured";
+      return;
+    }
     choose_cadence();
-    next_due_ = add_steps(step, every_);  // the probe at create time covers the start
+    next_due_ = next_multiple(step, every_);  // the probe at create time covers the start
   }
   if (step < next_due_) return;
-  next_due_ = add_steps(step, every_);
+  next_due_ = next_multiple(step, every_);
+  span.open();
   // Recording on a capturing stream would add to the job's graph, and waiting on it is not allowed.
   if (device_->stream_capturing(stream)) {
     ++probes_skipped_capturing_;
@@ -242,10 +286,15 @@ InlineProbe::Done InlineProbe::run_probes(int64_t step, bool log_events) {
   done.step = step;
   const auto start = std::chrono::steady_clock::now();
   for (const Probe* p : probes_) {
-    if (log_events) log_.append({{"event", "probe_begin"}, {"probe", p->id()}, {"step", step}});
+    // On the worker thread: the loop does not wait for these.
+    if (log_events) log_.append({{"event", "probe_begin"}, {"probe", p->id()}, {"step", step}, {"blocking", false}});
     const ProbeResult r = run_probe(*p, *device_, inline_options(*p, options_));
     if (log_events) {
-      log_.append({{"event", "probe_end"}, {"probe", p->id()}, {"verdict", outcome_name(r.outcome)}, {"step", step}});
+      log_.append({{"event", "probe_end"},
+                   {"probe", p->id()},
+                   {"verdict", outcome_name(r.outcome)},
+                   {"step", step},
+                   {"blocking", false}});
     }
     done.fault = done.fault || r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError;
     done.skipped = done.skipped || r.outcome == Outcome::kSkipped;

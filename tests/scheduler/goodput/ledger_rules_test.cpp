@@ -295,17 +295,17 @@ TEST(GoodputRules, OpenStepsAreBoundedByKeptCheckpoints) {
   options.keep_checkpoints = 4;
   Ledger ledger(options);
   int64_t t = 0;
-  ledger.add({t, EventKind::kAllocGranted, std::nullopt, std::nullopt, std::nullopt});
+  ledger.add({t, EventKind::kAllocGranted, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   size_t most = 0;
   for (int64_t s = 1; s <= 10'000; ++s) {
-    ledger.add({t, EventKind::kStepBegin, s, std::nullopt, std::nullopt});
+    ledger.add({t, EventKind::kStepBegin, s, std::nullopt, std::nullopt, std::nullopt});
     t += 10;
-    ledger.add({t, EventKind::kStepEnd, s, std::nullopt, std::nullopt});
-    if (s % 10 == 0) ledger.add({t, EventKind::kCkptCommit, s, std::nullopt, std::nullopt});
+    ledger.add({t, EventKind::kStepEnd, s, std::nullopt, std::nullopt, std::nullopt});
+    if (s % 10 == 0) ledger.add({t, EventKind::kCkptCommit, s, std::nullopt, std::nullopt, std::nullopt});
     most = std::max(most, ledger.open_steps());
   }
   EXPECT_LE(most, 5u * 10u);  // (keep + 1) checkpoints of 10 steps
-  ledger.add({t, EventKind::kJobEnd, std::nullopt, std::nullopt, std::nullopt});
+  ledger.add({t, EventKind::kJobEnd, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   EXPECT_EQ(ledger.finish().productive_ns, 100'000);
 }
 
@@ -323,6 +323,113 @@ TEST(GoodputRules, RestorePastTheKeptCheckpointsIsAnError) {
     EXPECT_NE(std::string(e.what()).find("line 9"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--keep-checkpoints"), std::string::npos) << e.what();
   }
+}
+
+// An InputError's message from analysing `log`, or "" when it is accepted.
+std::string error_of(const std::string& log) {
+  std::istringstream in(log);
+  try {
+    analyze(in);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kBackground = "\"blocking\":false";
+
+// Rule 2: a probe the loop does not wait for is overlapped probe time, a diagnostic; the steps it
+// overlaps stay productive. A blocking probe in the same timeline (the replica check while the inline
+// probe runs in the background) is still blocking overhead.
+TEST(GoodputRules, NonBlockingProbeIsOverlappedTimeNotOverhead) {
+  const std::string log = ev(0, "alloc_granted") + ev(0, "step_begin", step(1)) + ev(50, "probe_begin", kBackground) +
+                          ev(100, "step_end", step(1)) + st(100, 200, 2) + ev(200, "probe_begin", "\"blocking\":true") +
+                          ev(210, "probe_end", "\"blocking\":true") + ev(210, "step_begin", step(3)) +
+                          ev(250, "probe_end", kBackground) + ev(300, "step_end", step(3)) + ev(300, "job_end");
+  const Breakdown b = ledger_of(log);
+  // productive: steps 1..3 (100 + 100 + 90); blocking: the replica check 200..210, SDC-attributed;
+  // overlapped: the background probe 50..250.
+  expect_labels(b, {300, 290, 0, 0, 0, 0, 10});
+  EXPECT_EQ(b[Category::kBlockingOverhead].sdc_ns, 10);
+  EXPECT_EQ(b.overlapped_probe_ns, 200);
+}
+
+// The end of a background probe is not progress: a step in flight at a fault stays in flight from its
+// begin, rework for the median step time and detection & teardown after it.
+TEST(GoodputRules, NonBlockingProbeEndIsNotProgress) {
+  const std::string log =
+      ev(0, "alloc_granted") + st(0, 100, 1) + ev(100, "ckpt_begin", step(1)) + ev(120, "ckpt_end", step(1)) +
+      ev(120, "ckpt_commit", step(1)) + ev(120, "step_begin", step(2)) + ev(130, "probe_begin", kBackground) +
+      ev(300, "probe_end", kBackground) + ev(400, "fault_detected", "\"kind\":\"xid\"") + ev(450, "teardown_end") +
+      ev(450, "process_start") + ev(460, "restore_end", step(1)) + st(470, 570, 2) + ev(570, "job_end");
+  // m = 100 (step 1): step 2 in flight is rework 120..220, D&T 220..450 = 230; warm-up 450..470;
+  // productive steps 1 and 2 (again); blocking the save (20). Were 300 progress, 120..300 would
+  // be rework.
+  const Breakdown b = ledger_of(log);
+  expect_labels(b, {570, 200, 0, 230, 20, 100, 20});
+  EXPECT_EQ(b.overlapped_probe_ns, 170);
+}
+
+// Rule 5: a blocking probe still open at an unreported stop (a peer killed inside the replica check's
+// collective) keeps its label for the median probe time; the rest of the wait is detection & teardown.
+TEST(GoodputRules, OpenProbeAtAStopIsCappedAtTheMedianProbe) {
+  const std::string log = ev(0, "alloc_granted") + ev(0, "process_start") + st(0, 100, 1) + ev(100, "probe_begin") +
+                          ev(110, "probe_end") + ev(110, "ckpt_begin", step(1)) + ev(130, "ckpt_end", step(1)) +
+                          ev(130, "ckpt_commit", step(1)) + st(130, 230, 2) + ev(230, "probe_begin") +
+                          ev(1230, "process_start") + ev(1235, "restore_begin") + ev(1240, "restore_end", step(1)) +
+                          st(1250, 1350, 2) + ev(1350, "job_end");
+  // The median probe is 10: 230..240 blocking (SDC), 240..1230 = 990 detection & teardown. rework: step
+  // 2's first run 130..230; warm-up 1230..1250; blocking: probes 10 + 10, save 20; productive 100 + 100.
+  const Breakdown b = ledger_of(log);
+  expect_labels(b, {1350, 200, 0, 990, 20, 100, 40});
+  EXPECT_EQ(b[Category::kBlockingOverhead].sdc_ns, 20);
+  EXPECT_EQ(b[Category::kDetectionTeardown].sdc_ns, 0);
+}
+
+// Rule 5: a save still open at a fault keeps its label for the median save time.
+TEST(GoodputRules, OpenSaveAtAFaultIsCappedAtTheMedianSave) {
+  const std::string log = ev(0, "alloc_granted") + st(0, 100, 1) + ev(100, "ckpt_begin", step(1)) +
+                          ev(140, "ckpt_end", step(1)) + ev(140, "ckpt_commit", step(1)) + st(140, 240, 2) +
+                          ev(240, "ckpt_begin", step(2)) + ev(400, "fault_detected", "\"kind\":\"io\"") +
+                          ev(500, "teardown_end") + ev(500, "process_start") + ev(510, "restore_end", step(1)) +
+                          st(520, 620, 2) + ev(620, "job_end");
+  // rework: step 2 140..240; the open save 240..280 (median 40) is blocking, 280..500 = 220 detection &
+  // teardown; warm-up 500..520; blocking 40 + 40; productive 100 + 100.
+  expect_labels(ledger_of(log), {620, 200, 0, 220, 20, 100, 80});
+}
+
+// Rule 5: a data wait open inside a step in flight keeps its label for the median data wait; the
+// step's rework window (m = 100) covers the rest of its first 100 ns.
+TEST(GoodputRules, OpenDataWaitInsideAStepInFlight) {
+  const std::string log = ev(0, "alloc_granted") + ev(0, "step_begin", step(1)) + ev(10, "data_wait_begin") +
+                          ev(30, "data_wait_end") + ev(100, "step_end", step(1)) + ev(100, "step_begin", step(2)) +
+                          ev(110, "data_wait_begin") + ev(400, "fault_detected", "\"kind\":\"xid\"") +
+                          ev(400, "teardown_end") + ev(400, "process_start") + st(410, 510, 2) + ev(510, "job_end");
+  // No commit: the restart rolls back to the start, so step 1 (100, its data wait included) is rework.
+  // Step 2 in flight: 100..110 rework; the data wait 110..130 (median 20) blocking; 130..200 rework;
+  // 200..400 detection & teardown. rework 100 + 10 + 70 = 180; warm-up 400..410; productive step 2.
+  expect_labels(ledger_of(log), {510, 100, 0, 200, 10, 180, 20});
+}
+
+TEST(GoodputRules, BlockingFieldMustBeABoolean) {
+  const std::string log = ev(0, "alloc_granted") + ev(10, "probe_begin", "\"blocking\":1");
+  const std::string error = error_of(log);
+  EXPECT_NE(error.find("line 2"), std::string::npos) << error;
+  EXPECT_NE(error.find("\"blocking\" must be true or false"), std::string::npos) << error;
+}
+
+TEST(GoodputRules, AmbiguousProbeEndIsAnError) {
+  const std::string both = ev(0, "alloc_granted") + ev(0, "probe_begin", kBackground) + ev(10, "probe_begin");
+  const std::string error = error_of(both + ev(20, "probe_end"));
+  EXPECT_NE(error.find("line 4"), std::string::npos) << error;
+  EXPECT_NE(error.find("blocking"), std::string::npos) << error;
+  // With one probe open, an end without the field ends that one; naming the kind that is not open
+  // is an end without its begin.
+  EXPECT_EQ(error_of(ev(0, "alloc_granted") + ev(0, "probe_begin", kBackground) + ev(20, "probe_end")), "");
+  EXPECT_NE(
+      error_of(ev(0, "alloc_granted") + ev(0, "probe_begin", kBackground) + ev(20, "probe_end", "\"blocking\":true"))
+          .find("without probe_begin"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -64,6 +64,31 @@ TEST(GoodputPlanner, MetaEttrModel) {
               meta_ettr(lambda, 600, 1800, 30) - sdc * (600 + 600 + 900) - 1.0 / 600, 1e-12);
 }
 
+// Check before commit: the rollback goes to the newest commit, T/2 + min(P, T)/2, and a check before
+// each save costs c unless the cadence falls on the saves.
+TEST(GoodputPlanner, CheckBeforeCommit) {
+  const double lambda = 1.0 / (3 * kHour);
+  const double sdc = 1.0 / (100 * kHour);
+  // T = 30 min, P = 10 min: unbound 600 + 900 = 1500 s; bound 900 + 300 = 1200 s.
+  EXPECT_DOUBLE_EQ(sdc_rework_s(1800, 600, false), 1500);
+  EXPECT_DOUBLE_EQ(sdc_rework_s(1800, 600, true), 1200);
+  // P beyond T: the check at each save finds it, a whole interval after the last commit.
+  EXPECT_DOUBLE_EQ(sdc_rework_s(1800, 7200, true), 1800);
+  // Saves on the cadence (1800 = 3 x 600): no extra checks.
+  EXPECT_NEAR(planned_ettr(lambda, sdc, 600, 1800, 30, 1, 600, true),
+              meta_ettr(lambda, 600, 1800, 30) - sdc * (600 + 1200) - 1.0 / 600, 1e-12);
+  // Off the cadence (P = 700 s): one more check per save.
+  EXPECT_NEAR(planned_ettr(lambda, sdc, 600, 1800, 30, 1, 700, true),
+              meta_ettr(lambda, 600, 1800, 30) - sdc * (600 + 900 + 350) - 1.0 / 700 - 1.0 / 1830, 1e-12);
+  PlanParams p;
+  p.trials = 0;
+  p.sdc_rate = 1e-3;
+  const PlanResult r = plan(p);
+  EXPECT_DOUBLE_EQ(r.sdc_rework_unbound_s, 600 + 900);
+  EXPECT_DOUBLE_EQ(r.sdc_rework_bound_s, 900 + 300);
+  EXPECT_GT(r.bound_ettr, r.planned_ettr);
+}
+
 // The optimal intervals are stationary points of the planned ETTR.
 TEST(GoodputPlanner, OptimaAreOptimal) {
   PlanParams p;

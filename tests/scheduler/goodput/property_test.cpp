@@ -1,18 +1,21 @@
 // The ledger against the simulator's ground truth, on random simulated logs: exact, in integer ns.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 
 #include "scheduler/goodput/analyze.hpp"
+#include "scheduler/goodput/event.hpp"
 #include "scheduler/goodput/simulator.hpp"
 
 namespace sdc::goodput {
 namespace {
 
 // Random parameters that reach every rule: hangs, in-step faults, requeues, implicit and explicit
-// restores, async checkpoints, SDC rollbacks past tainted checkpoints, RFC 3339 times.
+// restores, async checkpoints, SDC rollbacks past tainted checkpoints, background probes, RFC 3339
+// times.
 SimParams random_params(uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto pick = [&](int64_t lo, int64_t hi) {
@@ -31,6 +34,8 @@ SimParams random_params(uint64_t seed) {
   p.async_ckpt_prob = prob();
   p.probe_every = pick(0, 30);
   p.probe_ns = pick(1, p.step_ns / 5 + 1);
+  p.background_probe_prob = prob() < 0.3 ? prob() : 0.0;
+  p.check_before_commit = prob() < 0.3;
   p.eval_every = pick(0, 60);
   p.eval_ns = pick(1, 4 * p.step_ns);
   p.data_wait_prob = prob() / 4;
@@ -53,7 +58,7 @@ SimParams random_params(uint64_t seed) {
 
 TEST(GoodputProperty, LedgerEqualsSimulatorTruthOnTenThousandRandomLogs) {
   constexpr uint64_t kRuns = 10'000;
-  uint64_t with_sdc = 0, with_faults = 0, events = 0;
+  uint64_t with_sdc = 0, with_faults = 0, with_background = 0, events = 0;
   std::string log;
   for (uint64_t seed = 1; seed <= kRuns; ++seed) {
     const SimParams p = random_params(seed);
@@ -72,15 +77,52 @@ TEST(GoodputProperty, LedgerEqualsSimulatorTruthOnTenThousandRandomLogs) {
       ASSERT_EQ(got.breakdown[c].ns, sim.truth[c].ns) << "seed " << seed << " " << category_key(c);
       ASSERT_EQ(got.breakdown[c].sdc_ns, sim.truth[c].sdc_ns) << "seed " << seed << " " << category_key(c);
     }
+    ASSERT_EQ(got.breakdown.overlapped_probe_ns, sim.truth.overlapped_probe_ns) << "seed " << seed;
     ASSERT_EQ(got.stats.events, sim.events);
     with_sdc += sim.sdc_detections > 0;
     with_faults += sim.faults > 0;
+    with_background += sim.truth.overlapped_probe_ns > 0;
     events += sim.events;
   }
   // The random parameters must actually exercise the incident rules.
   EXPECT_GT(with_sdc, kRuns / 5);
   EXPECT_GT(with_faults, kRuns / 2);
+  EXPECT_GT(with_background, kRuns / 20);
   RecordProperty("events", std::to_string(events));
+}
+
+// Check before commit: no SDC is ever found with a commit newer than the last clean probe (no
+// tainted commit), while an unbound cadence (probes every 7 steps, saves every 5) commits some.
+TEST(GoodputProperty, CheckBeforeCommitLeavesNoTaintedCommit) {
+  for (const bool bound : {true, false}) {
+    int64_t detections = 0, tainted = 0;
+    for (uint64_t seed = 1; seed <= 200; ++seed) {
+      SimParams p;
+      p.seed = seed;
+      p.duration_ns = 2000 * p.step_ns;
+      p.ckpt_every = 5;
+      p.probe_every = 7;
+      p.faults_per_day = 0;
+      p.sdc_per_day = 20.0 * static_cast<double>(kNsPerDay) / static_cast<double>(p.duration_ns);
+      p.check_before_commit = bound;
+      std::optional<int64_t> newest_commit;
+      simulate(p, [&](std::string_view line) {
+        const Event e = parse_event(line);
+        if (e.kind == EventKind::kCkptCommit) newest_commit = e.step;
+        if (e.kind == EventKind::kRestoreEnd) newest_commit = e.step;
+        if (e.kind == EventKind::kSdcDetected) {
+          ++detections;
+          if (newest_commit && *newest_commit > *e.last_good_step) ++tainted;
+        }
+      });
+    }
+    EXPECT_GT(detections, 100) << bound;
+    if (bound) {
+      EXPECT_EQ(tainted, 0);
+    } else {
+      EXPECT_GT(tainted, 10);
+    }
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,6 +117,36 @@ TEST(InlineAbi, CleanRunPassesAndRecordsTheLastGoodStep) {
   sdc_inline_destroy(p);
 }
 
+// A fixed cadence falls on multiples of `every`, also when the run resumes at step 21; the probes
+// run on the worker thread ("blocking": false) and step()'s own work is a blocking span.
+TEST(InlineAbi, CadenceFallsOnStepMultiplesAfterARestore) {
+  const std::string log = ::testing::TempDir() + "inline_aligned_" + std::to_string(::getpid()) + ".jsonl";
+  std::remove(log.c_str());
+  sdc_inline_config c = cpu_config();
+  c.every = 5;
+  c.event_log = log.c_str();
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  for (int64_t step = 21; step <= 31; ++step) {
+    wait_idle(p);
+    ASSERT_EQ(sdc_inline_step(p, step, nullptr), SDC_OK);
+  }
+  sdc_inline_destroy(p);
+  std::set<int64_t> background, blocking;
+  for (const auto& e : read_events(log)) {
+    if (e["event"] != "probe_begin") continue;
+    const bool waited = e["blocking"].get<bool>();
+    (waited ? blocking : background).insert(e["step"].get<int64_t>());
+    if (waited) {
+      EXPECT_EQ(e["probe"], "inline.step");
+    }
+  }
+  EXPECT_EQ(background, (std::set<int64_t>{25, 30}));
+  // Queued at 25 and 30, collected at the next call.
+  EXPECT_EQ(blocking, (std::set<int64_t>{25, 26, 30, 31}));
+  std::remove(log.c_str());
+}
+
 TEST(InlineAbi, PollReportsTheSizeItNeeds) {
   sdc_inline_config c = cpu_config();
   sdc_inline* p = nullptr;
@@ -214,13 +245,14 @@ TEST(InlineAbi, StepsNearTheEndOfInt64NeverWrapTheCadence) {
   sdc_inline* p = nullptr;
   ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
   const int64_t max = std::numeric_limits<int64_t>::max();
-  ASSERT_EQ(sdc_inline_step(p, max - 10, nullptr), SDC_OK);  // due: the next due step is past the end
+  const int64_t last = max - max % 1000;                 // the last multiple of the cadence
+  ASSERT_EQ(sdc_inline_step(p, last, nullptr), SDC_OK);  // due: the next multiple is past the end
   wait_idle(p);
-  ASSERT_EQ(sdc_inline_step(p, max - 9, nullptr), SDC_OK);  // not due (a wrapped next step would be)
+  ASSERT_EQ(sdc_inline_step(p, last + 1, nullptr), SDC_OK);  // not due (a wrapped next step would be)
   ASSERT_EQ(sdc_inline_finish(p), SDC_OK);
   auto v = poll(p);
-  EXPECT_EQ(v["probes_run"], 2);  // at create, then at max - 10
-  EXPECT_EQ(v["last_good_step"], max - 10);
+  EXPECT_EQ(v["probes_run"], 2);  // at create, then at the last multiple
+  EXPECT_EQ(v["last_good_step"], last);
   ASSERT_EQ(sdc_inline_step(p, max, nullptr), SDC_OK);  // the next due step saturated at the last one
   ASSERT_EQ(sdc_inline_finish(p), SDC_OK);
   v = poll(p);

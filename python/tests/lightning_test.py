@@ -1,0 +1,220 @@
+"""GoodputCallback under Lightning's real Trainer: pytorch-lightning 1.9 over Debian's torch, in the
+venv that tests/python/lightning_venv.sh makes. One process (also one that raises in a step), and
+strategy="ddp" on 2 CPU processes with a replica check bound to the checkpoints; each run's breakdown
+is checked against a count from its raw events, and the ranks' files must merge.
+
+    python lightning_test.py                     the tests (ctest sets SDCPROBE_BINARY, SDCPROBE_LIBRARY)
+    python lightning_test.py --fit MODE DIR      one training run (the tests start it in a process of
+                                                 its own, as Lightning's DDP launcher re-runs it)
+    python lightning_test.py --example ARGS...   python/examples/train_lightning.py ARGS under the
+                                                 harness's workarounds
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+STEPS = 40
+SAVE_EVERY = 10
+CRASH_AFTER = 14  # the "crash" run raises in the step after this one
+
+
+def fit(mode, out):
+    import lightning_harness  # noqa: F401  (first: Debian's torch under Lightning, see there)
+    import pytorch_lightning as pl
+    import torch
+
+    from sdcprobe import GoodputCallback
+
+    class Model(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)  # the same initial weights on every replica
+            self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
+
+        def training_step(self, batch, batch_idx):
+            if mode == "crash" and self.trainer.global_step == CRASH_AFTER:
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
+            x, = batch
+            return torch.nn.functional.mse_loss(self.net(x), x)
+
+        def validation_step(self, batch, batch_idx):
+            x, = batch
+            self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), x), sync_dist=True)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    def loader(n, seed):
+        data = torch.utils.data.TensorDataset(torch.randn(n, 16, generator=torch.Generator().manual_seed(seed)))
+        return torch.utils.data.DataLoader(data, batch_size=8)
+
+    torch.set_num_threads(1)
+    ddp = mode == "ddp"
+    callback = GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl"),
+                               probe={"backend": "cpu", "every": SAVE_EVERY, "probes": "alu.int64"},
+                               replica_check={"every": 25} if ddp else None)
+    trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", devices=2 if ddp else 1,
+                         strategy="ddp" if ddp else "auto" if pl.__version__ >= "2" else None,
+                         logger=False, enable_progress_bar=False, enable_model_summary=False,
+                         num_sanity_val_steps=1, val_check_interval=20, limit_val_batches=2,
+                         default_root_dir=out,
+                         callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=os.path.join(out, "ckpt"),
+                                                                           every_n_train_steps=SAVE_EVERY,
+                                                                           save_top_k=-1)])
+    model = Model()
+    if mode == "crash":
+        try:
+            trainer.fit(model, loader(8 * STEPS, 1), loader(16, 100))
+        except RuntimeError:
+            return
+        raise AssertionError("fit did not raise")
+    trainer.fit(model, loader(8 * STEPS, 1 + trainer.global_rank), loader(16, 100))
+    # After fit the callback's hooks do nothing; these must not raise.
+    trainer.validate(model, loader(16, 100), verbose=False)
+    trainer.save_checkpoint(os.path.join(out, "after.ckpt"))
+
+
+def read_events(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def spans(events, name, **match):
+    """[(begin t, end t)] of the `name` spans whose begin has the fields in `match`."""
+    out, begin = [], None
+    for e in events:
+        if e["event"] == name + "_begin" and all(e.get(k) == v for k, v in match.items()):
+            begin = e["t"]
+        elif e["event"] == name + "_end" and begin is not None and all(e.get(k) == v for k, v in match.items()):
+            out.append((begin, e["t"]))
+            begin = None
+    return out
+
+
+class LightningTest(unittest.TestCase):
+    def run_fit(self, mode):
+        for name in ("SDCPROBE_BINARY", "SDCPROBE_LIBRARY"):
+            if not os.environ.get(name):
+                self.skipTest("%s not set (ctest sets it)" % name)
+        out = tempfile.mkdtemp(prefix="lightning-%s-" % mode)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        run = subprocess.run([sys.executable, os.path.abspath(__file__), "--fit", mode, out], env=env,
+                             capture_output=True, text=True, timeout=600)
+        self.assertEqual(run.returncode, 0, run.stdout[-4000:] + run.stderr[-4000:])
+        return out
+
+    def goodput(self, *paths):
+        run = subprocess.run([os.environ["SDCPROBE_BINARY"], "goodput", "--json", *paths], capture_output=True,
+                             text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        return json.loads(run.stdout)
+
+    def check_rank(self, out, rank):
+        """The events of one rank: what the callback promises, and the breakdown of its own files
+        equal to a count from the raw events."""
+        events = read_events(os.path.join(out, "events.rank%d.jsonl" % rank))
+        inline = read_events(os.path.join(out, "events.rank%d.inline.jsonl" % rank))
+        kinds = [e["event"] for e in events]
+        self.assertEqual(kinds[0], "process_start")
+        self.assertEqual(kinds[-1], "job_end")
+        self.assertTrue(all(e["rank"] == rank for e in events))
+        self.assertEqual([e["step"] for e in events if e["event"] == "step_end"], list(range(1, STEPS + 1)))
+        self.assertEqual([e["step"] for e in events if e["event"] == "ckpt_commit"],
+                         list(range(SAVE_EVERY, STEPS + 1, SAVE_EVERY)))
+        # The sanity check and the validations at steps 20 and 40; nothing after fit.
+        self.assertEqual(kinds.count("eval_end"), 3)
+        # The inline probe on multiples of its interval, off the training thread (a due step while
+        # the previous probe still runs is skipped, so not every multiple has one).
+        background = [e["step"] for e in inline if e["event"] == "probe_begin" and not e["blocking"]]
+        self.assertTrue(background)
+        self.assertTrue(all(s % SAVE_EVERY == 0 for s in background), background)
+
+        # Files of several ranks must include rank 0's, so another rank's recorder file is read alone.
+        files = [os.path.join(out, "events.rank%d.jsonl" % rank)]
+        if rank == 0:
+            files.append(os.path.join(out, "events.rank0.inline.jsonl"))
+        else:
+            inline = []
+        merged = sorted(events + inline, key=lambda e: e["t"])
+        blocking = spans(merged, "ckpt") + spans(merged, "eval") + spans(merged, "probe", blocking=True)
+        first_step = next(e["t"] for e in events if e["event"] == "step_begin")
+        start, end = events[0]["t"], events[-1]["t"]
+        warmup = first_step - start - sum(b - a for a, b in blocking if b <= first_step)
+        report = self.goodput(*files)
+        c = report["categories"]
+        self.assertEqual(report["wall_ns"], report["productive_ns"] + sum(v["ns"] for v in c.values()))
+        self.assertEqual(report["wall_ns"], end - start)
+        self.assertEqual(c["blocking_overhead"]["ns"], sum(b - a for a, b in blocking))
+        self.assertEqual(c["restart_warmup"]["ns"], warmup)
+        self.assertEqual(report["productive_ns"], end - start - warmup - sum(b - a for a, b in blocking))
+        self.assertEqual(c["rework"]["ns"] + c["detection_teardown"]["ns"] + c["queue"]["ns"], 0)
+        if rank == 0:
+            self.assertGreater(report["diagnostics"]["overlapped_probe_ns"], 0)
+        return events, report
+
+    def test_single_process(self):
+        out = self.run_fit("single")
+        self.check_rank(out, 0)
+        self.assertEqual(sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "events*"))),
+                         ["events.rank0.inline.jsonl", "events.rank0.jsonl"])
+
+    def test_exception_is_a_fault_with_the_step_in_flight(self):
+        out = self.run_fit("crash")
+        events = read_events(os.path.join(out, "events.rank0.jsonl"))
+        self.assertEqual([(e["event"], e.get("step")) for e in events[-3:]],
+                         [("step_end", CRASH_AFTER), ("step_begin", CRASH_AFTER + 1), ("fault_detected", None)])
+        self.assertEqual(events[-1]["kind"], "RuntimeError")
+        self.assertEqual([e["step"] for e in events if e["event"] == "ckpt_commit"], [SAVE_EVERY])
+        # The job ends at the fault: the steps after the commit of step 10 and the one in flight
+        # are rework, and nothing after it is productive.
+        report = self.goodput(os.path.join(out, "events.rank*.jsonl"))
+        c = report["categories"]
+        self.assertEqual(report["wall_ns"], report["productive_ns"] + sum(v["ns"] for v in c.values()))
+        self.assertGreater(c["rework"]["ns"], 0)
+        # Productive by hand: from the first step to the end of step 10's save, less the blocking
+        # spans in between.
+        inline = read_events(os.path.join(out, "events.rank0.inline.jsonl"))
+        merged = sorted(events + inline, key=lambda e: e["t"])
+        first = next(e["t"] for e in events if e["event"] == "step_begin")
+        kept = next(e["t"] for e in events if e["event"] == "ckpt_end" and e["step"] == SAVE_EVERY)
+        blocking = spans(merged, "ckpt") + spans(merged, "eval") + spans(merged, "probe", blocking=True)
+        self.assertEqual(report["productive_ns"],
+                         kept - first - sum(b - a for a, b in blocking if first <= a and b <= kept))
+
+    def test_ddp_on_two_processes(self):
+        out = self.run_fit("ddp")
+        rank0, alone = self.check_rank(out, 0)
+        rank1, _ = self.check_rank(out, 1)
+        # The replica check on multiples of 25 and before each commit, on both ranks alike.
+        for events in (rank0, rank1):
+            checked = [e["step"] for e in events if e["event"] == "probe_begin" and e.get("probe") == "replica"]
+            self.assertEqual(checked, [10, 20, 25, 30, 40])
+            self.assertFalse([e for e in events if e["event"] == "sdc_detected"])
+        # The four files merge; rank 0's timeline decides, so the breakdown is rank 0's own.
+        merged = self.goodput(os.path.join(out, "events.rank*.jsonl"))
+        self.assertEqual(merged["wall_ns"], alone["wall_ns"])
+        self.assertEqual(merged["productive_ns"], alone["productive_ns"])
+        self.assertEqual(merged["categories"], alone["categories"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--fit":
+        fit(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--example":
+        import runpy
+
+        import lightning_harness  # noqa: F401
+
+        example = os.path.join(HERE, "..", "examples", "train_lightning.py")
+        sys.argv = [example] + sys.argv[2:]
+        runpy.run_path(example, run_name="__main__")
+    else:
+        unittest.main()
