@@ -196,13 +196,10 @@ cudaError_t launch_verify(uint64_t* data, uint64_t words, const Pattern& expect,
   if (static_cast<uint32_t>(expect.kind) >= kPatternKinds || !aligned(data)) return cudaErrorInvalidValue;
   const cudaError_t reset = cudaMemsetAsync(log, 0, sizeof(DeviceMismatchLog), stream);
   if (reset != cudaSuccess || words == 0) return reset;
-  const Pattern inv = inverse(expect);
   const Sweep s{data, words, expect, expect.inverted ? ~0ULL : 0, then_write ? *then_write : expect, descending, log};
   if (then_write == nullptr) return launch_sweep<Op::kCheck>(s, shape, stream);
-  const bool to_inverse = then_write->kind == inv.kind && then_write->param == inv.param &&
-                          then_write->seed == inv.seed && then_write->inverted == inv.inverted;
-  return to_inverse ? launch_sweep<Op::kCheckInverse>(s, shape, stream)
-                    : launch_sweep<Op::kCheckWrite>(s, shape, stream);
+  return is_bitwise_inverse(expect, *then_write) ? launch_sweep<Op::kCheckInverse>(s, shape, stream)
+                                                 : launch_sweep<Op::kCheckWrite>(s, shape, stream);
 }
 
 }  // namespace sdc

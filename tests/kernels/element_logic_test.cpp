@@ -60,6 +60,36 @@ TEST(Patterns, InverseIsBitwiseNot) {
   }
 }
 
+// is_bitwise_inverse(a, b) holds exactly when b's words are ~a's, over patterns of every kind whose
+// parameters differ by a complement, by 64 (walking) or only in fields the kind ignores.
+TEST(Patterns, BitwiseInverseIsSeenAcrossKindsAndParameters) {
+  std::vector<Pattern> all;
+  for (uint32_t k = 0; k < kPatternKinds; ++k) {
+    for (uint64_t param : {9ULL, ~9ULL, 73ULL, 3ULL})
+      for (uint64_t seed : {5ULL, 6ULL})
+        for (bool inverted : {false, true}) all.push_back(Pattern{static_cast<PatternKind>(k), param, seed, inverted});
+  }
+  const auto words_inverse = [](const Pattern& a, const Pattern& b) {
+    for (uint64_t i = 0; i < 4096; i += 7) {
+      if (pattern_word(b, i) != ~pattern_word(a, i)) return false;
+    }
+    return true;
+  };
+  for (const Pattern& a : all) {
+    for (const Pattern& b : all) {
+      EXPECT_EQ(is_bitwise_inverse(a, b), words_inverse(a, b))
+          << static_cast<int>(a.kind) << "/" << a.param << "/" << a.seed << "/" << a.inverted << " vs "
+          << static_cast<int>(b.kind) << "/" << b.param << "/" << b.seed << "/" << b.inverted;
+    }
+  }
+  // The rewrites the probes run: walking ones to walking zeros at the same offset, a background to
+  // its complement.
+  EXPECT_TRUE(is_bitwise_inverse({PatternKind::kWalkingOnes, 3, 0, false}, {PatternKind::kWalkingZeros, 3, 0, false}));
+  EXPECT_TRUE(is_bitwise_inverse({PatternKind::kSolid, 0x5555, 0, false}, {PatternKind::kSolid, ~0x5555ULL, 0, false}));
+  EXPECT_TRUE(is_bitwise_inverse({PatternKind::kCheckerboard, 1, 0, false}, {PatternKind::kCheckerboard, 1, 0, true}));
+  EXPECT_FALSE(is_bitwise_inverse({PatternKind::kWalkingOnes, 3, 0, false}, {PatternKind::kWalkingZeros, 4, 0, false}));
+}
+
 TEST(Patterns, Modulo20MarksEveryTwentiethWord) {
   const Pattern p{PatternKind::kModulo20, 7, 3, false};
   const uint64_t marked = pattern_word(p, 7);
