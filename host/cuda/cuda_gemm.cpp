@@ -105,6 +105,7 @@ CudaGemmEngine::CudaGemmEngine(Device& device, int ordinal, cudaStream_t stream,
       ordinal_(ordinal),
       stream_(stream),
       lt_(ordinal),
+      done_(ordinal),
       workspace_(ordinal, kWorkspaceBytes) {
   int major = 0, minor = 0;
   SDC_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
@@ -188,7 +189,7 @@ void CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
   if (s.path == GemmPath::kSimt) {
     SDC_CUDA_TRY(
         launch_gemm_simt_fp32(a_.as<float>(), bt_.as<float>(), static_cast<float*>(c.data()), s.m, s.n, s.k, stream_));
-    SDC_CUDA_TRY(cudaStreamSynchronize(stream_));
+    synchronize();
     return;
   }
   const Pinned& algo = pinned(s);
@@ -208,10 +209,12 @@ void CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
   // Operand "A" of cuBLASLt is Bt, operand "B" is A (see Problem).
   SDC_CUBLAS_TRY(cublasLtMatmul(lt_.get(), p.desc.d, alpha, bt_.get(), p.a.l, a_.get(), p.b.l, beta, c.data(), p.c.l,
                                 c.data(), p.c.l, &algo.algo, workspace_.get(), kWorkspaceBytes, stream_));
-  SDC_CUDA_TRY(cudaStreamSynchronize(stream_));
+  synchronize();
 }
 
-void CudaGemmEngine::synchronize() { SDC_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+// Sleeps on a blocking-sync event rather than spinning in cudaStreamSynchronize, as the device's own
+// operations do: an inline probe must not take a core from the training job.
+void CudaGemmEngine::synchronize() { wait_blocking(stream_, done_.get()); }
 
 void CudaGemmEngine::download(void* host, const void* device, size_t bytes) {
   if (bytes == 0) return;
