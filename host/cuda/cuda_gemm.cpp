@@ -15,6 +15,12 @@
 namespace sdc {
 namespace {
 
+// The k between two promotions of an FP8 GEMM's partial sums to FP32. cuBLASLt documents none;
+// CUTLASS promotes every four WGMMAs (k = 128), so the bound assumes 128 (or the whole k when it is
+// shorter): four times the error of a 32-k interval, which is what costs sensitivity
+// (docs/probes.md). The lease kit prints max |r|/tau for e4m3, the headroom left.
+constexpr uint32_t kFp8PromotionInterval = 128;
+
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 struct LtTypes {
@@ -137,11 +143,11 @@ GemmAccumulation CudaGemmEngine::accumulation(GemmType type, GemmPath path) cons
     case GemmType::kBf16: a.u_acc = 0x1p-23; break;  // tensor cores truncate: 2^-23
     case GemmType::kE4m3:
     case GemmType::kE5m2:
-      // Hopper FP8 tensor cores keep about 14 significant bits inside an MMA's k-block (32 here,
-      // conservatively), block sums then accumulated in FP32 with truncation.
+      // Hopper FP8 tensor cores keep about 14 significant bits inside the k-block between two
+      // promotions to FP32, block sums then accumulated in FP32 with truncation.
       a.u_acc = 0x1p-23;
       a.u_inner = 0x1p-13;
-      a.chunk = 32;
+      a.chunk = kFp8PromotionInterval;
       break;
     case GemmType::kInt8:
       a.u_acc = 0;

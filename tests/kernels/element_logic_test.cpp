@@ -13,6 +13,7 @@
 #include "kernels/common/corruption.hpp"
 #include "kernels/common/device_mismatch.hpp"
 #include "kernels/common/digest.hpp"
+#include "kernels/common/gemm_elements.hpp"
 #include "kernels/common/patterns.hpp"
 #include "kernels/common/random.hpp"
 #include "kernels/common/simt_tile.hpp"
@@ -452,6 +453,24 @@ TEST(ProducerTag, NamesTheSmAndLaneOrFlagsAMove) {
   // Preempted between the two %smid reads: the SM is unknown, the lane (fixed per thread) is kept.
   EXPECT_EQ(producer_unit(producer_tag_of(3, 4, 9)), kUnitMoved);
   EXPECT_EQ(producer_lane(producer_tag_of(3, 4, 9)), 9u);
+}
+
+// The FP8 bound's promotion interval: a chunk never counts more products than k has, and a longer
+// interval loosens the bound by about its ratio (128 against 32: four times).
+TEST(GemmBound, ChunkIsCappedAtKAndScalesTheInnerError) {
+  GemmAccumulation fp8;
+  fp8.u_acc = 0x1p-23;
+  fp8.u_inner = 0x1p-13;
+  fp8.chunk = 128;
+  GemmAccumulation short_chunk = fp8;
+  short_chunk.chunk = 64;
+  EXPECT_DOUBLE_EQ(gemm_relative_bound(fp8, 64), gemm_relative_bound(short_chunk, 64));
+  EXPECT_LT(gemm_relative_bound(fp8, 32), gemm_relative_bound(fp8, 64));
+  GemmAccumulation k32 = fp8;
+  k32.chunk = 32;
+  const double ratio = gemm_relative_bound(fp8, 8192) / gemm_relative_bound(k32, 8192);
+  EXPECT_GT(ratio, 3.9);
+  EXPECT_LT(ratio, 4.1);
 }
 
 }  // namespace
