@@ -4,12 +4,13 @@
 # libraries and no network (docs/cuda.md, "GPU lease").
 #
 #   bench/gpu_kit.sh build   here: builds the GPU programs for sm_90 and packs .gpu-kit/ (< 48 MiB)
-#   bench/gpu_kit.sh run     there: runs the steps below, each in its own time box, in 6 minutes
+#   bench/gpu_kit.sh run     there: runs the steps below, each in its own time box, in 330 s
 #
 # run writes summary.json, summary.md and logs.tar.gz to $OUT (a scratch folder when unset) and
 # prints a one-screen table last. Exit status: 0 every step passed, 1 a check failed, 2 something
-# could not run. Settings (environment): KIT_BUILD_DIR (build/kit), KIT_CUDA_ARCHITECTURES (90),
-# KIT_JOBS (2) for build; SDC_KIT (.gpu-kit), KIT_BUDGET_S (330), KIT_WITHOUT_GPU for run.
+# could not run or ran out of time. Settings (environment): KIT_BUILD_DIR (build/kit), KIT_CUDA_ARCHITECTURES (90),
+# KIT_JOBS (2) for build; SDC_KIT (.gpu-kit), KIT_BUDGET_S (330), KIT_WITHOUT_GPU, KIT_STEPS (the
+# steps to run, e.g. "sanitizer bench" for a second try; the others are "not run") for run.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -48,7 +49,7 @@ kit_build() {
     { tail -n 30 "$build/kit-configure.log"; die "configure failed (log: $build/kit-configure.log)"; }
   echo "gpu_kit: build"
   cmake --build "$build" -j "${KIT_JOBS:-2}" --target sdcprobe sdcprobe_inline gpu_test_programs gpu_bench \
-    gpu_gemm_bench >"$build/kit-build.log" 2>&1 ||
+    gpu_gemm_bench gpu_kit_selftest >"$build/kit-build.log" 2>&1 ||
     { grep -E 'error|Error' "$build/kit-build.log" | head -n 30; die "build failed (log: $build/kit-build.log)"; }
   local built=$((SECONDS - t0))
 
@@ -56,7 +57,7 @@ kit_build() {
   while read -r t; do [ -n "$t" ] && tests+=("$t"); done <"$build/gpu_test_programs.txt"
   [ ${#tests[@]} -gt 0 ] || die "no gpu test programs listed in $build/gpu_test_programs.txt"
   local files=("$build/cli/sdcprobe" "$build/scheduler/inline/libsdcprobe.so" "${tests[@]}"
-    "$build/bench/gpu_bench" "$build/bench/gpu_gemm_bench")
+    "$build/bench/gpu_bench" "$build/bench/gpu_gemm_bench" "$build/bench/gpu_kit_selftest")
 
   local stage
   stage="$(cd "$build" && pwd)/kit-stage"
@@ -123,11 +124,42 @@ check_kit() {
 # ------------------------------------------------------------------------------------------------ run
 
 # Each step is a function run under `timeout` in its own bash (hence exported): it prints its log,
-# lines starting "kit: " are its notes, and it returns 0 passed, 1 failed, 2 could not run.
+# lines starting "kit: " are its notes, and it returns 0 passed, 1 failed, 2 could not run, 3 out of
+# time (a command ran past its box: nothing found, but not everything tested either).
 
-# A time box for one command inside a step. --foreground keeps it in the step's process group, so
-# the step's own `timeout` still ends everything the step started.
-step_within() { timeout --foreground -k 5 "$@"; }
+# A time box for one command inside a step, never past the step's own (KIT_STEP_DEADLINE, epoch
+# seconds). --foreground keeps it in the step's process group, so the step's own `timeout` still
+# ends everything the step started. Exit 124 when out of time.
+step_within() {
+  local want=$1 left
+  shift
+  left=$((KIT_STEP_DEADLINE - $(date +%s) - 1))
+  [ "$left" -lt "$want" ] && want=$left
+  if [ "$want" -lt 3 ]; then
+    echo "kit: no time left in the step's box for ${1##*/}"
+    return 124
+  fi
+  timeout --foreground -k 5 "$want" "$@"
+}
+
+# A step's verdict on one command: WHAT RC [WANT]. A time-out is "out of time", any other exit but
+# WANT (0) a failure; step_result returns what the step found.
+check_exit() {
+  local what=$1 rc=$2 want=${3:-0}
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "kit: out of time: $what"
+    STEP_TIMED_OUT=1
+  elif [ "$rc" -ne "$want" ]; then
+    echo "kit: $what: exit $rc, not $want"
+    STEP_FAILED=1
+  fi
+  [ "$rc" -eq "$want" ]
+}
+step_result() {
+  if [ -n "${STEP_FAILED:-}" ]; then return 1; fi
+  if [ -n "${STEP_TIMED_OUT:-}" ]; then return 3; fi
+  return 0
+}
 
 step_devices() {
   nvidia-smi -q >"$LOGS/nvidia-smi-q.txt" 2>&1 || { echo "kit: nvidia-smi -q failed"; return 2; }
@@ -149,70 +181,66 @@ PY
 }
 
 step_gpu_tests() {
-  local t name rc=0
+  local t name
+  [ -s "$KIT/gpu_tests.txt" ] || { echo "kit: the kit lists no gpu test programs"; return 2; }
   while read -r name; do
     t="$KIT/bin/$name"
     echo "--- $name"
-    step_within 100 "$t" --gtest_output="json:$LOGS/gtest-$name.json" >"$LOGS/gtest-$name.log" 2>&1
-    echo "exit $?"
+    step_within 60 "$t" --gtest_output="json:$LOGS/gtest-$name.json" >"$LOGS/gtest-$name.log" 2>&1
+    check_exit "$name" $? || true
   done <"$KIT/gpu_tests.txt"
-  python3 "$KIT_REPORT" gtest "$LOGS" $(cat "$KIT/gpu_tests.txt") || rc=$?
-  return $rc
+  # The report judges each test from its JSON (a failed program is judged there too); the GEMM
+  # bound's headroom (max |r|/tau per type) comes from the GEMM tests' output.
+  python3 "$KIT_REPORT" gtest "$LOGS" $(cat "$KIT/gpu_tests.txt") || STEP_FAILED=1
+  step_result
 }
 
 # qualify always runs each device in a watched worker process (isolation); `run` is the same
-# catalogue in-process.
+# catalogue in-process. The injected fault first: it is the check that matters most.
 step_qualify() {
-  local uuid rc fail=0
+  local uuid rc
   uuid=$(cat "$WORK/uuid" 2>/dev/null) || { echo "kit: no GPU UUID from step devices"; return 2; }
-  echo "--- run '*' in-process"
-  step_within 90 "$SDC" --backend cuda run --level quick --json "$LOGS/run-inprocess.json" '*'
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: run in-process exit $rc"; fail=1; }
-  echo "--- qualify (isolated workers)"
-  step_within 90 "$SDC" --backend cuda qualify --level quick --json "$LOGS/qualify.json"
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: qualify exit $rc"; fail=1; }
-  echo "--- qualify --consensus"
-  step_within 90 "$SDC" --backend cuda qualify --level quick --consensus --json "$LOGS/qualify-consensus.json"
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: qualify --consensus exit $rc"; fail=1; }
   echo "--- qualify --inject (must exit 1 and name $uuid)"
-  step_within 90 "$SDC" --backend cuda qualify --level quick --json "$LOGS/qualify-inject.json" \
+  step_within 40 "$SDC" --backend cuda qualify --level quick --json "$LOGS/qualify-inject.json" \
     --inject 'probe=alu.fma32,model=bitflip,bit=7,mode=permanent' >"$WORK/inject.out" 2>&1
   rc=$?
   cat "$WORK/inject.out"
-  if [ $rc -ne 1 ]; then
-    echo "kit: injected fault: exit $rc, not 1"
-    fail=1
-  elif ! grep -q "$uuid" "$WORK/inject.out"; then
-    echo "kit: injected fault: the output does not name $uuid"
-    fail=1
-  else
-    echo "kit: run, qualify, --consensus passed; the injected fault exits 1 naming $uuid"
+  if check_exit "qualify with an injected fault" $rc 1; then
+    grep -q "$uuid" "$WORK/inject.out" || { echo "kit: injected fault: the output does not name $uuid"; STEP_FAILED=1; }
   fi
-  return $fail
+  echo "--- qualify (isolated workers)"
+  step_within 40 "$SDC" --backend cuda qualify --level quick --json "$LOGS/qualify.json"
+  check_exit "qualify" $?
+  echo "--- qualify --consensus"
+  step_within 40 "$SDC" --backend cuda qualify --level quick --consensus --json "$LOGS/qualify-consensus.json"
+  check_exit "qualify --consensus" $?
+  echo "--- run '*' in-process"
+  step_within 40 "$SDC" --backend cuda run --level quick --json "$LOGS/run-inprocess.json" '*'
+  check_exit "run in-process" $?
+  [ -n "${STEP_FAILED:-}${STEP_TIMED_OUT:-}" ] ||
+    echo "kit: the injected fault exits 1 naming $uuid; qualify, --consensus, run passed"
+  step_result
 }
 
 # > 2^32 words: 64-bit indexing and the random pattern's key change at 32 GiB, and a fault planted
 # at word 5e9 must be found there.
 step_memory() {
-  local free_mib rc fail=0
+  local free_mib
+  [ -s "$WORK/uuid" ] || { echo "kit: no GPU UUID from step devices"; return 2; }
   free_mib=$(nvidia-smi -i 0 --query-gpu=memory.free --format=csv,noheader,nounits | head -n 1 | tr -d ' ')
   if [ "${free_mib:-0}" -lt $((42 * 1024)) ]; then
     echo "kit: only ${free_mib:-?} MiB free on GPU 0, 42 GiB needed"
     return 2
   fi
-  step_within 80 "$SDC" --backend cuda run --device 0 --size 40G --iterations 1 --json "$LOGS/memory-40g.json" \
-    mem.own_address mem.moving_inversions
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: 40 GiB run exit $rc"; fail=1; }
   step_within 60 "$SDC" --backend cuda run --device 0 --size 40G --iterations 1 \
     --json "$LOGS/memory-40g-inject.json" --inject 'probe=mem.own_address,model=bitflip,index=5000000000' \
     mem.own_address
-  rc=$?
-  [ $rc -eq 1 ] || { echo "kit: 40 GiB run with a fault at word 5e9: exit $rc, not 1"; fail=1; }
-  python3 - "$LOGS/memory-40g.json" "$LOGS/memory-40g-inject.json" <<'PY' || fail=1
+  check_exit "40 GiB run with a fault at word 5e9" $? 1
+  step_within 60 "$SDC" --backend cuda run --device 0 --size 40G --iterations 1 --json "$LOGS/memory-40g.json" \
+    mem.own_address mem.moving_inversions
+  check_exit "40 GiB run" $?
+  [ -z "${STEP_TIMED_OUT:-}" ] || { step_result; return; }
+  python3 - "$LOGS/memory-40g.json" "$LOGS/memory-40g-inject.json" <<'PY' || STEP_FAILED=1
 import json, sys
 ok = True
 try:
@@ -230,63 +258,109 @@ except (OSError, KeyError, IndexError, ValueError) as e:
     ok = False
 sys.exit(0 if ok else 1)
 PY
-  return $fail
+  step_result
 }
 
+# compute-sanitizer's own words when it cannot work on this machine (gVisor: "Device not supported",
+# then error 999 at the first allocation), as opposed to a finding in the program it runs.
+export KIT_SANITIZER_REFUSED='Device not supported|not supported on this (platform|device|system)|error 999|cudaErrorUnknown|CUDA_ERROR_UNKNOWN|Unable to (find|load|attach|launch)|Target application terminated before first instrumented API call'
+
+# One sanitizer run: TOOL NAME PROGRAM [ARGS...] into sanitizer-NAME.log. Returns 0 clean, 1 the tool
+# reported errors or a test failed, 2 the tool could not run or the tests did not, 3 out of time.
+sanitize() {
+  local tool=$1 name=$2 log=$LOGS/sanitizer-$2.log rc
+  shift 2
+  echo "--- $name"
+  step_within 60 "$SANITIZER" --tool "$tool" --error-exitcode 1 --print-limit 20 "$@" >"$log" 2>&1
+  rc=$?
+  tail -n 12 "$log"
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "kit: out of time: $name"
+    return 3
+  elif grep -Eq "$KIT_SANITIZER_REFUSED" "$log"; then
+    echo "kit: compute-sanitizer cannot run here ($name): $(grep -Em1 "$KIT_SANITIZER_REFUSED" "$log" | cut -c1-120)"
+    return 2
+  elif [ $rc -ne 0 ]; then
+    echo "kit: $name: exit $rc ($(grep -Em1 'ERROR SUMMARY|FAILED' "$log" | cut -c1-80))"
+    return 1
+  elif grep -q '\[  SKIPPED \]' "$log"; then
+    echo "kit: $name: tests skipped under the sanitizer"
+    return 2
+  fi
+  echo "kit: $name clean"
+}
+
+# Self-test first: when the tool cannot run a trivial kernel, nothing after it would mean anything.
+# memcheck on every kernel family; racecheck where shared memory is used (the SIMT GEMM's double
+# buffer, block_sum in the GEMM checks); synccheck on the warp-synchronous code (the mismatch
+# records' __ballot_sync(__activemask()) / __shfl_sync, the digest's and block_sum's shuffles).
 step_sanitizer() {
-  local cs tool rc fail=0
-  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+  local rc found="" cannot="" timed="" p
+  SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
     /usr/local/cuda/compute-sanitizer/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -n 1)
-  [ -n "$cs" ] || { echo "kit: compute-sanitizer not found"; return 2; }
-  # Small buffers and every kernel family: patterns, verify with records, chains, digest, injection.
-  local filter='CudaDeviceTest.FillWritesWhatTheCpuWrites:CudaDeviceTest.MarchElementsPassCleanInBothDirections'
-  filter+=':CudaDeviceTest.VerifyReportsEachWrongWordWithItsPlace:CudaDeviceTest.ChainsMatchHostGoldensForEveryKind'
-  filter+=':CudaDeviceTest.DigestEqualsTheCpuDigestAndTheHostSum:CudaDeviceTest.MemoryFaultModelsAreDetectedWhereInjected'
-  for tool in memcheck racecheck; do
-    echo "--- $tool"
-    step_within 45 "$cs" --tool "$tool" --error-exitcode 1 --print-limit 20 "$KIT/bin/cuda_device_test" \
-      --gtest_filter="$filter" >"$LOGS/sanitizer-$tool.log" 2>&1
-    rc=$?
-    tail -n 15 "$LOGS/sanitizer-$tool.log"
-    if [ $rc -ne 0 ]; then
-      echo "kit: $tool exit $rc"
-      fail=1
-    elif grep -q '\[  SKIPPED \]' "$LOGS/sanitizer-$tool.log"; then
-      echo "kit: $tool: tests skipped under the sanitizer"
-      fail=1
-    else
-      echo "kit: $tool clean ($(grep -c '\[       OK \]' "$LOGS/sanitizer-$tool.log") tests)"
-    fi
+  [ -n "$SANITIZER" ] || { echo "kit: compute-sanitizer not found"; return 2; }
+  for p in gpu_kit_selftest cuda_device_test sdc_gemm_gpu_tests; do
+    [ -x "$KIT/bin/$p" ] || { echo "kit: the kit has no $p"; return 2; }
   done
-  return $fail
+  sanitize memcheck memcheck-selftest "$KIT/bin/gpu_kit_selftest"
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    [ $rc -eq 3 ] && return 3
+    echo "kit: the sanitizer's self-test (one trivial kernel) did not pass: compute-sanitizer cannot run here"
+    return 2
+  fi
+  local patterns='CudaDeviceTest.FillWritesWhatTheCpuWrites:CudaDeviceTest.MarchElementsPassCleanInBothDirections'
+  local records='CudaDeviceTest.VerifyReportsEachWrongWordWithItsPlace'
+  local others='CudaDeviceTest.ChainsMatchHostGoldensForEveryKind:CudaDeviceTest.DigestEqualsTheCpuDigestAndTheHostSum'
+  others+=':CudaDeviceTest.MemoryFaultModelsAreDetectedWhereInjected'
+  local gemm='CudaGemmEngine.SimtEdgeShapesMatchTheCpu:CudaGemmEngine.SmallShapesPassCleanAndLocateAFlip'
+  local runs=(
+    "memcheck device $KIT/bin/cuda_device_test --gtest_filter=$patterns:$records:$others"
+    "memcheck gemm $KIT/bin/sdc_gemm_gpu_tests --gtest_filter=$gemm"
+    "racecheck gemm $KIT/bin/sdc_gemm_gpu_tests --gtest_filter=$gemm"
+    "synccheck device $KIT/bin/cuda_device_test --gtest_filter=$records:CudaDeviceTest.DigestEqualsTheCpuDigestAndTheHostSum"
+    "synccheck gemm $KIT/bin/sdc_gemm_gpu_tests --gtest_filter=$gemm"
+  )
+  local run tool name
+  for run in "${runs[@]}"; do
+    read -r tool name p <<<"$run"
+    # shellcheck disable=SC2086  # the program and its filter, split on purpose
+    sanitize "$tool" "$tool-$name" $p
+    case $? in
+      0) ;;
+      1) found+=" $tool-$name" ;;
+      2) cannot+=" $tool-$name" ;;
+      *) timed+=" $tool-$name" ;;
+    esac
+  done
+  [ -z "$found" ] || { echo "kit: errors reported by$found (sanitizer-*.log)"; return 1; }
+  [ -z "$cannot" ] || { echo "kit: could not run$cannot"; return 2; }
+  [ -z "$timed" ] || { echo "kit: out of time in$timed"; return 3; }
+  echo "kit: memcheck, racecheck and synccheck clean (${#runs[@]} runs)"
 }
 
 # The image's own PyTorch, which loads its CUDA libraries from its wheels: LD_LIBRARY_PATH holds
 # only those folders, so that libsdcprobe.so shares torch's libraries and never the toolkit's.
 step_inline() {
-  local rc fail=0 py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
+  local py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
   $py -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 2)' ||
     { echo "kit: torch sees no CUDA device"; return 2; }
   echo "--- clean"
   step_within 90 $py "$KIT/python/examples/train_cuda.py" --steps 300 --every 25 \
     --events "$LOGS/inline-clean.jsonl" --json "$LOGS/inline-clean.json"
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: inline clean run exit $rc"; fail=1; }
+  check_exit "inline clean run" $?
   echo "--- injected fault"
   step_within 90 $py "$KIT/python/examples/train_cuda.py" --steps 300 --every 25 \
     --inject 'probe=alu.*,model=bitflip,mode=permanent,after=4' \
     --events "$LOGS/inline-fault.jsonl" --json "$LOGS/inline-fault.json"
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: inline fault run exit $rc (the fault was not caught)"; fail=1; }
+  check_exit "inline fault run (0: the fault was caught)" $?
   echo "--- replica check digests: a CUDA tensor's digest equals the CPU digest of the same tensor"
   (cd "$KIT/python/tests" && step_within 30 $py -m unittest -v replica_digest_test)
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: replica digest tests exit $rc"; fail=1; }
+  check_exit "replica digest tests" $?
   echo "--- goodput"
   step_within 30 "$SDC" goodput "$LOGS/inline-fault.jsonl" --json >"$LOGS/goodput-fault.json"
-  rc=$?
-  [ $rc -eq 0 ] || { echo "kit: sdcprobe goodput exit $rc"; fail=1; }
-  python3 - "$LOGS/goodput-fault.json" <<'PY' || fail=1
+  check_exit "sdcprobe goodput" $? || { step_result; return; }
+  python3 - "$LOGS/goodput-fault.json" <<'PY' || STEP_FAILED=1
 import json, sys
 try:
     g = json.load(open(sys.argv[1]))
@@ -298,43 +372,50 @@ except (OSError, KeyError, ValueError) as e:
 print("kit: goodput attributes %.3f s to SDC (%.3f s of rework)" % (sdc, rework))
 sys.exit(0 if sdc > 0 else 1)
 PY
-  return $fail
+  step_result
 }
 
 # A Lightning run (the image has Lightning 2.6) with GoodputCallback: recorder, inline probe with
 # an injected fault, and the ledger over the merged per-rank files. "could not run" without Lightning.
 step_lightning() {
+  [ -s "$WORK/uuid" ] || { echo "kit: no GPU UUID from step devices"; return 2; }
   local rc py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
-  step_within 80 $py "$KIT/python/examples/train_lightning.py" --sdcprobe "$SDC" --out "$LOGS/lightning" \
+  step_within 15 $py "$KIT/python/examples/train_lightning.py" --sdcprobe "$SDC" --out "$LOGS/lightning" \
     --ckpt-dir "$WORK/lightning-ckpt" --steps 200 --inject 'probe=alu.*,model=bitflip,mode=permanent,after=4' \
     >"$LOGS/lightning.json"
   rc=$?
   tail -n 1 "$LOGS/lightning.json"
-  return $rc
+  [ $rc -eq 2 ] && return 2
+  check_exit "Lightning run" $rc
+  step_result
 }
 
 step_coverage() {
   local rc
-  step_within 80 "$SDC" --backend cuda coverage --probes 'alu.fma32,alu.int64,mem.own_address' \
-    --models bitflip,lane --trials 20 --clean 2 --json "$LOGS/coverage.json" --markdown "$LOGS/coverage.md"
+  [ -s "$WORK/uuid" ] || { echo "kit: no GPU UUID from step devices"; return 2; }
+  step_within 10 "$SDC" --backend cuda coverage --probes 'alu.fma32,alu.int64,mem.own_address' \
+    --models bitflip,lane --trials 5 --clean 1 --json "$LOGS/coverage.json" --markdown "$LOGS/coverage.md"
   rc=$?
   cat "$LOGS/coverage.md" 2>/dev/null
-  [ $rc -eq 0 ] || { echo "kit: coverage exit $rc"; return 1; }
-  echo "kit: coverage campaign done (tables in coverage.md)"
+  check_exit coverage $rc && echo "kit: coverage campaign done (tables in coverage.md)"
+  step_result
 }
 
 step_bench() {
-  local b rc fail=0
+  local b rc
+  for b in gpu_bench gpu_gemm_bench; do
+    [ -x "$KIT/bin/$b" ] || { echo "kit: the kit has no $b"; return 2; }
+  done
   for b in gpu_bench gpu_gemm_bench; do
     echo "--- $b"
     step_within 90 "$KIT/bin/$b" --benchmark_format=json --benchmark_out="$LOGS/$b.json" \
       --benchmark_out_format=json >"$LOGS/$b.log" 2>&1
     rc=$?
     tail -n 5 "$LOGS/$b.log"
-    [ $rc -eq 0 ] || { echo "kit: $b exit $rc"; fail=1; }
+    check_exit "$b" $rc
   done
-  python3 "$KIT_REPORT" bench "$LOGS" || fail=1
-  return $fail
+  python3 "$KIT_REPORT" bench "$LOGS" || STEP_FAILED=1
+  step_result
 }
 
 # Finds each CUDA library in the toolkit, then the Python wheels (nvidia-*), then the loader's
@@ -372,6 +453,24 @@ locate_cuda_libs() {
   [ ${#missing[@]} -eq 0 ] || { echo "gpu_kit: not found: ${missing[*]}"; return 1; }
 }
 
+# Unpacks the kit: ARCHIVE DEST. Minimal images may lack the xz program; their python3 has lzma.
+unpack_kit() {
+  if command -v xz >/dev/null; then
+    timeout 30 tar -C "$2" -xJf "$1"
+    return
+  fi
+  echo "gpu_kit: no xz here: unpacking with Python's tarfile"
+  timeout 60 python3 - "$1" "$2" <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as kit:
+    # The "data" filter (where this Python has it) refuses paths and links that leave DEST.
+    if hasattr(tarfile, "data_filter"):
+        kit.extractall(sys.argv[2], filter="data")
+    else:
+        kit.extractall(sys.argv[2])
+PY
+}
+
 kit_run() {
   cd "$repo"
   export OUT=${OUT:-$(mktemp -d /tmp/sdc-kit-out.XXXXXX)}
@@ -383,13 +482,16 @@ kit_run() {
   SDC=$KIT/bin/sdcprobe
   mkdir -p "$LOGS"
   local budget=${KIT_BUDGET_S:-330} start=$SECONDS cannot="" kit_src=${SDC_KIT:-$repo/.gpu-kit}
-  local steps=(devices gpu_tests qualify memory sanitizer inline lightning coverage bench)
-  local -A box=([devices]=30 [gpu_tests]=120 [qualify]=150 [memory]=60 [sanitizer]=100 [inline]=100
-    [lightning]=90 [coverage]=60 [bench]=90)
-  printf 'step\tstatus\tseconds\tnote\n' >"$WORK/steps.tsv"
+  # By value: what the lease is for first, so that a run cut short loses the least. The boxes and
+  # the setup's (unpacking, at most 30 s with xz) sum to the budget; each step's time is printed,
+  # so the first lease can resize them.
+  local steps=(devices gpu_tests qualify bench memory sanitizer inline lightning coverage)
+  local -A box=([devices]=10 [gpu_tests]=80 [qualify]=55 [bench]=45 [memory]=25 [sanitizer]=35 [inline]=25
+    [lightning]=15 [coverage]=10)
+  printf 'step\tstatus\tseconds\tbox\tnote\n' >"$WORK/steps.tsv"
   record() {
-    printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$WORK/steps.tsv"
-    printf '== %-10s %-14s %4ss  %s\n' "$1" "$2" "$3" "$4"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5//$'\t'/ }" >>"$WORK/steps.tsv"
+    printf '== %-10s %-14s %4ss of %4ss  %s\n' "$1" "$2" "$3" "$4" "$5"
   }
 
   # Setup: unpack the kit, find the CUDA libraries, load the kit's binary, see a GPU.
@@ -398,7 +500,7 @@ kit_run() {
     echo "gpu_kit: run on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ), OUT=$OUT"
     if [ ! -f "$kit_src/kit.tar.xz" ]; then
       cannot="no kit at $kit_src (bench/gpu_kit.sh build, then carry .gpu-kit)"
-    elif ! timeout 60 tar -C "$WORK" -xJf "$kit_src/kit.tar.xz"; then
+    elif ! unpack_kit "$kit_src/kit.tar.xz" "$WORK"; then
       cannot="cannot unpack $kit_src/kit.tar.xz"
     else
       cat "$KIT/MANIFEST"
@@ -417,41 +519,44 @@ kit_run() {
   } >"$LOGS/setup.log" 2>&1
   cat "$LOGS/setup.log"
   note=${cannot:-$(grep -c ' from ' "$LOGS/setup.log") CUDA libraries found; $(grep -c '^GPU ' "$LOGS/setup.log") GPU(s)}
-  record setup "$([ -z "$cannot" ] && echo passed || echo 'could not run')" $((SECONDS - t0)) "$note"
+  record setup "$([ -z "$cannot" ] && echo passed || echo 'could not run')" $((SECONDS - t0)) 30 "$note"
 
-  export -f $(compgen -A function step_)
-  local i name limit rc status reserve
-  for i in "${!steps[@]}"; do
-    name=${steps[$i]}
-    if [ -n "$cannot" ]; then
-      record "$name" "could not run" 0 "$cannot"
+  export -f $(compgen -A function step_) check_exit sanitize
+  local name limit rc status
+  for name in "${steps[@]}"; do
+    if [ -n "${KIT_STEPS:-}" ] && [[ " ${KIT_STEPS//,/ } " != *" $name "* ]]; then
+      record "$name" "not run" 0 "${box[$name]}" "not in KIT_STEPS"
       continue
     fi
-    # Every later step keeps at least 20 s, so one slow step cannot starve the rest.
-    reserve=$((20 * (${#steps[@]} - i - 1)))
-    limit=$((budget - (SECONDS - start) - reserve))
+    if [ -n "$cannot" ]; then
+      record "$name" "could not run" 0 "${box[$name]}" "$cannot"
+      continue
+    fi
+    limit=$((budget - (SECONDS - start)))
     [ "$limit" -le "${box[$name]}" ] || limit=${box[$name]}
-    if [ "$limit" -lt 10 ]; then
-      record "$name" "could not run" 0 "out of time"
+    if [ "$limit" -lt 5 ]; then
+      record "$name" "out of time" 0 "${box[$name]}" "not started: the budget of ${budget}s is spent"
       continue
     fi
     t0=$SECONDS
-    timeout -k 5 "$limit" bash -c "step_$name" >"$LOGS/$name.log" 2>&1
+    KIT_STEP_DEADLINE=$(($(date +%s) + limit)) timeout -k 5 "$limit" bash -c "step_$name" >"$LOGS/$name.log" 2>&1
     rc=$?
     note=$(grep '^kit: ' "$LOGS/$name.log" | tail -n 2 | sed 's/^kit: //' | paste -sd ';' -)
     case $rc in
       0) status=passed ;;
       2) status="could not run" ;;
-      124 | 137) status=failed note="timed out after ${limit}s; $note" ;;
+      3) status="out of time" ;;
+      124 | 137) status="out of time" note="stopped at its box of ${limit}s; $note" ;;
       *) status=failed ;;
     esac
-    record "$name" "$status" $((SECONDS - t0)) "$note"
+    record "$name" "$status" $((SECONDS - t0)) "${box[$name]}" "$note"
   done
 
+  # A failure outweighs anything untested; "out of time" is untested, not failed.
   local exit_code=0
   if cut -f2 "$WORK/steps.tsv" | grep -qx failed; then
     exit_code=1
-  elif cut -f2 "$WORK/steps.tsv" | grep -qx 'could not run'; then
+  elif cut -f2 "$WORK/steps.tsv" | grep -Eqx 'could not run|out of time|not run'; then
     exit_code=2
   fi
   tar -C "$WORK" -czf "$OUT/logs.tar.gz" logs steps.tsv $( [ -f "$KIT/MANIFEST" ] && echo kit/MANIFEST)
@@ -462,7 +567,7 @@ kit_run() {
     # No Python: the steps alone, still as JSON.
     {
       printf '{"exit_code": %d, "seconds": %d, "steps": [' "$exit_code" $((SECONDS - start))
-      tail -n +2 "$WORK/steps.tsv" | awk -F'\t' '{gsub(/["\\]/, "", $4); printf "%s{\"step\": \"%s\", \"status\": \"%s\", \"seconds\": %s, \"note\": \"%s\"}", (NR > 1 ? ", " : ""), $1, $2, $3, $4}'
+      tail -n +2 "$WORK/steps.tsv" | awk -F'\t' '{gsub(/["\\]/, "", $5); printf "%s{\"step\": \"%s\", \"status\": \"%s\", \"seconds\": %s, \"box\": %s, \"note\": \"%s\"}", (NR > 1 ? ", " : ""), $1, $2, $3, $4, $5}'
       printf ']}\n'
     } >"$OUT/summary.json"
     column -t -s $'\t' "$WORK/steps.tsv"

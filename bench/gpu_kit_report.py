@@ -1,7 +1,8 @@
 """Reads the GPU lease kit's outputs (bench/gpu_kit.sh run): gtest results, benchmark ratios, summary.
 
     gpu_kit_report.py gtest LOGS NAME...        exit 1 when a test failed, crashed or skipped without
-                                                a documented reason (KIT_SKIP_REASONS, a regex)
+                                                a documented reason (KIT_SKIP_REASONS, a regex);
+                                                prints the GEMM bound's headroom, max |r|/tau per type
     gpu_kit_report.py bench LOGS                exit 1 when a benchmark reported an error
     gpu_kit_report.py summary WORK OUT EXIT SECONDS
                                                 writes OUT/summary.json and OUT/summary.md and prints
@@ -30,6 +31,28 @@ def skip_messages(log_text):
         body = [line for line in m.group(2).splitlines() if line.strip() and not line.endswith(": Skipped")]
         messages[m.group(1)] = " ".join(body).strip()
     return messages
+
+
+HEADROOM_LINE = re.compile(r"^(\S+)/(\S+)\s+max \|r\|/tau (\S+)", re.M)
+
+
+def headroom(logs, names):
+    """{type: the largest |r|/tau any family of it reached} from the GEMM tests' printed lines (random
+    inputs: how close the rounding bound came to a false alarm)."""
+    worst = {}
+    for name in names:
+        try:
+            with open(os.path.join(logs, "gtest-%s.log" % name), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for m in HEADROOM_LINE.finditer(text):
+            try:
+                ratio = float(m.group(3))
+            except ValueError:
+                continue
+            worst[m.group(1)] = max(ratio, worst.get(m.group(1), 0.0))
+    return worst
 
 
 def gtest(logs, names):
@@ -67,6 +90,9 @@ def gtest(logs, names):
                         print("SKIPPED %s: %s (counts as a failure)" % (full, reason or "no reason given"))
                 else:
                     totals["passed"] += 1
+    worst = headroom(logs, names)
+    if worst:
+        print("kit: max |r|/tau %s" % ", ".join("%s %.3g" % kv for kv in sorted(worst.items())))
     print("kit: %(passed)d passed, %(failed)d failed, %(skipped)d skipped (failures), "
           "%(allowed_skips)d skipped for a documented reason" % totals)
     return 1 if bad else 0
@@ -131,7 +157,7 @@ def bench(logs):
 def summary(work, out, exit_code, seconds):
     logs = os.path.join(work, "logs")
     with open(os.path.join(work, "steps.tsv")) as f:
-        steps = [dict(r, seconds=int(r["seconds"])) for r in csv.DictReader(f, delimiter="\t")]
+        steps = [dict(r, seconds=int(r["seconds"]), box=int(r["box"])) for r in csv.DictReader(f, delimiter="\t")]
     devices = load_json(os.path.join(work, "devices.json")) or []
     gpu = next((d for d in devices if d.get("backend") == "cuda"), None)
     manifest = ""
@@ -145,7 +171,8 @@ def summary(work, out, exit_code, seconds):
     goodput = load_json(os.path.join(logs, "goodput-fault.json"))
     result = {
         "exit_code": exit_code,
-        "meaning": {0: "every step passed", 1: "a check failed", 2: "something could not run"}[exit_code],
+        "meaning": {0: "every step passed", 1: "a check failed",
+                    2: "something could not run or ran out of time"}[exit_code],
         "seconds": seconds,
         "kit": manifest.strip().splitlines(),
         "gpu": gpu,
@@ -153,6 +180,8 @@ def summary(work, out, exit_code, seconds):
         "ceilings": ceilings,
         "probes": rows,
         "gemm": gemm,
+        "gemm_max_ratio_to_bound": headroom(logs, [n[len("gtest-"):-len(".log")] for n in sorted(os.listdir(logs))
+                                                   if n.startswith("gtest-") and n.endswith(".log")]),
         "benchmark_errors": bench_errors,
         "inline": inline,
         "goodput_sdc_lost_s": goodput["sdc_lost_ns"] / 1e9 if goodput and "sdc_lost_ns" in goodput else None,
@@ -169,9 +198,9 @@ def summary(work, out, exit_code, seconds):
     if manifest:
         lines.append(manifest.splitlines()[0])
     lines.append("")
-    lines.append("%-10s %-14s %5s  %s" % ("step", "status", "time", "note"))
+    lines.append("%-10s %-14s %9s  %s" % ("step", "status", "time/box", "note"))
     for s in steps:
-        lines.append("%-10s %-14s %4ds  %s" % (s["step"], s["status"], s["seconds"], s["note"][:90]))
+        lines.append("%-10s %-14s %3ds/%3ds  %s" % (s["step"], s["status"], s["seconds"], s["box"], s["note"][:90]))
     if ceilings:
         lines.append("")
         lines.append("ceilings (same run): D2D copy %.0f GB/s, peak FP32 FMA %.1f TFLOP/s, SGEMM %.1f TFLOP/s"
@@ -196,6 +225,9 @@ def summary(work, out, exit_code, seconds):
             lines.append("%-24s %9.1f %9.1f %7.3f %8.3f %7.2fx %9.0fB" % (
                 g["name"], g["bare_TFLOP/s"], g["probe_TFLOP/s"], g["gemm_ratio"], g["verify_share"],
                 g["end_to_end_ratio"], g["host_device_bytes"]))
+    if result["gemm_max_ratio_to_bound"]:
+        lines.append("GEMM bound headroom, max |r|/tau on random inputs (false alarm at 1): %s" % ", ".join(
+            "%s %.3g" % kv for kv in sorted(result["gemm_max_ratio_to_bound"].items())))
     for e in bench_errors[:4]:
         lines.append("benchmark error: %s" % e[:110])
     if len(bench_errors) > 4:

@@ -12,8 +12,17 @@ if(NOT SDC_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # Machine code for A100, H100/H200, B200 and the RTX Blackwell parts: a GPU without its own
+    # would JIT every kernel from PTX in each fresh worker process (a prolog container has no JIT
+    # cache). 100 and 120 where this nvcc has them (CUDA 12.8 and later).
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES "80;90")
+      execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --list-gpu-arch OUTPUT_VARIABLE sdc_nvcc_archs ERROR_QUIET)
+      foreach(arch IN ITEMS 100 120)
+        if(sdc_nvcc_archs MATCHES "compute_${arch}")
+          list(APPEND CMAKE_CUDA_ARCHITECTURES ${arch})
+        endif()
+      endforeach()
     endif()
     # One CUDA runtime in the process: CUDA::cudart is the shared one, so objects nvcc links must
     # not bring a static copy with its own state (device, contexts, error).

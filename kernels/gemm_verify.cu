@@ -89,11 +89,15 @@ __global__ void float_y_reduce(GemmCheckShape s, uint32_t cpt, const double2* pa
   ya[static_cast<uint64_t>(t) * s.k + p] = static_cast<float>(sa);
 }
 
-// kLines lines per block: each block reads Y and |B||w| (L2-resident) once for all its lines.
-constexpr uint32_t kLines = 8;
+// kLines lines per block: each block reads Y and |B||w| (L2-resident) once for all its lines. Four,
+// not more: the per-thread sums must leave room for kLineBlocksPerSm blocks on an SM, so that the
+// C . w phase keeps enough loads in flight to reach HBM's rate (scripts/check_sass.sh holds the
+// register count to it).
+constexpr uint32_t kLines = 4;
+constexpr unsigned kLineBlocksPerSm = 2;
 
 template <typename Out>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kLineBlocksPerSm)
     float_lines(GemmCheckShape s, GemmFloatBound b, const Out* __restrict__ c, const double* __restrict__ y,
                 const float* __restrict__ ya, uint8_t* flags, GemmCheckSummary* summary) {
   for (uint32_t first = blockIdx.x * kLines; first < s.lines; first += gridDim.x * kLines) {
@@ -198,7 +202,7 @@ __device__ __forceinline__ void record_invalid_if(bool bad, GemmCheckSummary* su
 }
 
 template <typename Out>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kLineBlocksPerSm)
     exact_lines(GemmCheckShape s, double bound, const Out* __restrict__ c, const unsigned long long* __restrict__ y,
                 uint8_t* flags, GemmCheckSummary* summary, unsigned long long* invalid, uint64_t invalid_cap) {
   constexpr uint32_t kSums = kMaxTiles * kVectors;

@@ -19,9 +19,18 @@ enum class Op {
   kCheckWrite,    // compare, then write another pattern
 };
 
-// At most 64 registers a thread, so that 4 blocks of 256 threads fit on an SM (the launch shape is
-// 8 per SM: two full waves) with kSweepUnroll x 16 bytes in flight per thread.
-constexpr int kSweepRegisters = 64;
+// Registers a thread, by operation: as few as the kernel needs without spilling (check_sass.sh
+// fails on any spill), so that many blocks of 256 threads fit on an SM with kSweepUnroll x 16 bytes
+// in flight per thread: a fill 64 (4 blocks), a check or a March element to the inverse 80 (3), a
+// March element to another pattern, which computes two patterns per word, 128 (2).
+template <Op O>
+constexpr int kSweepRegisters = O == Op::kFill         ? 64
+                                : O == Op::kCheckWrite ? 128
+                                                       : 80;
+// mem.random_blocks' unit kernels carry the block's pattern too: their March element to the
+// inverse needs 96 (2 blocks).
+template <Op O>
+constexpr int kUnitRegisters = O == Op::kCheckInverse ? 96 : kSweepRegisters<O>;
 
 struct Sweep {
   uint64_t* data;
@@ -105,7 +114,7 @@ __device__ __forceinline__ void sweep_tail(const Sweep& s) {
 // Every kind: the grid sweeps the whole buffer (kRandomBlocks here only for blocks too small for
 // units, recomputing the block pattern per word).
 template <PatternKind K, Op O>
-__global__ void __maxnreg__(kSweepRegisters) sweep_kernel(Sweep s) {
+__global__ void __maxnreg__(kSweepRegisters<O>) sweep_kernel(Sweep s) {
   if (s.descending) sweep_tail<K, O>(s);
   PairSource<K> src(s.expect);
   sweep_range<K, O>(s, src, 0, s.words / 2, grid_thread(), grid_stride());
@@ -121,7 +130,7 @@ __device__ __forceinline__ void sweep_unit_as(const Sweep& s, const Pattern& sub
 // kRandomBlocks by unit (sweep.hpp): each warp computes the block pattern once per unit and
 // sweeps the unit's vectors with its lanes; units go to warps as vectors go to threads.
 template <Op O>
-__global__ void __maxnreg__(kSweepRegisters) sweep_units_kernel(Sweep s) {
+__global__ void __maxnreg__(kUnitRegisters<O>) sweep_units_kernel(Sweep s) {
   if (s.descending) sweep_tail<PatternKind::kRandomBlocks, O>(s);
   const unsigned shift = unit_shift(s.expect);
   const uint64_t unit_vectors = uint64_t{1} << (shift - 1);
@@ -196,13 +205,10 @@ cudaError_t launch_verify(uint64_t* data, uint64_t words, const Pattern& expect,
   if (static_cast<uint32_t>(expect.kind) >= kPatternKinds || !aligned(data)) return cudaErrorInvalidValue;
   const cudaError_t reset = cudaMemsetAsync(log, 0, sizeof(DeviceMismatchLog), stream);
   if (reset != cudaSuccess || words == 0) return reset;
-  const Pattern inv = inverse(expect);
   const Sweep s{data, words, expect, expect.inverted ? ~0ULL : 0, then_write ? *then_write : expect, descending, log};
   if (then_write == nullptr) return launch_sweep<Op::kCheck>(s, shape, stream);
-  const bool to_inverse = then_write->kind == inv.kind && then_write->param == inv.param &&
-                          then_write->seed == inv.seed && then_write->inverted == inv.inverted;
-  return to_inverse ? launch_sweep<Op::kCheckInverse>(s, shape, stream)
-                    : launch_sweep<Op::kCheckWrite>(s, shape, stream);
+  return is_bitwise_inverse(expect, *then_write) ? launch_sweep<Op::kCheckInverse>(s, shape, stream)
+                                                 : launch_sweep<Op::kCheckWrite>(s, shape, stream);
 }
 
 }  // namespace sdc

@@ -4,7 +4,10 @@
 # (verify, then rewrite) does both, the digest kernel loads with LDG.E.128, and gemm.simt.fp32
 # loads shared memory with LDS.128 and, when k is a multiple of 4, global memory with LDG.E.128.
 # Checked in each architecture's SASS, kernel by kernel, so a vector access elsewhere cannot hide
-# one that disappeared. Runs on the CPU (cuobjdump reads the library; no GPU needed).
+# one that disappeared. Then each kernel's resources (cuobjdump -res-usage): no kernel may use local
+# memory or a stack frame (a register spill, or an array the compiler could not keep in registers),
+# and the GEMM check kernels float_lines / exact_lines may use at most 128 registers, so that two
+# blocks of 256 threads fit on an SM. Runs on the CPU (cuobjdump reads the library; no GPU needed).
 #   scripts/check_sass.sh LIBRARY CUOBJDUMP    LIBRARY: libsdc_kernels.a; exit 77 (skip) without one
 set -euo pipefail
 lib=${1:-} cuobjdump=${2:-}
@@ -67,8 +70,48 @@ if [ "$checked" -eq 0 ]; then
   exit 1
 fi
 archs=$(cut -f1 "$sass.kernels" | sort -u | paste -sd' ' -)
+
+# One line per kernel and architecture: "arch<TAB>demangled name<TAB>registers<TAB>stack<TAB>local".
+"$cuobjdump" -res-usage "$lib" | awk '
+  /arch = sm_/ { match($0, /sm_[0-9a-z]+/); arch = substr($0, RSTART, RLENGTH) }
+  /^ *Function / { name = $2; sub(/:$/, "", name) }
+  /^ *REG:/ {
+    reg = stack = local = "?"
+    for (i = 1; i <= NF; ++i) {
+      split($i, kv, ":")
+      if (kv[1] == "REG") reg = kv[2]
+      if (kv[1] == "STACK") stack = kv[2]
+      if (kv[1] == "LOCAL") local = kv[2]
+    }
+    print arch "\t" name "\t" reg "\t" stack "\t" local
+  }
+' | c++filt >"$sass.resources"
+trap 'rm -f "$sass" "$sass.kernels" "$sass.resources"' EXIT
+max_check_registers=128
+resourced=0
+while IFS=$'\t' read -r arch name reg stack local; do
+  resourced=$((resourced + 1))
+  if [ "$stack" != 0 ] || [ "$local" != 0 ]; then
+    echo "check_sass: FAIL: $arch $name spills: stack $stack bytes, local $local bytes (registers $reg)"
+    fail=1
+  fi
+  case $name in
+    *float_lines* | *exact_lines*)
+      if [ "$reg" -gt "$max_check_registers" ]; then
+        echo "check_sass: FAIL: $arch $name uses $reg registers, over $max_check_registers (2 blocks of 256 per SM)"
+        fail=1
+      fi
+      ;;
+  esac
+done <"$sass.resources"
+if [ "$resourced" -eq 0 ]; then
+  echo "check_sass: FAIL: cuobjdump -res-usage listed no kernel in $lib"
+  exit 1
+fi
+
 if [ "$fail" -ne 0 ]; then
   echo "check_sass: FAIL ($checked kernels checked in $archs)"
   exit 1
 fi
-echo "check_sass: passed: $checked kernels in $archs use 16-byte accesses where required"
+echo "check_sass: passed: $checked kernels in $archs use 16-byte accesses where required;" \
+  "none of $resourced spills; the GEMM checks within $max_check_registers registers"

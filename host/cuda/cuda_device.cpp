@@ -241,11 +241,13 @@ class CudaDevice final : public Device {
     std::vector<XorEntry> xors;
     xors.reserve(c.xors.size());
     for (const Corruption::Xor& x : c.xors) xors.push_back(XorEntry{x.index, x.mask});
-    DeviceMemory device_xors(ordinal_, xors.size() * sizeof(XorEntry));
+    // Scratch kept between injections: cudaFree would wait for the whole device, the training
+    // job's kernels included.
+    DeviceMemory& device_xors = grow(injector_xors_, xors.size() * sizeof(XorEntry));
     if (!xors.empty()) {
-      SDC_CUDA_TRY(
-          cudaMemcpyAsync(device_xors.get(), xors.data(), device_xors.bytes(), cudaMemcpyHostToDevice, stream()));
-      count_host_device_bytes(device_xors.bytes());
+      SDC_CUDA_TRY(cudaMemcpyAsync(device_xors.get(), xors.data(), xors.size() * sizeof(XorEntry),
+                                   cudaMemcpyHostToDevice, stream()));
+      count_host_device_bytes(xors.size() * sizeof(XorEntry));
     }
     CorruptionPlan plan;
     plan.device_xors = device_xors.as<XorEntry>();
@@ -260,7 +262,7 @@ class CudaDevice final : public Device {
     plan.stuck_bit = c.stuck_bit;
     plan.stuck_value = c.stuck_value;
     SDC_CUDA_TRY(launch_corruption(b.data(), width_bits, elements, plan, shape_, stream()));
-    // device_xors is freed on return: the kernels that read it must have finished.
+    // The next injection rewrites device_xors: the kernel that reads it must have finished.
     synchronize();
     const uint64_t lane_elements = c.lane_mask ? (elements / group + c.lanes - 1 - c.lane) / c.lanes * group : 0;
     return c.xors.size() + (c.stuck ? 1 : 0) + lane_elements;
@@ -368,6 +370,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<CudaBuffer> chain_out_;
   DeviceMemory chain_producers_;
   DeviceMemory chain_goldens_;
+  DeviceMemory injector_xors_;        // apply_corruption's XorEntry list
   std::unique_ptr<GemmEngine> gemm_;  // after stream_: destroyed before the stream it uses
 };
 

@@ -15,6 +15,12 @@
 namespace sdc {
 namespace {
 
+// The k between two promotions of an FP8 GEMM's partial sums to FP32. cuBLASLt documents none;
+// CUTLASS promotes every four WGMMAs (k = 128), so the bound assumes 128 (or the whole k when it is
+// shorter): four times the error of a 32-k interval, which is what costs sensitivity
+// (docs/probes.md). The lease kit prints max |r|/tau for e4m3, the headroom left.
+constexpr uint32_t kFp8PromotionInterval = 128;
+
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 struct LtTypes {
@@ -105,6 +111,7 @@ CudaGemmEngine::CudaGemmEngine(Device& device, int ordinal, cudaStream_t stream,
       ordinal_(ordinal),
       stream_(stream),
       lt_(ordinal),
+      done_(ordinal),
       workspace_(ordinal, kWorkspaceBytes) {
   int major = 0, minor = 0;
   SDC_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
@@ -136,11 +143,11 @@ GemmAccumulation CudaGemmEngine::accumulation(GemmType type, GemmPath path) cons
     case GemmType::kBf16: a.u_acc = 0x1p-23; break;  // tensor cores truncate: 2^-23
     case GemmType::kE4m3:
     case GemmType::kE5m2:
-      // Hopper FP8 tensor cores keep about 14 significant bits inside an MMA's k-block (32 here,
-      // conservatively), block sums then accumulated in FP32 with truncation.
+      // Hopper FP8 tensor cores keep about 14 significant bits inside the k-block between two
+      // promotions to FP32, block sums then accumulated in FP32 with truncation.
       a.u_acc = 0x1p-23;
       a.u_inner = 0x1p-13;
-      a.chunk = 32;
+      a.chunk = kFp8PromotionInterval;
       break;
     case GemmType::kInt8:
       a.u_acc = 0;
@@ -188,7 +195,7 @@ void CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
   if (s.path == GemmPath::kSimt) {
     SDC_CUDA_TRY(
         launch_gemm_simt_fp32(a_.as<float>(), bt_.as<float>(), static_cast<float*>(c.data()), s.m, s.n, s.k, stream_));
-    SDC_CUDA_TRY(cudaStreamSynchronize(stream_));
+    synchronize();
     return;
   }
   const Pinned& algo = pinned(s);
@@ -208,10 +215,12 @@ void CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
   // Operand "A" of cuBLASLt is Bt, operand "B" is A (see Problem).
   SDC_CUBLAS_TRY(cublasLtMatmul(lt_.get(), p.desc.d, alpha, bt_.get(), p.a.l, a_.get(), p.b.l, beta, c.data(), p.c.l,
                                 c.data(), p.c.l, &algo.algo, workspace_.get(), kWorkspaceBytes, stream_));
-  SDC_CUDA_TRY(cudaStreamSynchronize(stream_));
+  synchronize();
 }
 
-void CudaGemmEngine::synchronize() { SDC_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+// Sleeps on a blocking-sync event rather than spinning in cudaStreamSynchronize, as the device's own
+// operations do: an inline probe must not take a core from the training job.
+void CudaGemmEngine::synchronize() { wait_blocking(stream_, done_.get()); }
 
 void CudaGemmEngine::download(void* host, const void* device, size_t bytes) {
   if (bytes == 0) return;

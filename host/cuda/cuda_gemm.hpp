@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "host/cuda/cuda_raii.hpp"
+#include "host/cuda/cuda_streams.hpp"
 #include "host/gemm.hpp"
 #include "kernels/common/gemm_check.hpp"
 
@@ -67,6 +68,7 @@ class CudaGemmEngine : public GemmEngine {
   cudaStream_t stream_;
   int cc_ = 0;  // compute capability, major * 10 + minor
   CublasLtHandle lt_;
+  BlockingEvent done_;  // synchronize() sleeps on it
   DeviceMemory workspace_;
   DeviceMemory a_, bt_;
   std::unique_ptr<DeviceBuffer> c_;

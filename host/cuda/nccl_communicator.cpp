@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "host/communicator.hpp"
 #include "host/cuda/cuda_error.hpp"
@@ -61,6 +62,27 @@ struct AbortFlag {
   }
 };
 
+// The communicators one process made for its local ranks. NCCL requires several communicators
+// that one thread finalises to be finalised in one group: in turn, the first would wait for peers
+// whose finalisation has not been asked for yet. The first rank destroyed finalises them all.
+struct LocalClique {
+  std::vector<ncclComm_t> comms;
+  std::vector<int> ordinals;
+  std::once_flag finalizing;
+  bool started = false;  // every ncclCommFinalize of the group was accepted
+};
+
+bool finalize_together(LocalClique& clique) {
+  bool ok = ncclGroupStart() == ncclSuccess;
+  for (size_t r = 0; ok && r < clique.comms.size(); ++r) {
+    NothrowDeviceGuard guard(clique.ordinals[r]);
+    const ncclResult_t rc = ncclCommFinalize(clique.comms[r]);
+    ok = rc == ncclSuccess || rc == ncclInProgress;
+  }
+  const ncclResult_t ended = ncclGroupEnd();
+  return ok && (ended == ncclSuccess || ended == ncclInProgress);
+}
+
 // Waits until NCCL has finished with `comm` (no ncclInProgress), then, given a stream, until the
 // stream has drained. Returns "" on success, else why it stopped: NCCL's asynchronous error, a
 // CUDA error, the shared abort flag, or the timeout.
@@ -95,21 +117,26 @@ class NcclCommunicator : public Communicator {
   // `owned_control` may be null when the caller keeps `control` alive; `flag` is shared by the
   // ranks of this process (null for a single rank).
   NcclCommunicator(ncclComm_t comm, int ordinal, Communicator& control, std::unique_ptr<Communicator> owned_control,
-                   std::shared_ptr<AbortFlag> flag)
+                   std::shared_ptr<AbortFlag> flag, std::shared_ptr<LocalClique> clique)
       : comm_(comm),
         ordinal_(ordinal),
         stream_(ordinal),
         control_(control),
         owned_control_(std::move(owned_control)),
-        flag_(std::move(flag)) {}
+        flag_(std::move(flag)),
+        clique_(std::move(clique)) {}
   ~NcclCommunicator() override {
     NothrowDeviceGuard guard(ordinal_);
     if (aborted_) return;
     // A non-blocking communicator is finalised (flushing its work) before it is destroyed. After a
     // failure anywhere, or when finalising does not finish, only abort is safe: ncclCommDestroy
-    // would wait for peers that may be gone.
+    // would wait for peers that may be gone. The local ranks are destroyed together, after their
+    // threads are joined: the first destroyed finalises the clique.
     bool clean = flag_ == nullptr || !flag_->raised;
-    if (clean) {
+    if (clean && clique_ != nullptr) {
+      std::call_once(clique_->finalizing, [this] { clique_->started = finalize_together(*clique_); });
+      clean = clique_->started;
+    } else if (clean) {
       const ncclResult_t finalized = ncclCommFinalize(comm_);
       clean = finalized == ncclSuccess || finalized == ncclInProgress;
     }
@@ -189,6 +216,7 @@ class NcclCommunicator : public Communicator {
   Communicator& control_;
   std::unique_ptr<Communicator> owned_control_;
   std::shared_ptr<AbortFlag> flag_;
+  std::shared_ptr<LocalClique> clique_;  // null for a process's only rank
   bool aborted_ = false;
   std::string failure_;
 };
@@ -224,10 +252,14 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_local_communicators(const s
   }
   auto controls = make_local_communicators(n);
   auto flag = std::make_shared<AbortFlag>();
+  auto clique = std::make_shared<LocalClique>();
+  clique->comms = comms;
+  clique->ordinals = ordinals;
   std::vector<std::unique_ptr<Communicator>> ranks;
   for (size_t r = 0; r < gpus.size(); ++r) {
     Communicator& control = *controls[r];
-    ranks.push_back(std::make_unique<NcclCommunicator>(comms[r], ordinals[r], control, std::move(controls[r]), flag));
+    ranks.push_back(
+        std::make_unique<NcclCommunicator>(comms[r], ordinals[r], control, std::move(controls[r]), flag, clique));
   }
   return ranks;
 }
@@ -255,7 +287,7 @@ std::unique_ptr<Communicator> make_nccl_world_communicator(Communicator& control
       throw std::runtime_error("NCCL: rank " + std::to_string(control.rank()) + ": " + failed);
     }
   }
-  return std::make_unique<NcclCommunicator>(comm, ordinal, control, nullptr, nullptr);
+  return std::make_unique<NcclCommunicator>(comm, ordinal, control, nullptr, nullptr, nullptr);
 }
 
 }  // namespace sdc

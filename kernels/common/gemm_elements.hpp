@@ -403,8 +403,8 @@ SDC_HD double gemm_gamma(double k, double u) {
 
 // How a backend accumulates a dot product of depth k: chunks of `chunk` products summed with unit
 // roundoff `u_inner`, the chunk sums then accumulated with `u_acc` (chunk = 1: plain accumulation
-// with u_acc). u_out is the output rounding. Bound on |fl(dot) - dot| / (sum |a||b|):
-// (1 + gamma_chunk(u_inner)) (1 + gamma_{k/chunk + 1}(u_acc)) - 1.
+// with u_acc). u_out is the output rounding. Bound on |fl(dot) - dot| / (sum |a||b|), with
+// c = min(chunk, k): (1 + gamma_c(u_inner)) (1 + gamma_{k/chunk + 1}(u_acc)) - 1.
 struct GemmAccumulation {
   double u_acc = 0x1p-24;
   double u_inner = 0;
@@ -415,7 +415,7 @@ struct GemmAccumulation {
 
 SDC_HD double gemm_relative_bound(const GemmAccumulation& a, uint32_t k) {
   if (a.chunk <= 1) return gemm_gamma(k, a.u_acc);
-  const double inner = gemm_gamma(a.chunk, a.u_inner);
+  const double inner = gemm_gamma(a.chunk < k ? a.chunk : k, a.u_inner);  // no chunk is longer than k
   const double outer = gemm_gamma(static_cast<double>((k + a.chunk - 1) / a.chunk) + 1, a.u_acc);
   return inner + outer + inner * outer;
 }

@@ -145,4 +145,44 @@ SDC_HD Pattern inverse(Pattern p) {
   return p;
 }
 
+// p with every field that does not change its words folded to one form, and the kinds whose
+// complement is another parameter or kind written as an inversion: WalkingZeros(x) is
+// ~WalkingOnes(x); Solid, Checkerboard and OwnAddress of ~x are the inverses of those of x.
+SDC_HD Pattern canonical_pattern(Pattern p) {
+  switch (p.kind) {
+    case PatternKind::kWalkingZeros:
+      p.kind = PatternKind::kWalkingOnes;
+      p.inverted = !p.inverted;
+      p.param &= 63u;
+      p.seed = 0;
+      break;
+    case PatternKind::kWalkingOnes:
+      p.param &= 63u;
+      p.seed = 0;
+      break;
+    case PatternKind::kSolid:
+    case PatternKind::kCheckerboard:
+    case PatternKind::kOwnAddress:
+      if (p.inverted) p.param = ~p.param;
+      p.inverted = false;
+      p.seed = 0;
+      break;
+    case PatternKind::kWalking8:
+      p.param &= 7u;
+      p.seed = 0;
+      break;
+    case PatternKind::kModulo20: p.param %= 20u; break;
+    case PatternKind::kRandom: p.param = 0; break;
+    case PatternKind::kRandomBlocks: p.param &= 63u; break;
+  }
+  return p;
+}
+
+// True when every word of b is the bitwise NOT of a's word at the same index, so a March element
+// from a to b rewrites ~word instead of computing b (mem.walking_bits' ones to zeros, too).
+SDC_HD bool is_bitwise_inverse(const Pattern& a, const Pattern& b) {
+  const Pattern x = canonical_pattern(a), y = canonical_pattern(inverse(b));
+  return x.kind == y.kind && x.param == y.param && x.seed == y.seed && x.inverted == y.inverted;
+}
+
 }  // namespace sdc

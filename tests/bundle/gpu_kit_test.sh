@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # bench/gpu_kit.sh run on a machine with no GPU: a kit made from this build's sdcprobe unpacks and
 # loads, and every GPU step reports "could not run"; with no kit at all, likewise. Both exit 2 and
-# leave summary.json (and no more than 8 files) in $OUT. Exit 77 (skipped) where a GPU is present:
-# there the kit itself runs (bench/gpu_kit.sh build, then run).
+# leave summary.json (and no more than 8 files) in $OUT. Then the sanitizer step's verdicts, with a
+# fake compute-sanitizer (KIT_WITHOUT_GPU=1 runs the steps here): the tool's refusal of the device
+# (as under gVisor) and a failing self-test are "could not run", a reported error is "failed", a
+# clean run passes, and a hang is "out of time"; the refusal run also has no xz on PATH, so the kit
+# is unpacked by Python's tarfile. Exit 77 (skipped) where a GPU is present: there the kit itself
+# runs (bench/gpu_kit.sh build, then run).
 #   tests/bundle/gpu_kit_test.sh SDCPROBE REPO WORKDIR
 set -euo pipefail
 sdcprobe=$1 repo=$2
@@ -21,36 +25,136 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu_kit_test: skipped: a GPU is present"
   exit 77
 fi
+# The kit's reports need a python3; this one is Debian's (its tarfile has lzma).
+python=/usr/bin/python3
 
-# Runs the kit from $1 into a fresh $OUT; checks exit 2, the files and that every step after setup
-# could not run. Prints the setup note.
-check_run() {
-  local out=$work/out-$2 rc=0
+# Runs the kit from $1 into a fresh $OUT, with the environment that follows (NAME=VALUE...); checks
+# the exit status ($want, 2 unless set) and the files. Then `expect` reads its summary.json.
+run_kit() {
+  local src=$1 name=$2 out=$work/out-$2 rc=0
+  shift 2
   mkdir -p "$out"
-  SDC_KIT=$1 OUT=$out bash "$repo/bench/gpu_kit.sh" run >"$work/run-$2.log" 2>&1 || rc=$?
-  [ "$rc" -eq 2 ] || fail "$2: exit $rc, not 2"
-  [ -s "$out/summary.json" ] && [ -s "$out/summary.md" ] && [ -s "$out/logs.tar.gz" ] || fail "$2: files missing"
-  [ "$(find "$out" -type f | wc -l)" -le 8 ] || fail "$2: more than 8 files in OUT"
-  python3 - "$out/summary.json" "$2" <<'PY' || fail "$2: summary.json"
-import json, sys
+  env SDC_KIT="$src" OUT="$out" "$@" bash "$repo/bench/gpu_kit.sh" run >"$work/run-$name.log" 2>&1 || rc=$?
+  [ "$rc" -eq "${want:-2}" ] || fail "$name: exit $rc, not ${want:-2}"
+  [ -s "$out/summary.json" ] && [ -s "$out/summary.md" ] && [ -s "$out/logs.tar.gz" ] || fail "$name: files missing"
+  [ "$(find "$out" -type f | wc -l)" -le 8 ] || fail "$name: more than 8 files in OUT"
+}
+
+# expect NAME STEP=STATUS... [STEP~NOTE-REGEX...]: every step named has that status ("*" for every
+# step not named) or a note matching; the boxes and the setup's fit the budget.
+expect() {
+  "$python" - "$work/out-$1/summary.json" "${@:2}" <<'PY' || fail "$1: summary.json"
+import json, re, sys
 s = json.load(open(sys.argv[1]))
-assert s["exit_code"] == 2, s["exit_code"]
 steps = {x["step"]: x for x in s["steps"]}
-gpu = ["devices", "gpu_tests", "qualify", "memory", "sanitizer", "inline", "lightning", "coverage",
-       "bench"]
-assert all(steps[n]["status"] == "could not run" for n in gpu), steps
-print("%s: %s" % (sys.argv[2], steps["setup"]["note"]))
+order = ["setup", "devices", "gpu_tests", "qualify", "bench", "memory", "sanitizer", "inline", "lightning",
+         "coverage"]
+assert [x["step"] for x in s["steps"]] == order, [x["step"] for x in s["steps"]]
+assert sum(x["box"] for x in s["steps"]) <= 330, [(x["step"], x["box"]) for x in s["steps"]]
+named, default = {}, None
+for arg in sys.argv[2:]:
+    if "~" in arg:
+        step, pattern = arg.split("~", 1)
+        assert re.search(pattern, steps[step]["note"]), (step, pattern, steps[step]["note"])
+    else:
+        step, status = arg.split("=", 1)
+        if step == "*":
+            default = status
+        else:
+            named[step] = status
+for step in order:
+    want = named.get(step, default)
+    assert want is None or steps[step]["status"] == want, (step, want, steps[step])
 PY
 }
 
-check_run "$work/no-kit" no-kit
-grep -q 'no kit at' "$work/run-no-kit.log" || fail "no-kit: the reason is not given"
+run_kit "$work/no-kit" no-kit
+expect no-kit 'setup=could not run' '*=could not run' 'setup~no kit at'
 
 # A kit with this build's sdcprobe alone: unpacked, its CUDA libraries looked for, the binary loaded.
 mkdir -p "$work/stage" "$work/kit"
 "$repo/scripts/bundle.sh" --leave libcudart,libcublas,libcublasLt,libnccl "$work/stage/kit" "$sdcprobe" >/dev/null
 echo "commit: test" >"$work/stage/kit/MANIFEST"
 tar -C "$work/stage" -cf - kit | xz -0 >"$work/kit/kit.tar.xz"
-check_run "$work/kit" kit
-grep -Eq 'no GPU here|CUDA libraries not found' "$work/run-kit.log" || fail "kit: the reason is not given"
+run_kit "$work/kit" kit PATH="$(dirname "$python"):$PATH"
+expect kit 'setup=could not run' '*=could not run' 'setup~no GPU here|CUDA libraries not found'
+
+# The sanitizer step's programs, which the fake tool never runs (any run of one fails the test).
+for p in gpu_kit_selftest cuda_device_test sdc_gemm_gpu_tests; do
+  printf '#!/bin/sh\necho "run without the sanitizer: $0" >&2\nexit 99\n' >"$work/stage/kit/bin/$p"
+  chmod +x "$work/stage/kit/bin/$p"
+done
+mkdir -p "$work/kit-sanitizer"
+tar -C "$work/stage" -cf - kit | xz -0 >"$work/kit-sanitizer/kit.tar.xz"
+
+# A fake compute-sanitizer: logs "TOOL PROGRAM" to $work/calls-$FAKE_MODE and answers as FAKE_MODE
+# says. Its words are the real tool's (a refused device: gVisor's "Device not supported", then
+# error 999 at the program's first allocation).
+mkdir -p "$work/fake"
+cat >"$work/fake/compute-sanitizer" <<FAKE
+#!/bin/sh
+tool=\$2 program=\$(basename "\$7")
+echo "\$tool \$program" >>"$work/calls-\$FAKE_MODE"
+echo "========= COMPUTE-SANITIZER"
+case \$FAKE_MODE:\$tool:\$program in
+  refuse:*)
+    echo "========= Error: Device not supported. For a list of supported devices, see the documentation."
+    echo "========= Program hit cudaErrorUnknown (error 999) due to \"unknown error\" on CUDA API call to cudaMalloc."
+    echo "========= ERROR SUMMARY: 1 error"
+    exit 1 ;;
+  selftest:*:gpu_kit_selftest)
+    echo "gpu_kit_selftest: cudaMalloc: initialization error (error 3)"
+    echo "========= Target application returned an error"
+    echo "========= ERROR SUMMARY: 0 errors"
+    exit 1 ;;
+  finding:memcheck:cuda_device_test)
+    echo "========= Invalid __global__ write of size 16 bytes"
+    echo "=========     at sweep_kernel+0x1f0"
+    echo "========= ERROR SUMMARY: 1 error"
+    exit 1 ;;
+  hang:*) sleep 60 ;;
+esac
+echo "[       OK ] \$program"
+echo "========= ERROR SUMMARY: 0 errors"
+FAKE
+chmod +x "$work/fake/compute-sanitizer"
+
+# No xz on PATH: every program of the usual folders but the xz family, and Debian's python3.
+mkdir -p "$work/no-xz"
+for d in /usr/local/bin /usr/bin /bin /usr/sbin /sbin; do
+  [ -d "$d" ] && { ln -s -t "$work/no-xz" "$d"/* 2>/dev/null || true; }  # the first folder's wins
+done
+rm -f "$work"/no-xz/{xz,unxz,xzcat,xzdec,lzma,unlzma,lzcat} "$work/no-xz/python3"
+ln -s "$python" "$work/no-xz/python3"
+! PATH=$work/no-xz command -v xz >/dev/null || fail "xz is still on the test's PATH"
+
+# The refusal, the whole run: "could not run" for the sanitizer, and for every other step as before.
+run_kit "$work/kit-sanitizer" refuse PATH="$work/fake:$work/no-xz" KIT_WITHOUT_GPU=1 FAKE_MODE=refuse
+expect refuse 'setup=passed' '*=could not run' 'sanitizer~compute-sanitizer cannot run here.*Device not supported'
+grep -q "no xz here: unpacking with Python's tarfile" "$work/run-refuse.log" || fail "refuse: not unpacked by tarfile"
+[ "$(cat "$work/calls-refuse")" = "memcheck gpu_kit_selftest" ] || fail "refuse: not the self-test alone: $(cat "$work/calls-refuse")"
+
+# The sanitizer step alone (KIT_STEPS), with xz: the other steps are "not run".
+sanitizer_run() {
+  run_kit "$work/kit-sanitizer" "$1" PATH="$work/fake:$(dirname "$python"):$PATH" KIT_WITHOUT_GPU=1 FAKE_MODE="$1" \
+    KIT_STEPS=sanitizer "${@:2}"
+}
+sanitizer_run selftest
+expect selftest 'setup=passed' '*=not run' 'sanitizer=could not run' 'sanitizer~self-test'
+[ "$(cat "$work/calls-selftest")" = "memcheck gpu_kit_selftest" ] || fail "selftest: ran on after the self-test"
+
+want=1 sanitizer_run finding
+expect finding 'setup=passed' '*=not run' 'sanitizer=failed' 'sanitizer~errors reported by memcheck-device \('
+[ "$(head -n 1 "$work/calls-finding")" = "memcheck gpu_kit_selftest" ] || fail "finding: the self-test is not first"
+for run in "memcheck cuda_device_test" "memcheck sdc_gemm_gpu_tests" "racecheck sdc_gemm_gpu_tests" \
+  "synccheck cuda_device_test" "synccheck sdc_gemm_gpu_tests"; do
+  grep -qx "$run" "$work/calls-finding" || fail "finding: no run of $run"
+done
+
+sanitizer_run clean
+expect clean 'setup=passed' '*=not run' 'sanitizer=passed' 'sanitizer~memcheck, racecheck and synccheck clean'
+
+# A hang: the step's box ends it, and it is "out of time", not a failure.
+sanitizer_run hang KIT_BUDGET_S=12
+expect hang 'setup=passed' '*=not run' 'sanitizer=out of time'
 echo "gpu_kit_test: passed"

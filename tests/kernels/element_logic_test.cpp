@@ -13,6 +13,7 @@
 #include "kernels/common/corruption.hpp"
 #include "kernels/common/device_mismatch.hpp"
 #include "kernels/common/digest.hpp"
+#include "kernels/common/gemm_elements.hpp"
 #include "kernels/common/patterns.hpp"
 #include "kernels/common/random.hpp"
 #include "kernels/common/simt_tile.hpp"
@@ -58,6 +59,36 @@ TEST(Patterns, InverseIsBitwiseNot) {
     for (uint64_t i : {0ULL, 1ULL, 511ULL, 512ULL, 99999ULL})
       EXPECT_EQ(pattern_word(inverse(p), i), ~pattern_word(p, i));
   }
+}
+
+// is_bitwise_inverse(a, b) holds exactly when b's words are ~a's, over patterns of every kind whose
+// parameters differ by a complement, by 64 (walking) or only in fields the kind ignores.
+TEST(Patterns, BitwiseInverseIsSeenAcrossKindsAndParameters) {
+  std::vector<Pattern> all;
+  for (uint32_t k = 0; k < kPatternKinds; ++k) {
+    for (uint64_t param : {9ULL, ~9ULL, 73ULL, 3ULL})
+      for (uint64_t seed : {5ULL, 6ULL})
+        for (bool inverted : {false, true}) all.push_back(Pattern{static_cast<PatternKind>(k), param, seed, inverted});
+  }
+  const auto words_inverse = [](const Pattern& a, const Pattern& b) {
+    for (uint64_t i = 0; i < 4096; i += 7) {
+      if (pattern_word(b, i) != ~pattern_word(a, i)) return false;
+    }
+    return true;
+  };
+  for (const Pattern& a : all) {
+    for (const Pattern& b : all) {
+      EXPECT_EQ(is_bitwise_inverse(a, b), words_inverse(a, b))
+          << static_cast<int>(a.kind) << "/" << a.param << "/" << a.seed << "/" << a.inverted << " vs "
+          << static_cast<int>(b.kind) << "/" << b.param << "/" << b.seed << "/" << b.inverted;
+    }
+  }
+  // The rewrites the probes run: walking ones to walking zeros at the same offset, a background to
+  // its complement.
+  EXPECT_TRUE(is_bitwise_inverse({PatternKind::kWalkingOnes, 3, 0, false}, {PatternKind::kWalkingZeros, 3, 0, false}));
+  EXPECT_TRUE(is_bitwise_inverse({PatternKind::kSolid, 0x5555, 0, false}, {PatternKind::kSolid, ~0x5555ULL, 0, false}));
+  EXPECT_TRUE(is_bitwise_inverse({PatternKind::kCheckerboard, 1, 0, false}, {PatternKind::kCheckerboard, 1, 0, true}));
+  EXPECT_FALSE(is_bitwise_inverse({PatternKind::kWalkingOnes, 3, 0, false}, {PatternKind::kWalkingZeros, 4, 0, false}));
 }
 
 TEST(Patterns, Modulo20MarksEveryTwentiethWord) {
@@ -422,6 +453,24 @@ TEST(ProducerTag, NamesTheSmAndLaneOrFlagsAMove) {
   // Preempted between the two %smid reads: the SM is unknown, the lane (fixed per thread) is kept.
   EXPECT_EQ(producer_unit(producer_tag_of(3, 4, 9)), kUnitMoved);
   EXPECT_EQ(producer_lane(producer_tag_of(3, 4, 9)), 9u);
+}
+
+// The FP8 bound's promotion interval: a chunk never counts more products than k has, and a longer
+// interval loosens the bound by about its ratio (128 against 32: four times).
+TEST(GemmBound, ChunkIsCappedAtKAndScalesTheInnerError) {
+  GemmAccumulation fp8;
+  fp8.u_acc = 0x1p-23;
+  fp8.u_inner = 0x1p-13;
+  fp8.chunk = 128;
+  GemmAccumulation short_chunk = fp8;
+  short_chunk.chunk = 64;
+  EXPECT_DOUBLE_EQ(gemm_relative_bound(fp8, 64), gemm_relative_bound(short_chunk, 64));
+  EXPECT_LT(gemm_relative_bound(fp8, 32), gemm_relative_bound(fp8, 64));
+  GemmAccumulation k32 = fp8;
+  k32.chunk = 32;
+  const double ratio = gemm_relative_bound(fp8, 8192) / gemm_relative_bound(k32, 8192);
+  EXPECT_GT(ratio, 3.9);
+  EXPECT_LT(ratio, 4.1);
 }
 
 }  // namespace

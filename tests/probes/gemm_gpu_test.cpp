@@ -250,6 +250,38 @@ TEST(CudaGemmEngine, ARepeatThatChangesBelowTheBoundIsNamedByTheDeviceDigests) {
   EXPECT_EQ(run.report.records[0].observed, run.report.records[0].expected ^ 1u);
 }
 
+// Small shapes, so that compute-sanitizer's racecheck and synccheck (the lease kit) can afford them:
+// every type and family through the device's checks (block_sum's shared memory, the records'
+// ballot), clean, then with one flip that is found at its place. n off the tiles, k below one.
+TEST(CudaGemmEngine, SmallShapesPassCleanAndLocateAFlip) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t n = 136, k = 72;
+  const uint64_t at = uint64_t{50} * n + 77;
+  for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
+                     GemmType::kE4m3, GemmType::kInt8}) {
+    for (GemmInputs in : {GemmInputs::kExact, GemmInputs::kRandom, GemmInputs::kScaled, GemmInputs::kDense}) {
+      if ((t == GemmType::kInt8 && in != GemmInputs::kExact) || (in == GemmInputs::kDense && t != GemmType::kBf16)) {
+        continue;
+      }
+      const std::string what = std::string(gemm_type_name(t)) + "/" + gemm_inputs_name(in);
+      GemmSpec s = square(t, in, n);
+      s.k = k;
+      const uint64_t high = t == GemmType::kFp64 ? uint64_t{1} << 62 : uint64_t{1} << 30;
+      CudaGemmEngine clean(*devices[0], devices[0]->identity().index, nullptr, faults_at({}));
+      if (!clean.supports(t, GemmPath::kLibrary)) continue;
+      const GemmRun ok = clean.run(s);
+      EXPECT_EQ(ok.report.mismatches, 0u) << what;
+      EXPECT_EQ(ok.report.checked, uint64_t{n} * n) << what;
+      CudaGemmEngine faulty(*devices[0], devices[0]->identity().index, nullptr, faults_at({{at, high, 0}}));
+      const GemmRun bad = faulty.run(s);
+      EXPECT_EQ(bad.report.mismatches, 1u) << what;
+      ASSERT_EQ(bad.report.records.size(), 1u) << what;
+      EXPECT_EQ(bad.report.records[0].index, at) << what;
+    }
+  }
+}
+
 // gemm.simt.fp32 off its 128 x 128 x 8 tile: partial tiles in m and n, k not a multiple of the
 // depth, and k % 4 != 0 (scalar global loads). Exact inputs: C equals the CPU's bit for bit (whose
 // blocked SGEMM takes m a multiple of 4 and n of 32).
