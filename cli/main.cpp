@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   sdc::cli::add_worker_command(app, global, exit_code);
   sdc::cli::add_sweep_command(app, global, exit_code);
   sdc::cli::add_history_commands(app, exit_code);
+  sdc::cli::add_idle_command(app, exit_code);
 
   try {
     app.parse(argc, argv);
