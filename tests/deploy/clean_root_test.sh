@@ -78,6 +78,9 @@ if in_root env NODE=node1 SCONTROL=true SDCPROBE_DRY_RUN=1 SDCPROBE_ARGS="--back
 --inject device=1,probe=alu.fma32,model=bitflip,bit=7" /usr/lib/sdcprobe/prolog.sh >/dev/null 2>&1; then
   fail "prolog.sh passed an injected fault"
 fi
+# The sweep's idle check: no NVIDIA driver and no Slurm in the root, so idle.
+out=$(in_root /usr/lib/sdcprobe/idle-check.sh 2>&1) || fail "idle-check.sh: $out"
+[[ $out == "idle: no NVIDIA driver"* ]] || fail "idle-check.sh: $out"
 out=$(in_root python3 -c 'import sdcprobe; from sdcprobe import _library; print(_library.load().sdc_version().decode())' 2>&1) ||
   fail "import sdcprobe: $out"
 [ -n "$out" ] || fail "import sdcprobe: no version"
