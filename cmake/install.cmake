@@ -1,7 +1,7 @@
 # Installed layout (DESIGN.md, "Installed layout") and the Debian package. With the prefix /usr:
 # /usr/bin/sdcprobe, /usr/lib/<triplet>/libsdcprobe.so.1, /usr/include/sdcprobe/sdcprobe.h,
 # /usr/lib/sdcprobe/ (gate scripts), /etc/default/sdcprobe, /var/lib/sdcprobe/, the systemd units,
-# /usr/share/doc/sdcprobe/, /usr/share/man/man1/sdcprobe.1.gz and the Python package.
+# /usr/share/doc/sdcprobe/, /usr/share/man/man1/sdcprobe*.1.gz and the Python package.
 # The system layout is the default (override with -DCMAKE_INSTALL_PREFIX or cmake --install --prefix).
 if(CMAKE_INSTALL_PREFIX_INITIALIZED_TO_DEFAULT)
   set(CMAKE_INSTALL_PREFIX /usr CACHE PATH "Install prefix" FORCE)
@@ -78,9 +78,6 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_STRIP_FILES ON)
-if(CMAKE_BUILD_TYPE MATCHES "Deb")  # Debug, RelWithDebInfo: the symbols go to sdcprobe-dbgsym
-  set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
-endif()
 # The CUDA runtime, cuBLAS(Lt) and NCCL of the toolkit built with, by the names of NVIDIA's
 # repository (docs/operating.md, "Installing"). dpkg-shlibdeps has no information on them: it finds
 # them here and leaves them to these dependencies.
@@ -94,8 +91,8 @@ if(SDC_HAVE_CUDA)
 endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS python3)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "slurm-client, prometheus-node-exporter, nhc")
-# Control files: the conffile; libsdcprobe.so.1's shlibs and ldconfig trigger (CPack's own shlibs
-# would add a postinst calling ldconfig instead); purge removing /var/lib/sdcprobe.
+# Control files: the conffile; libsdcprobe.so.1's shlibs and ldconfig trigger (cmake/deb_fixup.sh
+# drops the postinst CPack adds to call ldconfig); purge removing /var/lib/sdcprobe.
 set(sdc_control ${PROJECT_BINARY_DIR}/cpack)
 file(WRITE ${sdc_control}/conffiles "/etc/default/sdcprobe\n")
 file(WRITE ${sdc_control}/shlibs "libsdcprobe 1 sdcprobe (>= ${PROJECT_VERSION})\n")
