@@ -15,6 +15,7 @@ namespace {
 using NvmlReturn = int;
 using NvmlDevice = void*;
 constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlNotSupported = 3;
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
 struct NvmlProcessInfoV1 {
   unsigned int pid;
@@ -52,7 +53,10 @@ class Nvml {
       char uuid[kNvmlUuidBytes] = {};
       check(uuid_(device, uuid, sizeof uuid), "nvmlDeviceGetUUID");
       for (unsigned pid : pids(compute_, device, "nvmlDeviceGetComputeRunningProcesses")) add(list, uuid, pid);
-      for (unsigned pid : pids(graphics_, device, "nvmlDeviceGetGraphicsRunningProcesses")) add(list, uuid, pid);
+      // A GPU without graphics may not support its graphics list: then it has no graphics process.
+      for (unsigned pid : pids(graphics_, device, "nvmlDeviceGetGraphicsRunningProcesses", kNvmlNotSupported)) {
+        add(list, uuid, pid);
+      }
     }
     return list;
   }
@@ -70,7 +74,9 @@ class Nvml {
     if (rc != kNvmlSuccess) throw std::runtime_error(std::string(call) + ": " + error_string_(rc));
   }
   // The list can grow between the call that sizes it and the one that fills it: ask again.
-  std::vector<unsigned> pids(ProcessList list_fn, NvmlDevice device, const char* call) {
+  // `empty_on` (when not success) is a status that means an empty list.
+  std::vector<unsigned> pids(ProcessList list_fn, NvmlDevice device, const char* call,
+                             NvmlReturn empty_on = kNvmlSuccess) {
     std::vector<NvmlProcessInfoV1> infos(16);
     for (int attempt = 0; attempt < 8; ++attempt) {
       unsigned count = static_cast<unsigned>(infos.size());
@@ -79,6 +85,7 @@ class Nvml {
         infos.resize(count + 16);
         continue;
       }
+      if (rc != kNvmlSuccess && rc == empty_on) return {};
       check(rc, call);
       std::vector<unsigned> out;
       for (unsigned i = 0; i < count && i < infos.size(); ++i) out.push_back(infos[i].pid);

@@ -1,6 +1,7 @@
 // A stand-in for libnvidia-ml.so.1 with NVML's C ABI, for the loader's test on machines without the
 // driver. Its GPUs and their compute processes come from FAKE_NVML ("GPU-a=11,12;GPU-b="), graphics
-// processes from FAKE_NVML_GRAPHICS (same form); FAKE_NVML_INIT=fail makes nvmlInit_v2 fail.
+// processes from FAKE_NVML_GRAPHICS (same form, or "unsupported" for NVML_ERROR_NOT_SUPPORTED);
+// FAKE_NVML_INIT=fail makes nvmlInit_v2 fail.
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -33,7 +34,12 @@ std::vector<FakeGpu> gpus_from(const char* variable, std::vector<FakeGpu> gpus, 
   return gpus;
 }
 
-std::vector<FakeGpu> gpus() { return gpus_from("FAKE_NVML_GRAPHICS", gpus_from("FAKE_NVML", {}, false), true); }
+std::vector<FakeGpu> gpus() {
+  const char* graphics = std::getenv("FAKE_NVML_GRAPHICS");
+  std::vector<FakeGpu> all = gpus_from("FAKE_NVML", {}, false);
+  if (graphics != nullptr && std::strcmp(graphics, "unsupported") == 0) return all;
+  return gpus_from("FAKE_NVML_GRAPHICS", all, true);
+}
 
 struct ProcessInfoV1 {
   unsigned int pid;
@@ -41,6 +47,8 @@ struct ProcessInfoV1 {
 };
 
 int list(void* device, unsigned* count, ProcessInfoV1* infos, bool graphics) {
+  const char* graphics_list = std::getenv("FAKE_NVML_GRAPHICS");
+  if (graphics && graphics_list != nullptr && std::strcmp(graphics_list, "unsupported") == 0) return 3;
   const std::vector<FakeGpu> all = gpus();
   const size_t index = reinterpret_cast<size_t>(device) - 1;
   if (index >= all.size()) return 2;  // NVML_ERROR_INVALID_ARGUMENT

@@ -94,6 +94,14 @@ TEST_F(NvmlLoader, AListLongerThanTheFirstBufferIsReadWhole) {
   EXPECT_EQ(list.processes.back().pid, 1039u);
 }
 
+TEST_F(NvmlLoader, AnUnsupportedGraphicsListIsEmptyButComputeStillCounts) {
+  setenv("FAKE_NVML", "GPU-a=5", 1);
+  setenv("FAKE_NVML_GRAPHICS", "unsupported", 1);
+  const GpuProcessList list = nvml_gpu_processes(fake_);
+  ASSERT_EQ(list.processes.size(), 1u);
+  EXPECT_EQ(list.processes[0].pid, 5u);
+}
+
 TEST_F(NvmlLoader, AFailedInitialisationThrowsWithNvmlsMessage) {
   setenv("FAKE_NVML", "GPU-a=", 1);
   setenv("FAKE_NVML_INIT", "fail", 1);
