@@ -29,7 +29,7 @@ fi
 dest=$1
 shift
 for tool in ldd readelf patchelf; do
-  command -v "$tool" >/dev/null || { echo "bundle: error: $tool not found (scripts/install-deps.sh installs it)" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "bundle: error: $tool not found (scripts/install-deps.sh --test installs it)" >&2; exit 2; }
 done
 
 # The C runtime and the driver: every Linux host or container image has its own, and libcuda must

@@ -17,7 +17,7 @@ if [ -z "$lib" ]; then
 fi
 [ -f "$lib" ] || { echo "check_sass: error: no such library: $lib" >&2; exit 1; }
 if [ -z "$cuobjdump" ] || ! [ -x "$cuobjdump" ]; then
-  echo "check_sass: error: cuobjdump not found (scripts/install-deps.sh installs it beside nvcc)" >&2
+  echo "check_sass: error: cuobjdump not found (scripts/install-deps.sh --test installs it beside nvcc)" >&2
   exit 1
 fi
 command -v c++filt >/dev/null || { echo "check_sass: error: c++filt not found" >&2; exit 1; }

@@ -1,27 +1,65 @@
 #!/usr/bin/env bash
-# Installs the Debian packages sdcprobe builds and tests with. Idempotent: asks apt only for what
-# is missing, so a second run changes nothing. The CUDA toolkit is not installed here: when nvcc is
-# present (e.g. /usr/local/cuda) the build adds the CUDA backend, otherwise it builds the CPU backend.
+# Installs the Debian packages sdcprobe needs. Idempotent: asks apt only for what is missing, so a
+# second run changes nothing.
+#   scripts/install-deps.sh          what building, packaging and running need
+#   scripts/install-deps.sh --test   that, and the test stack (.ci/run): Slurm, MariaDB, Prometheus,
+#                                    node_exporter, OpenMPI, PyTorch, debootstrap, lintian, ...
+# Services these packages bring (slurmctld, mariadb, prometheus, ...) are not started: the tests start
+# their own daemons. The CUDA toolkit is not installed here: when nvcc is present (e.g. /usr/local/cuda)
+# the build adds the CUDA backend, otherwise it builds the CPU backend.
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build git pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libsimdjson-dev
-  libsqlite3-dev sqlite3
-  prometheus  # promtool: the tests check the Prometheus textfile with it
+  build-essential
+  cmake
+  ninja-build
+  git
+  pkg-config
+  ccache  # CMake compiles through it when present
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  libcli11-dev
+  nlohmann-json3-dev
+  libsimdjson-dev
+  libsqlite3-dev
   libopenblas-dev
-  libopenmpi-dev openmpi-bin
+  help2man  # the man pages
+  dpkg-dev  # the Debian package (dpkg-shlibdeps)
+)
+
+test_packages=(
+  sqlite3
+  prometheus  # promtool: the tests check the Prometheus textfile with it
+  libopenmpi-dev  # --comm mpi (without it the build says what to install)
+  openmpi-bin
   python3
   patchelf  # scripts/bundle.sh: relocatable bundles and the GPU lease kit
   python3-torch  # the inline probe's PyTorch example and its test
-  python3-venv  # tests/python/lightning_venv.sh: pytorch-lightning over the system torch, for its tests
-  # The Debian package (help2man: the man page; pip: `pip install ./python`) and the deploy
-  # tests against real Slurm, munge, node_exporter and NPD's plugin schema (yaml).
-  help2man dpkg-dev python3-pip python3-setuptools python3-wheel python3-yaml
-  slurm-wlm munge prometheus-node-exporter
-  slurmdbd mariadb-server  # Slurm accounting (sacct) for `sdcprobe goodput --sacct`'s real test
+  # `pip install ./python`, and the deploy tests against real Slurm, munge, node_exporter and NPD's
+  # plugin schema (yaml).
+  python3-pip
+  python3-setuptools
+  python3-wheel
+  python3-yaml
+  python3-venv  # venvs over the system packages: kubernetes-validate and hadolint; pytorch-lightning over the system torch
+  slurm-wlm
+  munge
+  prometheus-node-exporter
+  slurmdbd  # Slurm accounting (sacct) for `sdcprobe goodput --sacct`'s real test
+  mariadb-server
+  debootstrap  # the clean-root package test
+  lintian
 )
+
+case "${1:-}" in
+  "") ;;
+  --test) packages+=("${test_packages[@]}") ;;
+  *)
+    echo "usage: scripts/install-deps.sh [--test]" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -48,13 +86,23 @@ cuda_binary_tools() {
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  cuda_binary_tools
+  if [ "${1:-}" = --test ]; then cuda_binary_tools; fi
   exit 0
 fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+# invoke-rc.d asks policy-rc.d whether to start a service; 101 means no. Only ours is removed after.
+policy=/usr/sbin/policy-rc.d
+own_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  own_policy=1
+fi
+remove_policy() { if [ -n "$own_policy" ]; then $sudo rm -f "$policy"; fi; }
+trap remove_policy EXIT
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-cuda_binary_tools
+if [ "${1:-}" = --test ]; then cuda_binary_tools; fi

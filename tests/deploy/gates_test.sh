@@ -127,7 +127,7 @@ check "nhc: a missing binary does not fail the check" "" "$(SDCPROBE="$work/no-s
 check "nhc: a missing binary is logged to syslog" \
   "-t sdcprobe-nhc -p daemon.warning -- could not test (exit 127): no verdict" "$(cat "$LOGGER_LOG" 2>/dev/null)"
 
-# The sweep's idle check fails closed: only an answering squeue with no job on the node is idle.
+# The sweep's idle check fails closed: only an answering squeue with no job on the node is idle ...
 idle() {  # SQUEUE_BODY -> the idle check's exit code
   printf '#!/usr/bin/env bash\n%s\n' "$1" > "$work/bin/squeue"
   chmod +x "$work/bin/squeue"
@@ -137,6 +137,11 @@ idle() {  # SQUEUE_BODY -> the idle check's exit code
 check "idle check: no running job is idle" 0 "$(idle 'exit 0')"
 check "idle check: a running job is busy" 1 "$(idle 'echo 4242')"
 check "idle check: a failing squeue is busy" 1 "$(idle 'echo "slurm_load_jobs error" >&2; exit 1')"
+# ... and a process on a GPU is busy whatever Slurm says (sdcprobe idle exits 1; its NVML reading is
+# tested in sdc_gpu_idle_tests).
+printf '#!/usr/bin/env bash\n[ "$*" = idle ] && { echo "busy: in use: GPU-a (pid 7)"; exit 1; }\nexit 3\n' >"$work/busy-gpu"
+chmod +x "$work/busy-gpu"
+check "idle check: a GPU process is busy" 1 "$(SDCPROBE="$work/busy-gpu" idle 'exit 0')"
 check "idle check: the sweep unit uses it" 1 \
   "$(grep -c -- '--idle-check /usr/lib/sdcprobe/idle-check.sh$' "$deploy/systemd/sdcprobe-sweep.service")"
 

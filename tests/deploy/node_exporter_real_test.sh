@@ -7,7 +7,7 @@
 set -uo pipefail
 sdcprobe="$(readlink -f "$1")"
 exporter="$(command -v prometheus-node-exporter || command -v node_exporter)" ||
-  { echo "SKIP: prometheus-node-exporter not installed (scripts/install-deps.sh)"; exit 77; }
+  { echo "SKIP: prometheus-node-exporter not installed (scripts/install-deps.sh --test)"; exit 77; }
 work="$(mktemp -d)"
 pid=""
 cleanup() {

@@ -155,17 +155,17 @@ class NpdPluginConfigTest(unittest.TestCase):
         self.assertEqual(go_duration("1h30m"), 5400)
         self.assertEqual(go_duration("1.5s"), 1.5)
 
-    def test_the_daemonset_mounts_the_config_the_bundle_and_has_its_service_account(self):
+    def test_the_daemonset_mounts_the_config_runs_the_packaged_binary_and_has_its_service_account(self):
         ds = next(d for d in self.docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] == "node-problem-detector-sdcprobe")
         pod = ds["spec"]["template"]["spec"]
         container = pod["containers"][0]
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-        flag = next(a for a in container["command"] if a.startswith("--config.custom-plugin-monitor="))
+        flag = next(a for a in container["args"] if a.startswith("--config.custom-plugin-monitor="))
         self.assertEqual(flag.split("=", 1)[1], mounts["config"] + "/sdcprobe-plugin.json")
-        path = self.config["rules"][0]["path"]
-        self.assertTrue(path.startswith(mounts["sdcprobe"] + "/"), path)
-        volumes = {v["name"]: v for v in pod["volumes"]}
-        self.assertEqual(volumes["sdcprobe"]["hostPath"]["path"], mounts["sdcprobe"])
+        # The image is the package's (deploy/kubernetes/Dockerfile, target npd): the binary at /usr/bin.
+        self.assertEqual(self.config["rules"][0]["path"], "/usr/bin/sdcprobe")
+        self.assertIn("/sdcprobe-npd:", container["image"])
+        self.assertNotIn("hostPath", json.dumps(pod))
         account = pod["serviceAccountName"]
         self.assertTrue(any(d["kind"] == "ServiceAccount" and d["metadata"]["name"] == account for d in self.docs))
         bindings = [d for d in self.docs if d["kind"] == "ClusterRoleBinding"]
@@ -176,8 +176,10 @@ class NpdPluginConfigTest(unittest.TestCase):
     def test_npd_sees_the_verdict_alone(self):
         # NPD: the whole stdout, strings.TrimSpace, cut at max_output_length bytes; exit 1 is NonOK.
         rule = self.config["rules"][0]
-        args = [SDCPROBE] + rule["args"] + ["--backend", "cpu", "--cpu-devices", "2",
-                                              "--inject", "device=1,probe=alu.fma32,model=bitflip,bit=7"]
+        # The rule's arguments, on the CPU here instead of CUDA.
+        rule_args = list(rule["args"])
+        rule_args[rule_args.index("--backend") + 1] = "cpu"
+        args = [SDCPROBE] + rule_args + ["--cpu-devices", "2", "--inject", "device=1,probe=alu.fma32,model=bitflip,bit=7"]
         p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=600)
         message = p.stdout.decode().strip()[: self.config["pluginConfig"]["max_output_length"]]
         self.assertEqual(p.returncode, 1)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The Debian package as an administrator meets it: builds the .deb with CPack (dependencies from
-# dpkg-shlibdeps), installs it, checks the installed layout, runs `sdcprobe qualify --level quick`
-# from /usr/bin, runs the installed gate and Python package, then purges it, whatever happens.
+# dpkg-shlibdeps), checks it with lintian, installs it, checks the installed layout, runs `sdcprobe
+# qualify --level quick` from /usr/bin, runs the installed gate and Python package, then purges it,
+# whatever happens. A CUDA build depends on NVIDIA's CUDA packages; where the toolkit came from
+# elsewhere (no such packages installed), dpkg is told to ignore dependencies, and every other
+# dependency is checked to be installed. tests/deploy/clean_root_test.sh installs the CPU package
+# with apt-get on a clean root.
 # Needs root (sudo) and dpkg; changes the system only between install and purge. Usage: package_test.sh BUILD_DIR
 set -euo pipefail
 build="$(readlink -f "$1")"
@@ -42,8 +46,34 @@ depends="$(dpkg-deb -f "$deb" Depends)"
 echo "Depends: $depends"
 check "dpkg-shlibdeps filled Depends" grep -q "libsqlite3-0" <<<"$depends"
 check "/etc/default/sdcprobe is a conffile" grep -qx /etc/default/sdcprobe < <(dpkg-deb -I "$deb" conffiles)
+check "an ldconfig trigger" grep -qx "activate-noawait ldconfig" < <(dpkg-deb -I "$deb" triggers)
+check "a description beyond the synopsis" test "$(dpkg-deb -f "$deb" Description | wc -l)" -gt 3
+if command -v lintian >/dev/null; then
+  lintian "$deb" >"$work/lintian.log" 2>&1 || true
+  check "lintian: no errors" test "$(grep -c '^E: ' "$work/lintian.log")" -eq 0
+  grep '^[EW]: ' "$work/lintian.log" | sed 's/^/  lintian: /' || true
+else
+  echo "skipped: lintian (not installed; scripts/install-deps.sh --test installs it)"
+fi
+# Installed-Size as dpkg counts it (files rounded up to KiB, 1 KiB for every other entry).
+dpkg-deb -x "$deb" "$work/data"
+size=$(cd "$work/data" && find . ! -path . -printf '%y %s\n' | awk '{ s += ($1 == "f") ? int(($2 + 1023) / 1024) : 1 } END { print s }')
+check "Installed-Size $(dpkg-deb -f "$deb" Installed-Size) KiB is the files' $size KiB" \
+  test "$(dpkg-deb -f "$deb" Installed-Size)" -eq "$size"
+for elf in "$work/data/usr/bin/sdcprobe" "$work"/data/usr/lib/*/libsdcprobe.so.1.*; do
+  check "no RUNPATH in $(basename "$elf")" test -z "$(readelf -d "$elf" | grep -E 'RUNPATH|RPATH')"
+  check "stripped: $(basename "$elf")" test -z "$(readelf -S "$elf" | grep -F .symtab)"
+done
 
-dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || {
+force=()
+if grep -q "cuda-cudart-" <<<"$depends" && ! dpkg-query -W "cuda-cudart-*" >/dev/null 2>&1; then
+  echo "the CUDA toolkit here is not NVIDIA's packages: installing without dependency checks"
+  force=(--force-depends)
+  for dep in $(tr ',' '\n' <<<"$depends" | sed 's/(.*)//; s/ //g' | grep -v -e '^cuda-cudart-' -e '^libcublas-' -e '^libnccl2$'); do
+    check "dependency installed: $dep" dpkg-query -W "$dep"
+  done
+fi
+dpkg -i "${force[@]}" "$deb" >"$work/dpkg.log" 2>&1 || {
   cat "$work/dpkg.log"
   exit 1
 }
@@ -68,6 +98,12 @@ for doc in $(sed -n 's/^Documentation=//p' /usr/lib/systemd/system/sdcprobe-swee
   check "the unit's documentation: $doc" test -f "$doc"
 done
 check "man sdcprobe" grep -q "qualify" < <(zcat /usr/share/man/man1/sdcprobe.1.gz)
+# A page per subcommand, from its own --help (roff escapes the dashes).
+check "man sdcprobe-qualify" grep -qF -- '\-\-level' < <(zcat /usr/share/man/man1/sdcprobe-qualify.1.gz)
+check "man sdcprobe-golden-record" grep -qF -- '\-\-out' < <(zcat /usr/share/man/man1/sdcprobe-golden-record.1.gz)
+for f in /usr/share/doc/sdcprobe/copyright /usr/share/doc/sdcprobe/changelog.gz; do
+  check "installed: $f" test -f "$f"
+done
 
 # From /usr/bin, outside the source and build trees, with no library path of the build.
 cd /
@@ -80,10 +116,17 @@ check "installed healthcheck, dry run of a fault" grep -q "would run: true updat
 check "python3: import sdcprobe, load libsdcprobe.so.1" env -u SDCPROBE_LIBRARY -u PYTHONPATH /usr/bin/python3 -c \
   'from sdcprobe import _library; import sys; v = _library.load().sdc_version().decode(); print(v); sys.exit(v == "")'
 
+# The sweep's state, which purge removes.
+check "sweep --once writes /var/lib/sdcprobe/history.db" env -u LD_LIBRARY_PATH /usr/bin/sdcprobe sweep --once \
+  --budget 20s --level quick --backend cpu --state-dir /var/lib/sdcprobe
+check "history.db is there" test -f /var/lib/sdcprobe/history.db
+
 dpkg --purge sdcprobe >"$work/dpkg.log" 2>&1 || cat "$work/dpkg.log"
 check "purged: no /usr/bin/sdcprobe" test ! -e /usr/bin/sdcprobe
 check "purged: no /etc/default/sdcprobe" test ! -e /etc/default/sdcprobe
 check "purged: no /usr/lib/sdcprobe" test ! -e /usr/lib/sdcprobe
+check "purged: no /var/lib/sdcprobe" test ! -e /var/lib/sdcprobe
+check "purged: no Python package" test ! -e /usr/lib/python3/dist-packages/sdcprobe
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures package check(s) failed"

@@ -13,7 +13,7 @@ set -uo pipefail
 sdcprobe="$(readlink -f "$1")"
 deploy="$(readlink -f "$2")"
 for tool in munged slurmctld slurmd sinfo scontrol srun sbatch squeue scancel logger python3 flock; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh --test)"; exit 77; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: slurmd needs root"; exit 77; }
 

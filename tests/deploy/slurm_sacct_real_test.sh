@@ -15,7 +15,7 @@ sdcprobe="$(readlink -f "$1")"
 package="$(readlink -f "$2")"
 for tool in munged slurmctld slurmd slurmdbd sacct sacctmgr sbatch scontrol squeue mariadbd mariadb-install-db \
   mariadb python3; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh)"; exit 77; }
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed (scripts/install-deps.sh --test)"; exit 77; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: slurmd needs root"; exit 77; }
 

@@ -1,0 +1,133 @@
+#include "host/nvml_processes.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+
+namespace sdc {
+namespace {
+
+// NVML's C ABI, declared here so that the build needs no NVML header. The process lists are the
+// unversioned (v1) entry points, whose record is {pid, used memory}: the driver keeps them for
+// existing programs, and sdcprobe reads only the pid.
+using NvmlReturn = int;
+using NvmlDevice = void*;
+constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlNotSupported = 3;
+constexpr NvmlReturn kNvmlInsufficientSize = 7;
+struct NvmlProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+};
+constexpr unsigned kNvmlUuidBytes = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+
+class Nvml {
+ public:
+  // Resolves every entry point first, so that a failure leaves nothing to shut down.
+  explicit Nvml(void* handle) : handle_(handle) {
+    init_ = symbol<NvmlReturn (*)()>("nvmlInit_v2");
+    shutdown_ = symbol<NvmlReturn (*)()>("nvmlShutdown");
+    error_string_ = symbol<const char* (*)(NvmlReturn)>("nvmlErrorString");
+    count_ = symbol<NvmlReturn (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+    handle_by_index_ = symbol<NvmlReturn (*)(unsigned, NvmlDevice*)>("nvmlDeviceGetHandleByIndex_v2");
+    uuid_ = symbol<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetUUID");
+    compute_ = symbol<ProcessList>("nvmlDeviceGetComputeRunningProcesses");
+    graphics_ = symbol<ProcessList>("nvmlDeviceGetGraphicsRunningProcesses");
+    check(init_(), "nvmlInit_v2");
+  }
+  ~Nvml() { shutdown_(); }
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  GpuProcessList processes() {
+    GpuProcessList list;
+    list.driver_present = true;
+    unsigned count = 0;
+    check(count_(&count), "nvmlDeviceGetCount_v2");
+    list.gpus = static_cast<int>(count);
+    for (unsigned i = 0; i < count; ++i) {
+      NvmlDevice device = nullptr;
+      check(handle_by_index_(i, &device), "nvmlDeviceGetHandleByIndex_v2");
+      char uuid[kNvmlUuidBytes] = {};
+      check(uuid_(device, uuid, sizeof uuid), "nvmlDeviceGetUUID");
+      for (unsigned pid : pids(compute_, device, "nvmlDeviceGetComputeRunningProcesses")) add(list, uuid, pid);
+      // A GPU without graphics may not support its graphics list: then it has no graphics process.
+      for (unsigned pid : pids(graphics_, device, "nvmlDeviceGetGraphicsRunningProcesses", kNvmlNotSupported)) {
+        add(list, uuid, pid);
+      }
+    }
+    return list;
+  }
+
+ private:
+  using ProcessList = NvmlReturn (*)(NvmlDevice, unsigned*, NvmlProcessInfoV1*);
+
+  template <typename F>
+  F symbol(const char* name) {
+    void* address = dlsym(handle_, name);
+    if (address == nullptr) throw std::runtime_error(std::string("NVML has no ") + name);
+    return reinterpret_cast<F>(address);
+  }
+  void check(NvmlReturn rc, const char* call) {
+    if (rc != kNvmlSuccess) throw std::runtime_error(std::string(call) + ": " + error_string_(rc));
+  }
+  // The list can grow between the call that sizes it and the one that fills it: ask again.
+  // `empty_on` (when not success) is a status that means an empty list.
+  std::vector<unsigned> pids(ProcessList list_fn, NvmlDevice device, const char* call,
+                             NvmlReturn empty_on = kNvmlSuccess) {
+    std::vector<NvmlProcessInfoV1> infos(16);
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      unsigned count = static_cast<unsigned>(infos.size());
+      const NvmlReturn rc = list_fn(device, &count, infos.data());
+      if (rc == kNvmlInsufficientSize) {
+        infos.resize(count + 16);
+        continue;
+      }
+      if (rc != kNvmlSuccess && rc == empty_on) return {};
+      check(rc, call);
+      std::vector<unsigned> out;
+      for (unsigned i = 0; i < count && i < infos.size(); ++i) out.push_back(infos[i].pid);
+      return out;
+    }
+    throw std::runtime_error(std::string(call) + ": the process list kept growing");
+  }
+  static void add(GpuProcessList& list, const std::string& uuid, unsigned pid) {
+    for (const GpuProcess& p : list.processes) {
+      if (p.gpu_uuid == uuid && p.pid == pid) return;
+    }
+    list.processes.push_back({uuid, pid});
+  }
+
+  void* handle_;
+  NvmlReturn (*init_)() = nullptr;
+  NvmlReturn (*shutdown_)() = nullptr;
+  const char* (*error_string_)(NvmlReturn) = nullptr;
+  NvmlReturn (*count_)(unsigned*) = nullptr;
+  NvmlReturn (*handle_by_index_)(unsigned, NvmlDevice*) = nullptr;
+  NvmlReturn (*uuid_)(NvmlDevice, char*, unsigned) = nullptr;
+  ProcessList compute_ = nullptr;
+  ProcessList graphics_ = nullptr;
+};
+
+}  // namespace
+
+std::string nvml_library_name() {
+  const char* name = std::getenv("SDCPROBE_NVML_LIBRARY");
+  return name != nullptr && *name != '\0' ? name : "libnvidia-ml.so.1";
+}
+
+GpuProcessList nvml_gpu_processes(const std::string& library) {
+  std::unique_ptr<void, int (*)(void*)> handle(dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
+  if (handle == nullptr) {
+    const std::string error = dlerror();
+    // Not installed: no driver, so no NVIDIA GPU to be in use. Any other failure is an answer nobody has.
+    if (error.find("No such file") != std::string::npos) return {};
+    throw std::runtime_error("cannot load " + library + ": " + error);
+  }
+  Nvml nvml(handle.get());
+  return nvml.processes();
+}
+
+}  // namespace sdc

@@ -1,0 +1,28 @@
+// The processes the NVIDIA driver lists on each GPU, through NVML's process lists. NVML is loaded
+// at run time (dlopen), like the driver, so a machine without the driver still runs sdcprobe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sdc {
+
+struct GpuProcess {
+  std::string gpu_uuid;
+  unsigned pid = 0;  // in the driver's (the host's) pid namespace
+};
+
+struct GpuProcessList {
+  bool driver_present = false;  // false: no NVML library to load, so no NVIDIA GPU to be in use
+  int gpus = 0;
+  std::vector<GpuProcess> processes;  // compute and graphics, each (GPU, pid) once
+};
+
+// The NVML library sdcprobe loads: $SDCPROBE_NVML_LIBRARY when set, else libnvidia-ml.so.1.
+std::string nvml_library_name();
+
+// Every GPU's compute and graphics processes. Throws std::runtime_error when NVML loads but does not
+// answer (initialisation, a device or a list fails): then nobody can tell whether the GPUs are idle.
+GpuProcessList nvml_gpu_processes(const std::string& library);
+
+}  // namespace sdc

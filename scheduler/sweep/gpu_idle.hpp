@@ -1,0 +1,27 @@
+// The sweep's idle check for GPUs: a node is idle when no process runs on any of its GPUs, except
+// the sweep itself (the check's own process and its ancestors). The process list is a parameter, so
+// that the rule is tested on the CPU; `sdcprobe idle` reads it from NVML.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "host/nvml_processes.hpp"
+
+namespace sdc {
+
+struct IdleVerdict {
+  bool idle = false;
+  std::string reason;  // one line: what was seen
+};
+
+using GpuProcessSource = std::function<GpuProcessList()>;
+
+// Throws what `source` throws (the driver did not answer): the caller reports that as busy.
+IdleVerdict gpu_idle(const GpuProcessSource& source, const std::vector<unsigned>& ignored_pids);
+
+// This process and its ancestors up to pid 1, from /proc/PID/stat.
+std::vector<unsigned> process_and_ancestors();
+
+}  // namespace sdc

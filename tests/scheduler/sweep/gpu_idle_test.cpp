@@ -1,0 +1,138 @@
+// The sweep's GPU idle check: the rule on fake process lists, NVML's loader on a stand-in library
+// with NVML's ABI (tests/scheduler/sweep/fake_nvml.cpp), and `sdcprobe idle`'s exit codes.
+#include "scheduler/sweep/gpu_idle.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "tests/cli/run_sdcprobe.hpp"
+
+namespace sdc {
+namespace {
+
+GpuProcessSource fixed(GpuProcessList list) {
+  return [list] { return list; };
+}
+
+TEST(GpuIdle, NoDriverIsIdle) {
+  const IdleVerdict v = gpu_idle(fixed({}), {});
+  EXPECT_TRUE(v.idle);
+  EXPECT_NE(v.reason.find("no NVIDIA driver"), std::string::npos) << v.reason;
+}
+
+TEST(GpuIdle, GpusWithoutProcessesAreIdle) {
+  const IdleVerdict v = gpu_idle(fixed({true, 2, {}}), {});
+  EXPECT_TRUE(v.idle);
+  EXPECT_EQ(v.reason, "no process on 2 GPU(s)");
+}
+
+TEST(GpuIdle, AProcessOnAGpuIsBusyAndNamed) {
+  const IdleVerdict v = gpu_idle(fixed({true, 2, {{"GPU-b", 41}, {"GPU-a", 7}, {"GPU-b", 42}}}), {});
+  EXPECT_FALSE(v.idle);
+  EXPECT_EQ(v.reason, "in use: GPU-a (pid 7) GPU-b (pid 41, pid 42)");
+}
+
+TEST(GpuIdle, TheSweepsOwnProcessesDoNotCount) {
+  EXPECT_TRUE(gpu_idle(fixed({true, 1, {{"GPU-a", 100}, {"GPU-a", 101}}}), {100, 101}).idle);
+  const IdleVerdict v = gpu_idle(fixed({true, 1, {{"GPU-a", 100}, {"GPU-a", 102}}}), {100, 101});
+  EXPECT_FALSE(v.idle);
+  EXPECT_EQ(v.reason, "in use: GPU-a (pid 102)");
+}
+
+TEST(GpuIdle, ADriverThatDoesNotAnswerIsNotIdle) {
+  EXPECT_THROW(gpu_idle([]() -> GpuProcessList { throw std::runtime_error("nvmlInit_v2: Unknown Error"); }, {}),
+               std::runtime_error);
+}
+
+TEST(GpuIdle, AncestorsStartWithThisProcessAndItsParent) {
+  const std::vector<unsigned> chain = process_and_ancestors();
+  ASSERT_GE(chain.size(), 2u);
+  EXPECT_EQ(chain[0], static_cast<unsigned>(getpid()));
+  EXPECT_EQ(chain[1], static_cast<unsigned>(getppid()));
+}
+
+class NvmlLoader : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    unsetenv("FAKE_NVML");
+    unsetenv("FAKE_NVML_GRAPHICS");
+    unsetenv("FAKE_NVML_INIT");
+  }
+  const std::string fake_ = SDC_FAKE_NVML;
+};
+
+TEST_F(NvmlLoader, AMissingLibraryMeansNoDriver) {
+  const GpuProcessList list = nvml_gpu_processes("libnvidia-ml-absent.so.1");
+  EXPECT_FALSE(list.driver_present);
+  EXPECT_TRUE(list.processes.empty());
+}
+
+TEST_F(NvmlLoader, ReadsComputeAndGraphicsProcessesOfEveryGpu) {
+  setenv("FAKE_NVML", "GPU-a=11,12;GPU-b=;GPU-c=30", 1);
+  setenv("FAKE_NVML_GRAPHICS", "GPU-a=12,13", 1);
+  const GpuProcessList list = nvml_gpu_processes(fake_);
+  EXPECT_TRUE(list.driver_present);
+  EXPECT_EQ(list.gpus, 3);
+  ASSERT_EQ(list.processes.size(), 4u);  // pid 12 on GPU-a is both compute and graphics: once
+  EXPECT_EQ(list.processes[0].gpu_uuid, "GPU-a");
+  EXPECT_EQ(list.processes[0].pid, 11u);
+  EXPECT_EQ(list.processes[2].pid, 13u);
+  EXPECT_EQ(list.processes[3].gpu_uuid, "GPU-c");
+  EXPECT_EQ(list.processes[3].pid, 30u);
+}
+
+TEST_F(NvmlLoader, AListLongerThanTheFirstBufferIsReadWhole) {
+  std::string pids;
+  for (unsigned pid = 1000; pid < 1040; ++pid) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+  setenv("FAKE_NVML", ("GPU-a=" + pids).c_str(), 1);
+  const GpuProcessList list = nvml_gpu_processes(fake_);
+  ASSERT_EQ(list.processes.size(), 40u);
+  EXPECT_EQ(list.processes.back().pid, 1039u);
+}
+
+TEST_F(NvmlLoader, AnUnsupportedGraphicsListIsEmptyButComputeStillCounts) {
+  setenv("FAKE_NVML", "GPU-a=5", 1);
+  setenv("FAKE_NVML_GRAPHICS", "unsupported", 1);
+  const GpuProcessList list = nvml_gpu_processes(fake_);
+  ASSERT_EQ(list.processes.size(), 1u);
+  EXPECT_EQ(list.processes[0].pid, 5u);
+}
+
+TEST_F(NvmlLoader, AFailedInitialisationThrowsWithNvmlsMessage) {
+  setenv("FAKE_NVML", "GPU-a=", 1);
+  setenv("FAKE_NVML_INIT", "fail", 1);
+  try {
+    nvml_gpu_processes(fake_);
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "nvmlInit_v2: Driver Not Loaded");
+  }
+}
+
+TEST_F(NvmlLoader, ALibraryThatIsNotNvmlThrows) {
+  EXPECT_THROW(nvml_gpu_processes("libm.so.6"), std::runtime_error);  // loads, but has no nvmlInit_v2
+}
+
+TEST(IdleCommand, ExitCodesFollowTheGpusProcesses) {
+  const std::string env = "SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " ";
+  const std::string sdcprobe = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe idle";
+  test::Outcome o = test::run_command(env + "FAKE_NVML='GPU-a=;GPU-b=' " + sdcprobe);
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out, "idle: no process on 2 GPU(s)\n");
+  o = test::run_command(env + "FAKE_NVML='GPU-a=;GPU-b=4242' " + sdcprobe);
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_EQ(o.out, "busy: in use: GPU-b (pid 4242)\n");
+  o = test::run_command(env + "FAKE_NVML='GPU-a=' FAKE_NVML_INIT=fail " + sdcprobe);
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("nvmlInit_v2: Driver Not Loaded"), std::string::npos) << o.out;
+  o = test::run_command("SDCPROBE_NVML_LIBRARY=libnvidia-ml-absent.so.1 " + sdcprobe);
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("no NVIDIA driver (libnvidia-ml-absent.so.1)"), std::string::npos) << o.out;
+}
+
+}  // namespace
+}  // namespace sdc
