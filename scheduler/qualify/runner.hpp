@@ -61,12 +61,16 @@ RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<
 // 0 pass; 1 a fault found (fail or device_error, or consensus names a device of this host and rank
 // or cannot decide a vote it took part in); 2 could not test (no device, or a probe skipped).
 int exit_code_of(const RunReport& report);
-// One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id.
+// One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id (a GPU
+// CUDA does not show with why), and the devices tested.
 std::string verdict_line(const RunReport& report);
 // node-problem-detector's verdict, at most kNpdVerdictMax characters: "OK: …", "SDC: UUID probe…"
 // (also the Slurm drain reason) or "UNKNOWN: could not test …".
 inline constexpr size_t kNpdVerdictMax = 80;
 std::string npd_verdict(const RunReport& report);
+// The same verdict when no report could be made (bad input, no device, no CUDA): "UNKNOWN: could not
+// test: <why>", one line, at most kNpdVerdictMax characters.
+std::string npd_could_not_test(const std::string& why);
 // The rate column: GB/s moved for memory probes (mem.*), GFLOP/s (TFLOP/s from 1000 GFLOP/s on)
 // computed for the others, over the probe's own time (duration_s - setup_s: without allocating and
 // pre-faulting its buffer); "-" when the probe took no time or reported no work.
