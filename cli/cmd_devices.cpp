@@ -66,7 +66,8 @@ void add_devices_command(CLI::App& app, const GlobalOptions& global, int& exit_c
                     id.compute_units, id.compute_capability.c_str(), id.name.c_str());
         if (!id.open_error.empty()) std::printf("        cannot be opened: %s\n", id.open_error.c_str());
       }
-      if (global.backend == "auto" && !cuda_backend_compiled()) {
+      if (global.backend == "auto" && !cuda_backend_compiled() && !devices.empty() &&
+          devices.front()->identity().backend == "cpu") {
         std::printf("(CPU backend: %s)\n", cuda_unavailable_reason().c_str());
       }
     }

@@ -302,6 +302,7 @@ RunReport QualifySession::run(const ProgressFn& on_start) {
     for (const Probe* p : probes_) ids.push_back(p->id());
     const WorkerSetup setup{options_.worker_executable, options_.backend, options_.inject, false};
     report = run_probes_isolated(ids, identities_, options, options_.mode, make_worker_command(setup, options), limits);
+    report.budget_s = budget;
   } else {
     report = run_probes(probes_, devices_, options, options_.mode);
   }

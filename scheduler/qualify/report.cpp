@@ -171,6 +171,22 @@ std::string rate_text(const ProbeResult& r) {
   return text;
 }
 
+DeviceCoverage device_coverage(const RunReport& report, const DeviceIdentity& device) {
+  DeviceCoverage c;
+  double busy_s = 0;
+  for (const auto& r : report.results) {
+    if (r.device_index != device.index) continue;
+    busy_s += r.duration_s;
+    const auto fraction = r.params.find("memory_fraction");
+    if (is_memory_probe(r.probe) && r.outcome != Outcome::kSkipped && fraction != r.params.end() &&
+        fraction->is_number()) {
+      c.memory_fraction = std::max(c.memory_fraction.value_or(0), fraction->get<double>());
+    }
+  }
+  if (report.budget_s > 0) c.budget_fraction = busy_s / report.budget_s;
+  return c;
+}
+
 std::string results_table(const RunReport& report) {
   std::ostringstream out;
   char row[512];
@@ -204,13 +220,34 @@ std::string results_table(const RunReport& report) {
       out << "\n";
     }
   }
+  for (const auto& d : report.devices) {
+    const DeviceCoverage c = device_coverage(report, d);
+    if (!c.memory_fraction && !c.budget_fraction) continue;
+    std::string line = d.label() + ":";
+    if (c.memory_fraction) {
+      std::snprintf(row, sizeof(row), " memory tested %.2f%% of %.1f GiB;", 100 * *c.memory_fraction,
+                    static_cast<double>(d.memory_bytes) / (1ULL << 30));
+      line += row;
+    }
+    if (c.budget_fraction) {
+      std::snprintf(row, sizeof(row), " probes took %.0f%% of the %.0f s budget;", 100 * *c.budget_fraction,
+                    report.budget_s);
+      line += row;
+    }
+    line.pop_back();
+    out << line << "\n";
+  }
   return out.str();
 }
 
 nlohmann::json report_json(const RunReport& report) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : report.devices) {
-    devices.push_back(identity_to_json(d));
+    nlohmann::json j = identity_to_json(d);
+    const DeviceCoverage c = device_coverage(report, d);
+    if (c.memory_fraction) j["memory_tested_fraction"] = *c.memory_fraction;
+    if (c.budget_fraction) j["budget_used_fraction"] = *c.budget_fraction;
+    devices.push_back(std::move(j));
   }
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : report.results) results.push_back(to_json(r));
@@ -224,6 +261,7 @@ nlohmann::json report_json(const RunReport& report) {
                       {"level", level_name(report.level)},
                       {"started_at", report.started_at},
                       {"duration_s", report.duration_s},
+                      {"budget_s", report.budget_s},
                       {"verdict", code == 0   ? "pass"
                                   : code == 1 ? "fail"
                                               : "could_not_test"},

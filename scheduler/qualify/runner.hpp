@@ -35,6 +35,7 @@ struct RunReport {
   Level level = Level::kQuick;
   std::string started_at;  // RFC 3339, UTC
   double duration_s = 0;
+  double budget_s = 0;  // the probes' time budget (an isolated qualify's); 0: none
   std::vector<DeviceIdentity> devices;
   std::vector<ProbeResult> results;
   std::vector<std::string> injections;  // the active --inject clauses, so a report is never mistaken for a real fault
@@ -75,7 +76,14 @@ std::string npd_could_not_test(const std::string& why);
 // computed for the others, over the probe's own time (duration_s - setup_s: without allocating and
 // pre-faulting its buffer); "-" when the probe took no time or reported no work.
 std::string rate_text(const ProbeResult& r);
-// One row per device and probe.
+// What a run covered of one device: the largest share of its memory a mem.* probe tested (none
+// without a memory probe), and the share of the budget its probes took (none without a budget).
+struct DeviceCoverage {
+  std::optional<double> memory_fraction;
+  std::optional<double> budget_fraction;
+};
+DeviceCoverage device_coverage(const RunReport& report, const DeviceIdentity& device);
+// One row per device and probe, then a line per device with its coverage.
 std::string results_table(const RunReport& report);
 nlohmann::json report_json(const RunReport& report);
 

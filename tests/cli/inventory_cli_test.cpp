@@ -1,7 +1,7 @@
 // The real binary on a node whose PCI bus holds GPUs (a fake sysfs tree, SDCPROBE_SYSFS_ROOT) that
 // CUDA does not show, as this machine shows them (no GPU, or no CUDA backend): a fault naming every
-// bus id, never a CPU pass. Also: npd's UNKNOWN line on every exit 2, and a preloaded library that
-// prints on stdout changing nothing.
+// bus id, never a CPU pass. Also: npd's UNKNOWN line on every exit 2, a preloaded library that
+// prints on stdout changing nothing, and what a quick qualify of the CPU covers within its budget.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -149,6 +149,28 @@ TEST_F(InventoryCli, LibraryNoiseOnStdoutChangesNothing) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("PASS:"), std::string::npos) << r.out;
   EXPECT_EQ(read_json(report)["devices"].size(), 2u);
+}
+
+// Quick at its defaults (the 50 s budget): a verdict within the budget, exit 0, with the share of
+// memory tested and of the budget used, per device, in the report and the table.
+TEST(QuickCoverage, QuickQualifyOfTheCpuReportsWhatItCoveredWithinItsBudget) {
+  const fs::path report =
+      fs::temp_directory_path() / ("sdcprobe-quick-coverage-" + std::to_string(::getpid()) + ".json");
+  const Outcome r = run_command(kBinary + " qualify --backend cpu --json " + report.string());
+  std::ifstream in(report);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  fs::remove(report);
+  // Exit 2 would mean a probe still running when the budget ended.
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(j["budget_s"], 50);
+  ASSERT_EQ(j["devices"].size(), 1u);
+  const auto& d = j["devices"][0];
+  EXPECT_GT(d["memory_tested_fraction"].get<double>(), 0);
+  EXPECT_LT(d["memory_tested_fraction"].get<double>(), 1);
+  EXPECT_GT(d["budget_used_fraction"].get<double>(), 0);
+  EXPECT_LE(d["budget_used_fraction"].get<double>(), 1);
+  EXPECT_NE(r.out.find("cpu0: memory tested "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("% of the 50 s budget"), std::string::npos) << r.out;
 }
 
 }  // namespace
