@@ -45,7 +45,7 @@ void add_golden_command(CLI::App& app, const GlobalOptions& global, int& exit_co
     options.level = parse_level(args->level);
     options.size_bytes = args->size_bytes;
     options.iterations = args->iterations;
-    const auto devices = open_devices({global.backend, global.cpu_devices});
+    const auto devices = open_devices({global.backend, global.cpu_devices, global.expect_gpus});
     if (options.size_bytes) {
       std::vector<DeviceIdentity> ids;
       for (const auto& d : devices) ids.push_back(d->identity());

@@ -1,6 +1,20 @@
+#include <cstdio>
+#include <cstring>
+
 #include "cli/probe_run.hpp"
 
 namespace sdc::cli {
+
+void print_npd_could_not_test(int argc, char** argv, const std::string& why) {
+  bool npd = false;
+  for (int i = 1; i < argc; ++i) {
+    npd = npd || std::strcmp(argv[i], "--format=npd") == 0 ||
+          (std::strcmp(argv[i], "--format") == 0 && i + 1 < argc && std::strcmp(argv[i + 1], "npd") == 0);
+  }
+  if (!npd) return;
+  std::printf("%s\n", npd_could_not_test(why).c_str());
+  std::fflush(stdout);
+}
 
 void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
   auto* sub = app.add_subcommand(

@@ -66,9 +66,10 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
     options.size_bytes = args->run.size_bytes;
     options.iterations = args->run.iterations;
     options.inject = args->run.inject;
-    const WorkerSetup setup{this_executable(), {global.backend, global.cpu_devices}, options.inject, true};
+    const WorkerSetup setup{
+        this_executable(), {global.backend, global.cpu_devices, global.expect_gpus}, options.inject, true};
     // Listed by a child: this daemon holds no device context while its workers run.
-    const auto devices = list_devices_in_child(setup.executable, global.backend, global.cpu_devices);
+    const auto devices = list_devices_in_child(setup.executable, setup.backend);
     const auto catalogue = level_catalogue(options.level, devices);
     if (devices.empty()) throw InputError("sweep: no device to test");
     if (options.size_bytes) check_size_bytes(*options.size_bytes, "--size", devices);

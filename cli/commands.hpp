@@ -12,6 +12,7 @@ namespace sdc::cli {
 struct GlobalOptions {
   std::string backend = "auto";  // auto | cpu | cuda
   int cpu_devices = 1;
+  int expect_gpus = -1;  // --expect-gpus; -1: every GPU on the PCI bus
 };
 
 void add_coverage_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
@@ -22,6 +23,9 @@ void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_c
 void add_golden_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 // The hidden worker that qualify and sweep run each device in.
 void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+// With --format npd on the command line: "UNKNOWN: could not test: <why>" on stdout, for the exits 2
+// that have no report (bad input, no device, no CUDA), so node-problem-detector always gets a verdict.
+void print_npd_could_not_test(int argc, char** argv, const std::string& why);
 // sweep.
 void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 // history, status and release.

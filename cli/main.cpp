@@ -29,13 +29,18 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   sdc::cli::GlobalOptions global;
-  app.add_option("--backend", global.backend, "Devices to test: auto (CUDA when present, else CPU), cpu or cuda")
+  app.add_option("--backend", global.backend,
+                 "Devices to test: auto (CUDA when GPUs are on the PCI bus, else the CPU), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--cpu-devices", global.cpu_devices, "Present the CPU as N virtual devices (core groups)")
       ->check(sdc::cli::unsigned_in(1, 4096))
       ->capture_default_str();
 
+  app.add_option("--expect-gpus", global.expect_gpus,
+                 "GPUs CUDA must show (default: every NVIDIA GPU on the PCI bus); set it where fewer are visible on "
+                 "purpose (CUDA_VISIBLE_DEVICES, a container's devices). A GPU missing is a fault naming its bus id")
+      ->check(CLI::Range(-1, 4096));
   int exit_code = 0;
   sdc::cli::add_devices_command(app, global, exit_code);
   sdc::cli::add_list_command(app, exit_code);
@@ -57,16 +62,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (app.get_subcommands().empty() && !app.remaining().empty()) {
       std::cerr << "sdcprobe: error: unknown command '" << app.remaining().front() << "' (see sdcprobe --help)\n";
+      sdc::cli::print_npd_could_not_test(argc, argv, "unknown command " + app.remaining().front());
       return 2;
     }
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     std::cerr << "sdcprobe: error: " << one_line(e.what()) << " (see sdcprobe --help)\n";
+    sdc::cli::print_npd_could_not_test(argc, argv, one_line(e.what()));
     return 2;
   } catch (const sdc::InputError& e) {
     std::cerr << "sdcprobe: error: " << one_line(e.what()) << "\n";
+    sdc::cli::print_npd_could_not_test(argc, argv, one_line(e.what()));
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "sdcprobe: could not test: " << one_line(e.what()) << "\n";
+    sdc::cli::print_npd_could_not_test(argc, argv, one_line(e.what()));
     return 2;
   }
   return exit_code;

@@ -37,7 +37,7 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
                    Level level, const std::string& mode) {
   QualifyOptions options;
   options.mode = mode;
-  options.backend = {global.backend, global.cpu_devices};
+  options.backend = {global.backend, global.cpu_devices, global.expect_gpus};
   options.device = args.device;
   options.probe_globs = globs;
   options.level = level;
@@ -80,9 +80,11 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
     }
   }
 
+  // The report first: a report that cannot be written is a could-not-test, and its UNKNOWN line must
+  // be the only verdict on stdout.
+  if (!args.json_path.empty()) write_file_atomically(args.json_path, report_json(report).dump(2) + "\n");
   if (npd) std::printf("%s\n", npd_verdict(report).c_str());
   (npd ? std::cerr : std::cout) << results_table(report) << verdict_line(report) << std::endl;
-  if (!args.json_path.empty()) write_file_atomically(args.json_path, report_json(report).dump(2) + "\n");
   return exit_code_of(report);
 }
 

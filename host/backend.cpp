@@ -1,10 +1,12 @@
 #include "host/backend.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "host/cpu_device.hpp"
 #include "host/cpu_parallel.hpp"
 #include "host/error.hpp"
+#include "host/pci_inventory.hpp"
 
 namespace sdc {
 
@@ -32,12 +34,54 @@ std::vector<std::unique_ptr<Device>> make_cpu_devices(int count, const std::vect
   return devices;
 }
 
+namespace {
+
+// What is known of a GPU that CUDA does not show: its bus id, and its model and UUID when the driver
+// lists it.
+DeviceIdentity unseen_gpu_identity(const PciGpu& gpu, int index) {
+  DeviceIdentity id;
+  id.backend = "cuda";
+  id.index = index;
+  char device[16];
+  std::snprintf(device, sizeof(device), "%04x", gpu.pci_device);
+  id.name = !gpu.model.empty() ? gpu.model : "NVIDIA GPU (PCI device " + std::string(device) + ")";
+  id.uuid = !gpu.uuid.empty() ? gpu.uuid : "GPU-unseen-" + gpu.pci_bus_id;
+  id.pci_bus_id = gpu.pci_bus_id;
+  return id;
+}
+
+}  // namespace
+
 std::vector<std::unique_ptr<Device>> open_devices(const BackendOptions& options) {
   if (options.backend == "cpu") return make_cpu_devices(options.cpu_devices);
+  const std::vector<PciGpu> on_bus = gpus_on_bus(system_root());
+  const size_t expected = options.expect_gpus >= 0 ? static_cast<size_t>(options.expect_gpus) : on_bus.size();
   auto gpus = make_cuda_devices();
-  if (!gpus.empty()) return gpus;
-  if (options.backend == "cuda") throw NoDeviceError("--backend cuda: " + cuda_unavailable_reason());
-  return make_cpu_devices(options.cpu_devices);
+  if (expected == 0) {
+    if (!gpus.empty()) return gpus;
+    if (options.backend == "cuda") throw NoDeviceError("--backend cuda: " + cuda_unavailable_reason());
+    return make_cpu_devices(options.cpu_devices);
+  }
+  if (gpus.size() >= expected) return gpus;
+  std::vector<DeviceIdentity> seen;
+  for (const auto& g : gpus) seen.push_back(g->identity());
+  const std::string why = gpus.empty() ? cuda_unavailable_reason()
+                                       : "CUDA shows " + std::to_string(gpus.size()) + " of the " +
+                                             std::to_string(expected) + " GPUs expected";
+  for (const PciGpu& gpu : gpus_not_seen(on_bus, seen)) {
+    const DeviceIdentity id = unseen_gpu_identity(gpu, static_cast<int>(gpus.size()));
+    gpus.push_back(
+        make_failed_device(id, "GPU " + gpu.pci_bus_id + " is on the PCI bus but CUDA does not show it (" + why + ")"));
+  }
+  // Expected beyond what the bus holds (--expect-gpus): gone from the bus, no bus id to name.
+  while (gpus.size() < expected) {
+    PciGpu gone;
+    gone.pci_bus_id = "absent-" + std::to_string(gpus.size());
+    gpus.push_back(make_failed_device(unseen_gpu_identity(gone, static_cast<int>(gpus.size())),
+                                      std::to_string(expected) + " GPUs expected but only " +
+                                          std::to_string(on_bus.size()) + " on the PCI bus (" + why + ")"));
+  }
+  return gpus;
 }
 
 std::unique_ptr<Device> open_device(const BackendOptions& options, int index) {

@@ -13,6 +13,9 @@ namespace sdc {
 struct BackendOptions {
   std::string backend = "auto";  // auto | cpu | cuda
   int cpu_devices = 1;
+  // How many GPUs CUDA must show; -1: every GPU on the PCI bus (gpus_on_bus). Set it where fewer
+  // are visible on purpose (CUDA_VISIBLE_DEVICES, a container's device set).
+  int expect_gpus = -1;
 };
 
 // The CPU as `count` virtual devices, each a group of cores (cores are shared when count > cores).
@@ -31,7 +34,11 @@ std::unique_ptr<Device> open_cuda_device(int ordinal);
 // Why no CUDA device is available (for "could not test" messages).
 std::string cuda_unavailable_reason();
 
-// auto: CUDA devices when any, else the CPU. cuda: throws InputError when none is available.
+// cpu: the CPU. auto and cuda, when GPUs are expected (on the PCI bus, or expect_gpus): the CUDA
+// devices, and a failed device (make_failed_device) for each GPU on the bus that CUDA does not show
+// when it shows fewer than expected, with CUDA's error text: a broken driver or a GPU off the bus is a
+// fault of the node, never a CPU run. No GPU expected: auto is CUDA when it shows any, else the CPU;
+// cuda throws NoDeviceError when it shows none.
 std::vector<std::unique_ptr<Device>> open_devices(const BackendOptions& options);
 // Device `index` alone (a CUDA ordinal, or a CPU virtual device of options.cpu_devices), chosen as
 // open_devices chooses the backend. Throws NoDeviceError when it does not exist.

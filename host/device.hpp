@@ -30,6 +30,8 @@ struct DeviceIdentity {
   std::string driver_version;
   std::string runtime_version;
   std::vector<int> cores;  // CPU only
+  // Why it could not be opened (e.g. a GPU on the PCI bus that CUDA does not show); empty when it was.
+  std::string open_error;
 
   // "cuda0", "cpu2": for tables and logs.
   std::string label() const { return backend + std::to_string(index); }

@@ -36,6 +36,7 @@ class FailedDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_failed_device(DeviceIdentity identity, std::string error) {
+  identity.open_error = error;
   return std::make_unique<FailedDevice>(std::move(identity), std::move(error));
 }
 

@@ -6,14 +6,17 @@
 # requeued held") until someone runs `scontrol release JOBID`; with
 # SchedulerParameters=nohold_on_prolog_fail in slurm.conf it is requeued without the hold and starts
 # on another node. Slurm may add its own prolog-failure reason.
-# SDCPROBE_PROLOG_FAIL_JOB=0 lets the job start anyway after draining. Could not test (sdcprobe exit
-# 2) fails the job only with SDCPROBE_DRAIN_ON_COULD_NOT_TEST=1. Other settings: see sdcprobe-gate.sh.
+# Could not test (sdcprobe exit 2, or a binary that cannot start) drains at once with "sdcprobe: could
+# not test: <why>" and fails the job too (SDCPROBE_PROLOG_COULD_NOT_TEST_AFTER=1), unless
+# SDCPROBE_COULD_NOT_TEST=keep. SDCPROBE_PROLOG_FAIL_JOB=0 lets the job start anyway after draining.
+# Other settings: see sdcprobe-gate.sh.
 set -uo pipefail
 # shellcheck source=sdcprobe-gate.sh
 . "$(dirname "$(readlink -f "$0")")/sdcprobe-gate.sh"
 rc=0
-sdcprobe_gate || rc=$?
-if [ "$rc" = 1 ] || { [ "$rc" = 2 ] && [ "${SDCPROBE_DRAIN_ON_COULD_NOT_TEST:-0}" = 1 ]; }; then
+sdcprobe_gate prolog || rc=$?
+# 1: a fault, 3: could not test and drained.
+if [ "$rc" = 1 ] || [ "$rc" = 3 ]; then
   [ "${SDCPROBE_PROLOG_FAIL_JOB:-1}" = 1 ] && exit 1
 fi
 exit 0

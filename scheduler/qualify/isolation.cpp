@@ -316,6 +316,16 @@ std::vector<WorkerRun> run_workers(const std::vector<DeviceIdentity>& devices,
   std::mutex progress;
   std::vector<std::thread> threads;
   for (size_t d = 0; d < devices.size(); ++d) {
+    if (!devices[d].open_error.empty()) {
+      // Nothing to start a worker on: its first probe is the device_error, as in-process.
+      if (!probe_ids.empty())
+        runs[d].results.push_back(unrun(probe_ids.front(), devices[d], Outcome::kDeviceError, devices[d].open_error));
+      if (on_done) {
+        const std::lock_guard<std::mutex> lock(progress);
+        on_done(d, runs[d]);
+      }
+      continue;
+    }
     threads.emplace_back([&, d] {
       try {
         runs[d] = run_worker(command(devices[d], probe_ids), devices[d], probe_ids, limits, [&](const std::string& p) {
@@ -370,10 +380,13 @@ RunReport run_probes_isolated(const std::vector<std::string>& ids, const std::ve
   return report;
 }
 
-std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable, const std::string& backend,
-                                                  int cpu_devices) {
-  Child child({executable, "--backend", backend, "--cpu-devices", std::to_string(cpu_devices), "devices", "--json"},
-              STDOUT_FILENO);
+std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable, const BackendOptions& backend) {
+  // Its answer comes on fd 3, as a worker's does; its stdout joins stderr, so a library printing
+  // there changes nothing.
+  Child child(
+      {executable, "--backend", backend.backend, "--cpu-devices", std::to_string(backend.cpu_devices), "--expect-gpus",
+       std::to_string(backend.expect_gpus), "devices", "--json", "--protocol-fd", std::to_string(kWorkerProtocolFd)},
+      kWorkerProtocolFd);
   std::string out;
   char buf[65536];
   for (;;) {
@@ -383,11 +396,13 @@ std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable,
     out.append(buf, static_cast<size_t>(n));
   }
   const int status = child.wait();
-  const nlohmann::json list = nlohmann::json::parse(out, nullptr, false);
-  // Its own error, if any, went to stderr.
-  if (!list.is_array()) throw NoDeviceError("cannot list the devices: `devices` " + describe_status(status));
+  const nlohmann::json answer = nlohmann::json::parse(out, nullptr, false);
+  if (answer.is_object() && answer.contains("error") && answer["error"].is_string())
+    throw NoDeviceError(answer["error"].get<std::string>());
+  if (!answer.is_object() || !answer.contains("devices") || !answer["devices"].is_array())
+    throw NoDeviceError("cannot list the devices: `devices` " + describe_status(status) + " without a device list");
   std::vector<DeviceIdentity> devices;
-  for (const auto& d : list) devices.push_back(identity_from_json(d));
+  for (const auto& d : answer["devices"]) devices.push_back(identity_from_json(d));
   if (devices.empty()) throw NoDeviceError("no device to test");
   return devices;
 }

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/backend.hpp"
 #include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
@@ -65,7 +66,8 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
                      const std::vector<std::string>& probe_ids, const IsolationLimits& limits,
                      const std::function<void(const std::string&)>& on_start = {});
 
-// Runs a worker per device, all at once; returns their runs in device order. `on_start(device, probe)`
+// Runs a worker per device, all at once; returns their runs in device order. A device with an
+// open_error gets no worker: its first probe is a device_error with that reason. `on_start(device, probe)`
 // and `on_done(device, run)` (as each worker ends) may be called from several threads, one at a
 // time. Rethrows a worker's InputError.
 std::vector<WorkerRun> run_workers(const std::vector<DeviceIdentity>& devices,
@@ -91,11 +93,12 @@ std::string worker_result_line(const ProbeResult& result, bool retry);
 std::string worker_input_error_line(const std::string& message);
 ProbeResult result_from_json(const nlohmann::json& j);  // the inverse of to_json(ProbeResult)
 
-// The devices `executable --backend B --cpu-devices N devices --json` lists. Enumerating in a child
-// process leaves this one without a CUDA context while its workers run (EXCLUSIVE_PROCESS compute
-// mode would refuse them a context otherwise). Throws NoDeviceError when the child lists none.
-std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable, const std::string& backend,
-                                                  int cpu_devices);
+// The devices `executable --backend B ... devices --json --protocol-fd 3` lists (a GPU that CUDA does
+// not show among them, with its open_error). Enumerating in a child process leaves this one without a
+// CUDA context while its workers run (EXCLUSIVE_PROCESS compute mode would refuse them a context
+// otherwise). The child answers on fd 3, so nothing printed on its stdout matters. Throws
+// NoDeviceError with the child's reason when it lists none.
+std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable, const BackendOptions& backend);
 
 // Runs `shell_command` with /bin/sh -c (the sweep's idle check). Returns its exit code, or -1 when it
 // ran past `timeout_s` or `stop_fd` became readable (it is killed then).

@@ -193,16 +193,19 @@ std::string this_executable() {
 }
 
 WorkerCommand make_worker_command(const WorkerSetup& setup, const RunOptions& options) {
-  std::vector<std::string> base = {setup.executable, "--backend", setup.backend.backend, "--cpu-devices",
-                                   std::to_string(setup.backend.cpu_devices)};
+  // The backend comes with each device: a worker tests the device its parent listed, whichever
+  // backend `auto` chose.
+  std::vector<std::string> base = {"--cpu-devices", std::to_string(setup.backend.cpu_devices)};
   base.insert(base.end(), {"worker", "--seed", std::to_string(options.seed), "--level", level_name(options.level)});
   if (!setup.inject.empty())
     base.insert(base.end(), {"--inject", setup.inject, "--rank", std::to_string(options.rank)});
   if (options.size_bytes) base.insert(base.end(), {"--size", std::to_string(*options.size_bytes)});
   if (options.iterations) base.insert(base.end(), {"--iterations", std::to_string(*options.iterations)});
   if (setup.retry_failures) base.push_back("--retry-failures");
-  return [base](const DeviceIdentity& device, const std::vector<std::string>& probe_ids) {
-    std::vector<std::string> argv = base;
+  const std::string executable = setup.executable;
+  return [base, executable](const DeviceIdentity& device, const std::vector<std::string>& probe_ids) {
+    std::vector<std::string> argv = {executable, "--backend", device.backend};
+    argv.insert(argv.end(), base.begin(), base.end());
     argv.insert(argv.end(), {"--device", device.uuid, "--index", std::to_string(device.index), "--"});
     argv.insert(argv.end(), probe_ids.begin(), probe_ids.end());
     return argv;
@@ -244,9 +247,8 @@ QualifySession::QualifySession(QualifyOptions options) : options_(std::move(opti
   if (!specs_.empty()) run_options_.injector = injector_.get();
 
   if (options_.isolate) {
-    identities_ = select_identities(
-        list_devices_in_child(options_.worker_executable, options_.backend.backend, options_.backend.cpu_devices),
-        options_.device);
+    identities_ =
+        select_identities(list_devices_in_child(options_.worker_executable, options_.backend), options_.device);
   } else {
     devices_ = select_devices(open_devices(options_.backend), options_.device);
     for (const auto& d : devices_) identities_.push_back(d->identity());
@@ -300,6 +302,7 @@ RunReport QualifySession::run(const ProgressFn& on_start) {
     for (const Probe* p : probes_) ids.push_back(p->id());
     const WorkerSetup setup{options_.worker_executable, options_.backend, options_.inject, false};
     report = run_probes_isolated(ids, identities_, options, options_.mode, make_worker_command(setup, options), limits);
+    report.budget_s = budget;
   } else {
     report = run_probes(probes_, devices_, options, options_.mode);
   }

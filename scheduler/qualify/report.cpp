@@ -1,4 +1,5 @@
 // Verdicts, tables and the JSON report of a run.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -10,6 +11,15 @@ namespace sdc {
 namespace {
 
 std::string device_name(const DeviceIdentity& d) { return d.label() + " [" + d.uuid + ", " + d.pci_bus_id + "]"; }
+
+// Which devices were tested: "cuda0,cuda1"; those that could not be opened are named in the verdict.
+std::string tested_devices(const RunReport& report) {
+  std::string labels;
+  for (const auto& d : report.devices) {
+    if (d.open_error.empty()) labels += (labels.empty() ? "" : ",") + d.label();
+  }
+  return labels.empty() ? "no device tested" : "tested " + labels;
+}
 
 std::string hex_seed(uint64_t seed) {
   char text[24];
@@ -23,6 +33,10 @@ int exit_code_of(const RunReport& report) {
   if (report.consensus && report.consensus->implicates(report.host, report.rank)) return 1;
   if (report.collective && report.collective->implicates(report.rank)) return 1;
   // --golden with digests the file lacks: those probes were not compared as asked.
+  // A GPU that CUDA does not show is a fault of the node, even with no probe to run on it.
+  for (const auto& d : report.devices) {
+    if (!d.open_error.empty()) return 1;
+  }
   bool skipped = report.results.empty() || (report.consensus && !report.consensus->golden_missing.empty());
   for (const auto& r : report.results) {
     if (r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError) return 1;
@@ -34,7 +48,7 @@ int exit_code_of(const RunReport& report) {
 std::string verdict_line(const RunReport& report) {
   const int code = exit_code_of(report);
   const std::string tail = " (seed " + hex_seed(report.seed) + ", level " + level_name(report.level) + ", " +
-                           std::to_string(report.devices.size()) + " devices, " +
+                           std::to_string(report.devices.size()) + " devices, " + tested_devices(report) + ", " +
                            std::to_string(report.results.size()) + " results)";
   if (code == 0) return "PASS: every probe passed on every device" + tail;
   if (code == 2) {
@@ -72,9 +86,12 @@ std::string verdict_line(const RunReport& report) {
       line += ";";
     }
   }
+  for (const auto& d : report.devices) {
+    if (!d.open_error.empty()) line += " " + device_name(d) + " not tested: " + d.open_error + ";";
+  }
   for (const auto& [index, probes] : faults) {
     for (const auto& d : report.devices) {
-      if (d.index == index) line += " " + device_name(d) + " " + probes + ";";
+      if (d.index == index && d.open_error.empty()) line += " " + device_name(d) + " " + probes + ";";
     }
   }
   line.pop_back();
@@ -93,9 +110,18 @@ std::string npd_verdict(const RunReport& report) {
            : missing              ? "UNKNOWN: could not test: digests missing from the golden file"
                                   : "UNKNOWN: could not test: probes skipped";
   } else {
-    // The first fault names its device by UUID (never the ordinal) and the probe; the rest are counted.
+    // The first fault names its device by UUID (never the ordinal) and the probe, or a GPU CUDA does
+    // not show by its bus id; the rest are counted.
     size_t faults = 0;
+    for (const auto& d : report.devices) {
+      if (d.open_error.empty()) continue;
+      if (faults++ == 0) line = "SDC: GPU " + d.pci_bus_id + " not seen by CUDA";
+    }
     for (const auto& r : report.results) {
+      const bool unseen = std::any_of(report.devices.begin(), report.devices.end(), [&](const DeviceIdentity& d) {
+        return d.index == r.device_index && !d.open_error.empty();
+      });
+      if (unseen) continue;
       if (r.outcome != Outcome::kFail && r.outcome != Outcome::kDeviceError) continue;
       if (faults++ == 0) {
         line = "SDC: " + r.device_uuid + " " + r.probe + (r.outcome == Outcome::kDeviceError ? " device_error" : "");
@@ -119,6 +145,15 @@ std::string npd_verdict(const RunReport& report) {
   return line;
 }
 
+std::string npd_could_not_test(const std::string& why) {
+  std::string line = "UNKNOWN: could not test: " + why;
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  if (line.size() > kNpdVerdictMax) line.resize(kNpdVerdictMax);
+  return line;
+}
+
 std::string rate_text(const ProbeResult& r) {
   char text[32];
   const bool memory = r.probe.rfind("mem.", 0) == 0;
@@ -134,6 +169,22 @@ std::string rate_text(const ProbeResult& r) {
     std::snprintf(text, sizeof(text), "%.2f TFLOP/s", giga / 1000);
   }
   return text;
+}
+
+DeviceCoverage device_coverage(const RunReport& report, const DeviceIdentity& device) {
+  DeviceCoverage c;
+  double busy_s = 0;
+  for (const auto& r : report.results) {
+    if (r.device_index != device.index) continue;
+    busy_s += r.duration_s;
+    const auto fraction = r.params.find("memory_fraction");
+    if (is_memory_probe(r.probe) && r.outcome != Outcome::kSkipped && fraction != r.params.end() &&
+        fraction->is_number()) {
+      c.memory_fraction = std::max(c.memory_fraction.value_or(0), fraction->get<double>());
+    }
+  }
+  if (report.budget_s > 0) c.budget_fraction = busy_s / report.budget_s;
+  return c;
 }
 
 std::string results_table(const RunReport& report) {
@@ -169,13 +220,34 @@ std::string results_table(const RunReport& report) {
       out << "\n";
     }
   }
+  for (const auto& d : report.devices) {
+    const DeviceCoverage c = device_coverage(report, d);
+    if (!c.memory_fraction && !c.budget_fraction) continue;
+    std::string line = d.label() + ":";
+    if (c.memory_fraction) {
+      std::snprintf(row, sizeof(row), " memory tested %.2f%% of %.1f GiB;", 100 * *c.memory_fraction,
+                    static_cast<double>(d.memory_bytes) / (1ULL << 30));
+      line += row;
+    }
+    if (c.budget_fraction) {
+      std::snprintf(row, sizeof(row), " probes took %.0f%% of the %.0f s budget;", 100 * *c.budget_fraction,
+                    report.budget_s);
+      line += row;
+    }
+    line.pop_back();
+    out << line << "\n";
+  }
   return out.str();
 }
 
 nlohmann::json report_json(const RunReport& report) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : report.devices) {
-    devices.push_back(identity_to_json(d));
+    nlohmann::json j = identity_to_json(d);
+    const DeviceCoverage c = device_coverage(report, d);
+    if (c.memory_fraction) j["memory_tested_fraction"] = *c.memory_fraction;
+    if (c.budget_fraction) j["budget_used_fraction"] = *c.budget_fraction;
+    devices.push_back(std::move(j));
   }
   nlohmann::json results = nlohmann::json::array();
   for (const auto& r : report.results) results.push_back(to_json(r));
@@ -189,6 +261,7 @@ nlohmann::json report_json(const RunReport& report) {
                       {"level", level_name(report.level)},
                       {"started_at", report.started_at},
                       {"duration_s", report.duration_s},
+                      {"budget_s", report.budget_s},
                       {"verdict", code == 0   ? "pass"
                                   : code == 1 ? "fail"
                                               : "could_not_test"},

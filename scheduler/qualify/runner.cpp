@@ -182,6 +182,7 @@ nlohmann::json identity_to_json(const DeviceIdentity& d) {
                       {"driver_version", d.driver_version},
                       {"runtime_version", d.runtime_version}};
   if (!d.cores.empty()) j["cores"] = d.cores;
+  if (!d.open_error.empty()) j["open_error"] = d.open_error;
   return j;
 }
 
@@ -198,6 +199,7 @@ DeviceIdentity identity_from_json(const nlohmann::json& j) {
   d.driver_version = j.at("driver_version").get<std::string>();
   d.runtime_version = j.at("runtime_version").get<std::string>();
   if (j.contains("cores")) d.cores = j.at("cores").get<std::vector<int>>();
+  d.open_error = j.value("open_error", "");
   return d;
 }
 

@@ -35,6 +35,7 @@ struct RunReport {
   Level level = Level::kQuick;
   std::string started_at;  // RFC 3339, UTC
   double duration_s = 0;
+  double budget_s = 0;  // the probes' time budget (an isolated qualify's); 0: none
   std::vector<DeviceIdentity> devices;
   std::vector<ProbeResult> results;
   std::vector<std::string> injections;  // the active --inject clauses, so a report is never mistaken for a real fault
@@ -61,17 +62,28 @@ RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<
 // 0 pass; 1 a fault found (fail or device_error, or consensus names a device of this host and rank
 // or cannot decide a vote it took part in); 2 could not test (no device, or a probe skipped).
 int exit_code_of(const RunReport& report);
-// One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id.
+// One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id (a GPU
+// CUDA does not show with why), and the devices tested.
 std::string verdict_line(const RunReport& report);
 // node-problem-detector's verdict, at most kNpdVerdictMax characters: "OK: …", "SDC: UUID probe…"
 // (also the Slurm drain reason) or "UNKNOWN: could not test …".
 inline constexpr size_t kNpdVerdictMax = 80;
 std::string npd_verdict(const RunReport& report);
+// The same verdict when no report could be made (bad input, no device, no CUDA): "UNKNOWN: could not
+// test: <why>", one line, at most kNpdVerdictMax characters.
+std::string npd_could_not_test(const std::string& why);
 // The rate column: GB/s moved for memory probes (mem.*), GFLOP/s (TFLOP/s from 1000 GFLOP/s on)
 // computed for the others, over the probe's own time (duration_s - setup_s: without allocating and
 // pre-faulting its buffer); "-" when the probe took no time or reported no work.
 std::string rate_text(const ProbeResult& r);
-// One row per device and probe.
+// What a run covered of one device: the largest share of its memory a mem.* probe tested (none
+// without a memory probe), and the share of the budget its probes took (none without a budget).
+struct DeviceCoverage {
+  std::optional<double> memory_fraction;
+  std::optional<double> budget_fraction;
+};
+DeviceCoverage device_coverage(const RunReport& report, const DeviceIdentity& device);
+// One row per device and probe, then a line per device with its coverage.
 std::string results_table(const RunReport& report);
 nlohmann::json report_json(const RunReport& report);
 

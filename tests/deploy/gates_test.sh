@@ -26,8 +26,9 @@ echo "$*" >> "$LOGGER_LOG"
 FAKE
 chmod +x "$work/bin/logger"
 export PATH="$work/bin:$PATH" SCONTROL_LOG="$work/scontrol.log" LOGGER_LOG="$work/logger.log" SDCPROBE="$sdcprobe" \
-  NODE=node1
-unset SCONTROL SDCPROBE_DRY_RUN SDCPROBE_DRAIN_ON_COULD_NOT_TEST SDCPROBE_PROLOG_FAIL_JOB FAKE_REASON SDCPROBE_LOG_SOCKET
+  NODE=node1 SDCPROBE_STATE_DIR="$work/state"
+unset SCONTROL SDCPROBE_DRY_RUN SDCPROBE_PROLOG_FAIL_JOB FAKE_REASON SDCPROBE_LOG_SOCKET EXPECT_GPUS SDCPROBE_SYSFS_ROOT \
+  SDCPROBE_COULD_NOT_TEST SDCPROBE_COULD_NOT_TEST_AFTER SDCPROBE_PROLOG_COULD_NOT_TEST_AFTER
 
 uuid1="$("$sdcprobe" --backend cpu --cpu-devices 2 devices --json | grep -o '"uuid": "[^"]*"' | sed -n 2p | cut -d'"' -f4)"
 [ -n "$uuid1" ] || { echo "FAIL: no UUID for virtual device 1"; exit 1; }
@@ -73,26 +74,76 @@ check "prolog: a fault exits 1" 1 $?
 SDCPROBE_ARGS="$fault_args" SDCPROBE_PROLOG_FAIL_JOB=0 "$deploy/slurm/prolog.sh" 2>/dev/null
 check "prolog: SDCPROBE_PROLOG_FAIL_JOB=0 lets the job run" 0 $?
 
-# Could not test: --cpu-devices 0 is rejected, exit 2.
+# Could not test: --cpu-devices 0 is rejected, exit 2. The prolog drains at the first, with why.
+# The why is npd's UNKNOWN line, cut at its 80 characters.
+cpu0_reason="Reason=sdcprobe: could not test: --cpu-devices: expected a decimal or 0x-hex integer in"
 reset
 SDCPROBE_ARGS="--backend cpu --cpu-devices 0" "$deploy/slurm/prolog.sh" 2>/dev/null
-check "exit 2 by default: the job runs" 0 $?
-check "exit 2 by default: no drain" "" "$(log)"
-SDCPROBE_ARGS="--backend cpu --cpu-devices 0" SDCPROBE_DRAIN_ON_COULD_NOT_TEST=1 "$deploy/slurm/prolog.sh" 2>/dev/null
-check "exit 2 with the drain policy: the job fails" 1 $?
-check "exit 2 with the drain policy: drained" \
-  "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\nReason=SDC: could not test (exit 2)\n--' "$(log)"
+check "exit 2 by default: the job fails" 1 $?
+check "exit 2 by default: drained with why" "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\n'"$cpu0_reason"$'\n--' \
+  "$(log)"
+reset
+SDCPROBE_ARGS="--backend cpu --cpu-devices 0" SDCPROBE_COULD_NOT_TEST=keep "$deploy/slurm/prolog.sh" 2>/dev/null
+check "exit 2, keep: the job runs" 0 $?
+check "exit 2, keep: no drain" "" "$(log)"
+reset
+SDCPROBE_ARGS="--backend cpu --cpu-devices 0" FAKE_REASON="ops: replacing a fan" "$deploy/slurm/prolog.sh" 2>/dev/null
+check "exit 2: another tool's reason is left untouched" "$show_call" "$(log)"
 
-# A missing binary (exit 127) under slurmd, which discards the output: the node is left alone, and
-# syslog hears of it.
+# A missing binary (exit 127) under slurmd, which discards the output: syslog hears of each, and the
+# third in a row drains the node; a check that runs starts the count again.
+missing_reason="Reason=sdcprobe: could not test: exit 127, the binary or a library it needs is missing"
 reset
 rm -f "$LOGGER_LOG"
 SDCPROBE="$work/no-such-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
 check "missing binary: healthcheck exits 0" 0 $?
-check "missing binary: no drain" "" "$(log)"
+check "missing binary: no drain at the first" "" "$(log)"
 check "missing binary: logged to syslog" \
-  "-t sdcprobe-gate -p daemon.warning -- could not test (exit 127): no verdict; node left as it is" \
+  "-t sdcprobe-gate -p daemon.warning -- could not test (exit 127): exit 127, the binary or a library it needs is missing; 1 of 3 in a row before node1 is drained" \
   "$(cat "$LOGGER_LOG" 2>/dev/null)"
+SDCPROBE="$work/no-such-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "missing binary: no drain at the second" "" "$(log)"
+SDCPROBE="$work/no-such-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "missing binary: drained at the third" "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\n'"$missing_reason"$'\n--' \
+  "$(log)"
+reset
+rm -rf "$work/state"
+SDCPROBE="$work/no-such-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+SDCPROBE="$work/no-such-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+SDCPROBE_ARGS="$pass_args" "$deploy/slurm/healthcheck.sh"
+SDCPROBE="$work/no-such-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "missing binary: a pass starts the count again" "" "$(log)"
+reset
+rm -rf "$work/state"
+SDCPROBE="$work/no-such-sdcprobe" SDCPROBE_COULD_NOT_TEST_AFTER=1 "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "missing binary, after 1: drained at once" "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\n'"$missing_reason"$'\n--' \
+  "$(log)"
+reset
+rm -rf "$work/state"
+SDCPROBE="$work/no-such-sdcprobe" SDCPROBE_STATE_DIR=/proc/no-state "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "missing binary, no place for the count: drained at once" \
+  "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\n'"$missing_reason"$'\n--' "$(log)"
+reset
+rm -rf "$work/state"
+for _ in 1 2 3 4; do SDCPROBE="$work/no-such-sdcprobe" SDCPROBE_COULD_NOT_TEST=keep "$deploy/slurm/healthcheck.sh" 2>/dev/null; done
+check "missing binary, keep: never drained" "" "$(log)"
+
+# GPUs on the PCI bus (a fake sysfs tree) that CUDA does not show: drained naming the first bus id;
+# EXPECT_GPUS=0 says none is meant to be tested, and the CPU passes.
+mkdir -p "$work/sysfs/sys/bus/pci/devices"
+for address in 0000:1b:00.0 0000:43:00.0; do
+  mkdir -p "$work/sysfs/sys/bus/pci/devices/$address"
+  echo 0x10de > "$work/sysfs/sys/bus/pci/devices/$address/vendor"
+  echo 0x030200 > "$work/sysfs/sys/bus/pci/devices/$address/class"
+done
+small="--size 64K --iterations 2"
+reset
+SDCPROBE_SYSFS_ROOT="$work/sysfs" SDCPROBE_ARGS="$small" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "GPUs CUDA does not show: drained with the bus id" \
+  "$show_call"$'\nupdate\nNodeName=node1\nState=DRAIN\nReason=SDC: GPU 00000000:1B:00.0 not seen by CUDA +1 more\n--' "$(log)"
+reset
+SDCPROBE_SYSFS_ROOT="$work/sysfs" SDCPROBE_ARGS="$small --budget 1h" EXPECT_GPUS=0 "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "EXPECT_GPUS=0: the CPU passes" "" "$(log)"
 
 # A hostile verdict stays one literal argument: no command runs, odd characters are dropped.
 reset
@@ -123,9 +174,18 @@ check "nhc: a hostile verdict is filtered" \
   "die 1 $(printf '%s' "SDC: GPU-1 x touch $work/pwned (touch $work/pwned2) touch $work/pwned3" | cut -c1-80)" \
   "$(SDCPROBE="$work/evil-sdcprobe" nhc "")"
 rm -f "$LOGGER_LOG"
-check "nhc: a missing binary does not fail the check" "" "$(SDCPROBE="$work/no-such-sdcprobe" nhc "")"
+rm -rf "$work/state"
+check "nhc: a missing binary does not fail the first check" "" "$(SDCPROBE="$work/no-such-sdcprobe" nhc "")"
 check "nhc: a missing binary is logged to syslog" \
-  "-t sdcprobe-nhc -p daemon.warning -- could not test (exit 127): no verdict" "$(cat "$LOGGER_LOG" 2>/dev/null)"
+  "-t sdcprobe-nhc -p daemon.warning -- could not test (exit 127): exit 127, the binary or a library it needs is missing" \
+  "$(cat "$LOGGER_LOG" 2>/dev/null)"
+check "nhc: nor the second" "" "$(SDCPROBE="$work/no-such-sdcprobe" nhc "")"
+check "nhc: the third fails it with why" \
+  "die 1 sdcprobe: could not test: exit 127, the binary or a library it needs is missing" \
+  "$(SDCPROBE="$work/no-such-sdcprobe" nhc "")"
+rm -rf "$work/state"
+check "nhc: keep never fails it" "" \
+  "$(for _ in 1 2 3; do SDCPROBE="$work/no-such-sdcprobe" SDCPROBE_COULD_NOT_TEST=keep nhc ""; done)"
 
 # The sweep's idle check fails closed: only an answering squeue with no job on the node is idle ...
 idle() {  # SQUEUE_BODY -> the idle check's exit code

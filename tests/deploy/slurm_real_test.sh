@@ -6,7 +6,7 @@
 #   a healthy HealthCheckProgram leaves the node idle; an injected fault drains it with the SDC:
 #   reason; another tool's reason is untouched; the prolog with a fault keeps srun off the node (and
 #   a batch job is requeued, held); a missing binary is logged to syslog (a socket this test
-#   listens on, through logger --socket).
+#   listens on, through logger --socket), and drains the node at the third check in a row.
 # Needs root and Debian's slurm-wlm and munge; exits 77 (skipped) without them.
 # Usage: slurm_real_test.sh SDCPROBE DEPLOY_DIR
 set -uo pipefail
@@ -58,7 +58,7 @@ pids+=($!)
 
 # The gates as slurmd runs them, with this test's settings: slurmd gives them no environment.
 gate_env="export SLURM_CONF='$SLURM_CONF' PATH=/usr/sbin:/usr/bin:/sbin:/bin NODE='$node'
-export SDCPROBE='$sdcprobe' SDCPROBE_LOG_SOCKET='$work/log.sock'
+export SDCPROBE='$sdcprobe' SDCPROBE_LOG_SOCKET='$work/log.sock' SDCPROBE_STATE_DIR='$work/state'
 # Small sizes and a watchdog within slurmd's 60 s: a loaded machine must not turn into a device_error.
 export SDCPROBE_ARGS='--backend cpu --cpu-devices 1 --size 16K --iterations 8 --probe-timeout 50'
 fault=' --inject device=0,probe=alu.fma32,model=bitflip,bit=7'"
@@ -157,16 +157,17 @@ echo "what squeue shows for it: $(squeue -h -j "$job" -o '%T %r')"
 scancel "$job"
 rm -f "$work/prolog-fault"
 
-# 5. A missing binary: the node stays idle, and syslog hears of it.
+# 5. A missing binary: syslog hears of it at once, and the third check in a row drains the node.
 resume
 touch "$work/missing"
-n=$(checks)
-wait_for "a health check without the binary" checks_past $((n + 1))
-# The check is counted when it starts: its syslog line comes when the gate has finished.
-logged_missing() { grep -q 'sdcprobe-gate: could not test (exit 127)' "$work/syslog.txt" 2>/dev/null; }
+logged_missing() { grep -q 'sdcprobe-gate: could not test (exit 127).*1 of 3 in a row' "$work/syslog.txt" 2>/dev/null; }
 wait_for "the missing binary in syslog" logged_missing
-check "missing binary: node left idle" idle "$(state)"
 check "missing binary: logged to syslog" 1 "$(logged_missing && echo 1)"
+check "missing binary: node left idle at the first check" idle "$(state)"
+wait_for "the drain after three checks without the binary" is_drained
+check "missing binary: drain reason" "sdcprobe: could not test: exit 127, the binary or a library it needs is missing" \
+  "$(reason)"
+rm -f "$work/missing"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
