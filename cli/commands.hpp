@@ -26,6 +26,8 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
 void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 // history, status and release.
 void add_history_commands(CLI::App& app, int& exit_code);
+// fleet sdc: consensus, rates and lemons across many nodes' reports and histories.
+void add_fleet_sdc_command(CLI::App& fleet, int& exit_code);
 // goodput, plan and simulate.
 void add_goodput_commands(CLI::App& app, int& exit_code);
 
