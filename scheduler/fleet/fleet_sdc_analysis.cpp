@@ -200,7 +200,11 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
   for (const auto& [key, d] : tally.devices) families[key] = d.families;
 
   std::map<std::string, size_t> suspect_at;
-  for (const auto& [key, tallied] : tally.votes) {
+  std::vector<const std::pair<const std::string, VoteTally>*> in_order;  // by key, so output is reproducible
+  for (const auto& entry : tally.votes) in_order.push_back(&entry);
+  std::sort(in_order.begin(), in_order.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (const auto* entry : in_order) {
+    const VoteTally& tallied = entry->second;
     FleetVote v;
     v.tally = &tallied;
     decide(v);
@@ -309,7 +313,8 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
   out.lemon_devices = find_lemons(devices, device_exposure, fleet, options.fdr);
   out.lemon_nodes = find_lemons(nodes, node_exposure, fleet, options.fdr);
 
-  for (const auto& [key, d] : tally.devices) {
+  for (const auto& entry : families) {  // by key, so output is reproducible
+    const FleetDevice& d = tally.devices.at(entry.first);
     if (d.failures_before_release > 0 && d.failures_after_release > 0) out.refailed.push_back(&d);
     if (!d.sites.empty()) out.locations.push_back(locate(d));
   }

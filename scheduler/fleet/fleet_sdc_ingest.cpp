@@ -24,6 +24,16 @@ namespace {
 
 namespace dom = simdjson::dom;
 
+// Where a field lies, made into text only for an error: "results[3].records[0].".
+struct At {
+  const At* parent = nullptr;
+  const char* array = nullptr;  // null: the top level
+  size_t index = 0;
+  std::string text() const {
+    return (parent ? parent->text() : "") + (array ? array + ("[" + std::to_string(index) + "].") : "");
+  }
+};
+
 // Reads one report's fields; every error names the file and the field.
 class ReportReader {
  public:
@@ -33,61 +43,65 @@ class ReportReader {
     return InputError(name_ + ": " + field + ": " + why);
   }
 
-  dom::element field(dom::object o, const char* key, const std::string& at) const {
+  dom::element field(dom::object o, const char* key, const At& at) const {
     dom::element e;
-    if (o[key].get(e) != simdjson::SUCCESS) throw bad(at + key, "missing");
+    if (o[key].get(e) != simdjson::SUCCESS) throw bad(at.text() + key, "missing");
     return e;
   }
   bool has(dom::object o, const char* key) const {
     dom::element e;
     return o[key].get(e) == simdjson::SUCCESS && !e.is_null();
   }
-  std::string text(dom::object o, const char* key, const std::string& at) const {
+  std::string_view text(dom::object o, const char* key, const At& at) const {
     std::string_view v;
-    if (field(o, key, at).get_string().get(v) != simdjson::SUCCESS) throw bad(at + key, "not a string");
-    return std::string(v);
-  }
-  uint64_t unsigned_number(dom::object o, const char* key, const std::string& at) const {
-    uint64_t v;
-    if (field(o, key, at).get_uint64().get(v) != simdjson::SUCCESS) throw bad(at + key, "not an unsigned integer");
+    if (field(o, key, at).get_string().get(v) != simdjson::SUCCESS) throw bad(at.text() + key, "not a string");
     return v;
   }
-  int64_t integer(dom::object o, const char* key, const std::string& at, int64_t lo, int64_t hi) const {
+  uint64_t unsigned_number(dom::object o, const char* key, const At& at) const {
+    uint64_t v;
+    if (field(o, key, at).get_uint64().get(v) != simdjson::SUCCESS)
+      throw bad(at.text() + key, "not an unsigned integer");
+    return v;
+  }
+  int64_t integer(dom::object o, const char* key, const At& at, int64_t lo, int64_t hi) const {
     int64_t v;
     if (field(o, key, at).get_int64().get(v) != simdjson::SUCCESS || v < lo || v > hi) {
-      throw bad(at + key, "not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      throw bad(at.text() + key, "not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     return v;
   }
-  double seconds(dom::object o, const char* key, const std::string& at) const {
+  double seconds(dom::object o, const char* key, const At& at) const {
     double v;
     if (field(o, key, at).get_double().get(v) != simdjson::SUCCESS || !std::isfinite(v) || v < 0) {
-      throw bad(at + key, "not a finite number of seconds >= 0");
+      throw bad(at.text() + key, "not a finite number of seconds >= 0");
     }
     return v;
   }
-  dom::object object(dom::element e, const std::string& at) const {
+  dom::object object(dom::element e, const At& at) const {
     dom::object o;
-    if (e.get_object().get(o) != simdjson::SUCCESS) throw bad(at, "not an object");
+    if (e.get_object().get(o) != simdjson::SUCCESS) {
+      const std::string where = at.text();
+      throw bad(where.empty() ? "(file)" : where.substr(0, where.size() - 1), "not an object");
+    }
     return o;
   }
-  dom::array array(dom::object o, const char* key, const std::string& at) const {
+  dom::array array(dom::object o, const char* key, const At& at) const {
     dom::array a;
-    if (field(o, key, at).get_array().get(a) != simdjson::SUCCESS) throw bad(at + key, "not an array");
+    if (field(o, key, at).get_array().get(a) != simdjson::SUCCESS) throw bad(at.text() + key, "not an array");
     return a;
   }
-  Digest128 digest(dom::object o, const char* key, const std::string& at) const {
+  Digest128 digest(dom::object o, const char* key, const At& at) const {
     try {
-      return parse_digest(text(o, key, at));
+      return parse_digest(std::string(text(o, key, at)));
     } catch (const std::invalid_argument& e) {
-      throw bad(at + key, e.what());
+      throw bad(at.text() + key, e.what());
     }
   }
-  double utc_time(dom::object o, const char* key, const std::string& at) const {
-    const std::string t = text(o, key, at);
+  double utc_time(dom::object o, const char* key, const At& at) const {
+    const std::string t(text(o, key, at));
     std::tm tm{};
     const char* end = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (end == nullptr || *end != '\0') throw bad(at + key, "expected a UTC time like 2026-12-01T15:00:00Z");
+    if (end == nullptr || *end != '\0') throw bad(at.text() + key, "expected a UTC time like 2026-12-01T15:00:00Z");
     return static_cast<double>(timegm(&tm));
   }
 
@@ -98,25 +112,46 @@ class ReportReader {
 struct ReportDevice {
   DeviceIdentity identity;
   FleetDevice* tallied = nullptr;
+  std::string key;  // host/uuid
 };
 
-void add_vote(FleetTally& tally, const std::string& key, const VoteTally& proto, const Digest128& digest,
-              const std::optional<Digest128>& golden, VoteMember member, const std::string& host) {
-  auto [it, added] = tally.votes.try_emplace(key);
+// The vote of `key`, made from the report's prototype when new.
+VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& proto, const std::string& class_key,
+                     const std::string& probe, const FleetDevice& device) {
+  auto [it, added] = tally.votes.try_emplace(std::move(key));
   VoteTally& vote = it->second;
-  if (added) vote = proto;
+  if (added) {
+    vote.seed = proto.seed;
+    vote.config = proto.config;
+    vote.class_key = class_key;
+    vote.probe = probe;
+    vote.model = device.model;
+    vote.driver = device.driver;
+  }
+  return vote;
+}
+
+void add_member(VoteTally& vote, const Digest128& digest, const std::optional<Digest128>& golden,
+                const std::string& device, bool failed, double at, const std::string& host) {
   if (!vote.golden) vote.golden = golden;
   DigestTally& d = vote.digests[{digest.hi, digest.lo}];
   ++d.runs;
   if (d.hosts.size() < kMaxHostsPerDigest) d.hosts.insert(host);
-  const bool known =
-      std::any_of(d.members.begin(), d.members.end(), [&](const VoteMember& m) { return m.device == member.device; });
-  if (known) return;
-  if (d.members.size() < kMaxNamedPerDigest) {
-    d.members.push_back(std::move(member));
-  } else {
+  // Full: counted, not named (devices() then counts runs, far past any threshold).
+  if (d.members.size() >= kMaxNamedPerDigest) {
     d.truncated = true;
+    return;
   }
+  const bool known =
+      std::any_of(d.members.begin(), d.members.end(), [&](const VoteMember& m) { return m.device == device; });
+  if (!known) d.members.push_back({device, failed, at});
+}
+
+// Whether two devices fall in one equivalence class (equivalence_class's fields, without the uuid).
+bool same_class(const DeviceIdentity& a, const DeviceIdentity& b) {
+  return a.backend == b.backend && a.name == b.name && a.compute_units == b.compute_units &&
+         a.compute_capability == b.compute_capability && a.driver_version == b.driver_version &&
+         a.runtime_version == b.runtime_version;
 }
 
 bool is_history_file(const std::string& path) {
@@ -141,28 +176,30 @@ void ingest_file(const std::string& path, FleetTally& tally) {
 void ingest_report_text(const std::string& name, std::string_view text, FleetTally& tally) {
   thread_local dom::parser parser;
   const ReportReader r(name);
+  const At top_at;
   dom::element doc;
   if (const auto error = parser.parse(text.data(), text.size()).get(doc); error != simdjson::SUCCESS) {
     throw r.bad("(file)", std::string("not JSON: ") + simdjson::error_message(error));
   }
-  const dom::object top = r.object(doc, "(file)");
-  if (r.text(top, "tool", "") != "sdcprobe") throw r.bad("tool", "not an sdcprobe report");
-  const std::string host = r.text(top, "host", "");
-  const double at = r.utc_time(top, "started_at", "");
+  const dom::object top = r.object(doc, top_at);
+  if (r.text(top, "tool", top_at) != "sdcprobe") throw r.bad("tool", "not an sdcprobe report");
+  const std::string host(r.text(top, "host", top_at));
+  const double at = r.utc_time(top, "started_at", top_at);
   VoteTally proto;
-  proto.seed = r.unsigned_number(top, "seed", "");
-  proto.config = r.text(top, "level", "") + "|" +
-                 (r.has(top, "size_bytes") ? std::to_string(r.unsigned_number(top, "size_bytes", "")) : "") + "|" +
-                 (r.has(top, "iterations") ? std::to_string(r.unsigned_number(top, "iterations", "")) : "");
-  if (r.has(top, "injections") && r.array(top, "injections", "").size() > 0) ++tally.with_injections;
+  proto.seed = r.unsigned_number(top, "seed", top_at);
+  proto.config = std::string(r.text(top, "level", top_at)) + "|" +
+                 (r.has(top, "size_bytes") ? std::to_string(r.unsigned_number(top, "size_bytes", top_at)) : "") + "|" +
+                 (r.has(top, "iterations") ? std::to_string(r.unsigned_number(top, "iterations", top_at)) : "");
+  if (r.has(top, "injections") && r.array(top, "injections", top_at).size() > 0) ++tally.with_injections;
 
-  std::map<std::string, ReportDevice> devices;  // uuid -> device
+  std::map<std::string_view, ReportDevice> devices;  // uuid -> device
   size_t i = 0;
-  for (dom::element e : r.array(top, "devices", "")) {
-    const std::string at_d = "devices[" + std::to_string(i++) + "].";
-    const dom::object o = r.object(e, at_d.substr(0, at_d.size() - 1));
+  for (dom::element e : r.array(top, "devices", top_at)) {
+    const At at_d{&top_at, "devices", i++};
+    const dom::object o = r.object(e, at_d);
     DeviceIdentity d;
-    d.uuid = r.text(o, "uuid", at_d);
+    const std::string_view uuid = r.text(o, "uuid", at_d);
+    d.uuid = uuid;
     d.pci_bus_id = r.text(o, "pci_bus_id", at_d);
     d.name = r.text(o, "name", at_d);
     d.backend = r.text(o, "backend", at_d);
@@ -170,7 +207,8 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     d.compute_capability = r.text(o, "compute_capability", at_d);
     d.driver_version = r.text(o, "driver_version", at_d);
     d.runtime_version = r.text(o, "runtime_version", at_d);
-    FleetDevice& f = tally.devices[fleet_device_key(host, d.uuid)];
+    const std::string key = fleet_device_key(host, d.uuid);
+    FleetDevice& f = tally.devices[key];
     if (f.uuid.empty()) {
       f.host = host;
       f.uuid = d.uuid;
@@ -181,20 +219,29 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     }
     f.first_seen = f.first_seen == 0 ? at : std::min(f.first_seen, at);
     f.last_seen = std::max(f.last_seen, at);
-    if (!devices.try_emplace(d.uuid, ReportDevice{d, &f}).second) throw r.bad(at_d + "uuid", "a second device with it");
+    if (!devices.try_emplace(uuid, ReportDevice{std::move(d), &f, key}).second) {
+      throw r.bad(at_d.text() + "uuid", "a second device with it");
+    }
   }
 
   i = 0;
-  for (dom::element e : r.array(top, "results", "")) {
-    const std::string at_r = "results[" + std::to_string(i++) + "].";
-    const dom::object o = r.object(e, at_r.substr(0, at_r.size() - 1));
-    ProbeResult result;
+  thread_local ProbeResult result;  // reused: only its probe, seed and params are read
+  struct {
+    const DeviceIdentity* identity = nullptr;
+    std::string probe, library, algorithm;
+    uint64_t seed = 0;
+    VoteTally* vote = nullptr;
+  } last;
+  for (dom::element e : r.array(top, "results", top_at)) {
+    const At at_r{&top_at, "results", i++};
+    const dom::object o = r.object(e, at_r);
     result.probe = r.text(o, "probe", at_r);
     const auto dev = devices.find(r.text(o, "device_uuid", at_r));
-    if (dev == devices.end()) throw r.bad(at_r + "device_uuid", "names no device of the report");
-    const std::string outcome = r.text(o, "outcome", at_r);
+    if (dev == devices.end()) throw r.bad(at_r.text() + "device_uuid", "names no device of the report");
+    const std::string_view outcome = r.text(o, "outcome", at_r);
     if (outcome != "pass" && outcome != "fail" && outcome != "skipped" && outcome != "device_error") {
-      throw r.bad(at_r + "outcome", "expected pass, fail, skipped or device_error, got '" + outcome + "'");
+      throw r.bad(at_r.text() + "outcome",
+                  "expected pass, fail, skipped or device_error, got '" + std::string(outcome) + "'");
     }
     result.seed = r.unsigned_number(o, "seed", at_r);
     const double duration = r.seconds(o, "duration_s", at_r);
@@ -215,13 +262,12 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     }
     size_t k = 0;
     for (dom::element m : r.array(o, "records", at_r)) {
-      const std::string at_m = at_r + "records[" + std::to_string(k++) + "].";
-      const dom::object rec = r.object(m, at_m.substr(0, at_m.size() - 1));
+      const At at_m{&at_r, "records", k++};
+      const dom::object rec = r.object(m, at_m);
       FaultSite site;
       site.probe = result.probe;
       site.at = at;
-      if (r.has(rec, "byte_offset"))
-        site.byte_offset = static_cast<int64_t>(r.integer(rec, "byte_offset", at_m, 0, INT64_MAX));
+      if (r.has(rec, "byte_offset")) site.byte_offset = r.integer(rec, "byte_offset", at_m, 0, INT64_MAX);
       if (r.has(rec, "unit")) site.unit = static_cast<int>(r.integer(rec, "unit", at_m, 0, 1 << 20));
       if (r.has(rec, "lane")) site.lane = static_cast<int>(r.integer(rec, "lane", at_m, 0, 1 << 20));
       if (r.has(rec, "bits")) {
@@ -229,7 +275,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
         for (dom::element bit : r.array(rec, "bits", at_m)) {
           int64_t v;
           if (bit.get_int64().get(v) != simdjson::SUCCESS || v < 0 || v > 63) {
-            throw r.bad(at_m + "bits[" + std::to_string(b) + "]", "not a bit position in [0, 63]");
+            throw r.bad(at_m.text() + "bits[" + std::to_string(b) + "]", "not a bit position in [0, 63]");
           }
           ++b;
           site.bits.push_back(static_cast<int>(v));
@@ -241,18 +287,27 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     const Digest128 digest = r.digest(o, "digest", at_r);
     std::optional<Digest128> golden;
     if (r.has(o, "golden_digest")) golden = r.digest(o, "golden_digest", at_r);
-    const dom::object params = r.object(r.field(o, "params", at_r), at_r + "params");
-    for (const char* key : {"library_version", "algorithm"}) {
-      if (r.has(params, key)) result.params[key] = r.text(params, key, at_r + "params.");
+    const At at_p{&at_r, nullptr, 0};
+    const dom::object params = r.object(r.field(o, "params", at_r), at_p);
+    const std::string_view library = r.has(params, "library_version") ? r.text(params, "library_version", at_p) : "";
+    const std::string_view algorithm = r.has(params, "algorithm") ? r.text(params, "algorithm", at_p) : "";
+    // A node's devices are mostly of one class and run the same probe: its vote is found once.
+    if (last.vote == nullptr || !same_class(*last.identity, dev->second.identity) || last.probe != result.probe ||
+        last.seed != result.seed || last.library != library || last.algorithm != algorithm) {
+      result.params = nlohmann::json::object();
+      if (r.has(params, "library_version")) result.params["library_version"] = std::string(library);
+      if (r.has(params, "algorithm")) result.params["algorithm"] = std::string(algorithm);
+      // The class holds the seed; the level, --size and --iterations set the rest of the inputs.
+      const std::string class_key = equivalence_class(dev->second.identity, result);
+      last = {&dev->second.identity,
+              result.probe,
+              std::string(library),
+              std::string(algorithm),
+              result.seed,
+              &find_vote(tally, class_key + '\x1f' + result.probe + '\x1f' + proto.config, proto, class_key,
+                         result.probe, device)};
     }
-    VoteTally vote = proto;
-    vote.class_key = equivalence_class(dev->second.identity, result);
-    vote.probe = result.probe;
-    vote.model = device.model;
-    vote.driver = device.driver;
-    // The class holds the seed; the level, --size and --iterations set the rest of the inputs.
-    const std::string key = vote.class_key + '\x1f' + result.probe + '\x1f' + proto.config;
-    add_vote(tally, key, vote, digest, golden, {fleet_device_key(host, device.uuid), failed, at}, host);
+    add_member(*last.vote, digest, golden, dev->second.key, failed, at, host);
   }
   ++tally.reports;
 }

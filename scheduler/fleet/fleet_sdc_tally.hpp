@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -76,8 +77,8 @@ struct VoteTally {
 };
 
 struct FleetTally {
-  std::map<std::string, FleetDevice> devices;                           // host/uuid -> device
-  std::map<std::string, VoteTally> votes;                               // class, probe and parameters -> vote
+  std::unordered_map<std::string, FleetDevice> devices;                 // host/uuid -> device
+  std::unordered_map<std::string, VoteTally> votes;                     // class, probe and parameters -> vote
   std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // (model, UTC day number)
   uint64_t files = 0, reports = 0, histories = 0, results = 0, skipped = 0, with_injections = 0;
   void merge(FleetTally&& o);
