@@ -104,6 +104,32 @@ TEST_F(FleetCli, FleetNamesTheDeviceItsOwnNodePassed) {
   EXPECT_EQ(alone.code, 1) << alone.out;  // three devices on node-b: the local majority sees it too
 }
 
+TEST_F(FleetCli, SweepSpoolsEachPassWithTheFleetSeed) {
+  const fs::path spool = dir_ / "spool";
+  fs::create_directories(spool);
+  const Outcome s =
+      with_secret("--backend cpu --cpu-devices 3 sweep --once --level quick --state-dir " + (dir_ / "state").string() +
+                  " --spool-dir " + spool.string() + " --seed fleet:hour --size 64K --iterations 64 --budget 60s");
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("(fleet:hour:"), std::string::npos) << s.out;
+  std::vector<fs::path> files(fs::directory_iterator(spool), fs::directory_iterator{});
+  ASSERT_EQ(files.size(), 1u);
+  std::ifstream in(files[0]);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["mode"], "sweep");
+  EXPECT_EQ(report["seed_origin"].get<std::string>().rfind("fleet:hour:", 0), 0u) << report["seed_origin"];
+
+  // The spool directory as a site would collect it: three agreeing devices, nothing found.
+  const std::string out_json = (dir_ / "fleet.json").string();
+  const Outcome f = sdcprobe("fleet sdc " + spool.string() + " --json " + out_json);
+  EXPECT_EQ(f.code, 0) << f.out;
+  std::ifstream fj(out_json);
+  const nlohmann::json j = nlohmann::json::parse(fj);
+  EXPECT_GT(j["votes"]["agreed"].get<int>(), 0) << j.dump(2);
+  EXPECT_TRUE(j["suspects"].empty());
+  EXPECT_EQ(j["inputs"]["reports"], 1);
+}
+
 TEST_F(FleetCli, BadReportIsRefusedNamingTheFileAndField) {
   const std::string path = (dir_ / "broken.json").string();
   std::ofstream(path) << R"({"tool": "sdcprobe", "host": "x", "started_at": "yesterday"})";
