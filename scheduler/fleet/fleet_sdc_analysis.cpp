@@ -56,7 +56,7 @@ FaultLocation locate(const FleetDevice& d) {
   FaultLocation l;
   l.device = &d;
   l.sites = d.sites.size();
-  std::map<int, size_t> units, bits;
+  std::map<int, size_t> units, lanes, bits;
   std::map<int64_t, size_t> rows, banks, pages;
   std::set<double> runs;
   for (const auto& s : d.sites) {
@@ -71,6 +71,7 @@ FaultLocation locate(const FleetDevice& d) {
       ++banks[(s.byte_offset >> kRowShift) % kBanks];
       ++pages[s.byte_offset >> kPageShift];
     }
+    if (s.lane >= 0) ++lanes[s.lane];
     for (int b : s.bits) ++bits[b];
   }
   l.runs = runs.size();
@@ -83,6 +84,7 @@ FaultLocation locate(const FleetDevice& d) {
     }
   };
   top(units, l.top_unit, l.top_unit_sites);
+  top(lanes, l.top_lane, l.top_lane_sites);
   top(bits, l.top_bit, l.top_bit_sites);
   int64_t bank = -1;
   top(rows, l.top_row, l.same_row);
@@ -335,7 +337,7 @@ GoldenFile fleet_golden(const FleetAnalysis& analysis, const FleetOptions& optio
     throw InputError("--golden-out: no vote" +
                      (options.golden_seed ? " of seed " + std::to_string(*options.golden_seed) : std::string()) +
                      " has a majority of at least " + std::to_string(options.golden_min_nodes) + " nodes and " +
-                     std::to_string(options.golden_min_share * 100) + "% of its devices");
+                     std::to_string(static_cast<int>(options.golden_min_share * 100)) + "% of its devices");
   }
   const auto best = std::max_element(runs.begin(), runs.end(),
                                      [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });

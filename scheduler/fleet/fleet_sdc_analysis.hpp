@@ -75,6 +75,8 @@ struct FaultLocation {
   size_t sites = 0, runs = 0;
   int top_unit = -1;
   size_t top_unit_sites = 0, compute_sites = 0;
+  int top_lane = -1;
+  size_t top_lane_sites = 0;
   int top_bit = -1;
   size_t top_bit_sites = 0;
   size_t memory_sites = 0, same_row = 0, same_bank = 0, same_page = 0;

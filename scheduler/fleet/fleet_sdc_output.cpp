@@ -136,7 +136,11 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
     nlohmann::json j = device_json(*l.device);
     j.update({{"sites", l.sites}, {"runs", l.runs}, {"pattern", l.pattern}});
     if (l.compute_sites > 0) {
-      j["compute"] = {{"sites", l.compute_sites}, {"top_unit", l.top_unit}, {"top_unit_sites", l.top_unit_sites}};
+      j["compute"] = {{"sites", l.compute_sites},
+                      {"top_unit", l.top_unit},
+                      {"top_unit_sites", l.top_unit_sites},
+                      {"top_lane", l.top_lane},
+                      {"top_lane_sites", l.top_lane_sites}};
     }
     if (l.memory_sites > 0) {
       j["memory"] = {{"sites", l.memory_sites},  {"top_row", l.top_row},   {"same_row", l.same_row},

@@ -300,7 +300,7 @@ TEST(FleetSdc, FaultsInOneRowLookLikeOneLocationAndAcrossSmsSpread) {
     SimResult mem{"mem.walking_bits", true, false, false, 60.0};
     mem.records.push_back({{"byte_offset", (uint64_t{5} << 21) + 64 + 8 * run}, {"bits", {7}}});
     SimResult alu{"alu.fma32", true, false, false, 60.0};
-    alu.records.push_back({{"unit", 3 + 40 * run}, {"lane", run}, {"bits", {run}}});
+    alu.records.push_back({{"unit", 3 + 40 * run}, {"lane", 9}, {"bits", {run}}});
     ingest_report_text("loc", report("loc", kDay0 + 3600 * run, run, devices, {{mem}, {alu}}), tally);
   }
   const FleetAnalysis a = analyze_fleet(tally, {});
@@ -312,6 +312,8 @@ TEST(FleetSdc, FaultsInOneRowLookLikeOneLocationAndAcrossSmsSpread) {
   EXPECT_EQ(a.locations[0].top_bit_sites, 3u);
   EXPECT_EQ(a.locations[1].pattern, "spread");
   EXPECT_EQ(a.locations[1].top_unit_sites, 1u);
+  EXPECT_EQ(a.locations[1].top_lane, 9);  // one lane on three SMs: still spread across the chip
+  EXPECT_EQ(a.locations[1].top_lane_sites, 3u);
 }
 
 TEST(FleetSdc, HistoriesCountTowardRatesAndRefailuresAfterRelease) {
