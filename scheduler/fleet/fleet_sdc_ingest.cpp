@@ -109,10 +109,23 @@ class ReportReader {
   const std::string& name_;
 };
 
+// A device of the report: the fields its class depends on, viewed in the parsed document.
 struct ReportDevice {
-  DeviceIdentity identity;
+  std::string_view backend, name, compute_capability, driver_version, runtime_version;
+  int compute_units = 0;
   FleetDevice* tallied = nullptr;
   std::string key;  // host/uuid
+
+  DeviceIdentity identity() const {
+    DeviceIdentity d;
+    d.backend = backend;
+    d.name = name;
+    d.compute_units = compute_units;
+    d.compute_capability = compute_capability;
+    d.driver_version = driver_version;
+    d.runtime_version = runtime_version;
+    return d;
+  }
 };
 
 // The vote of `key`, made from the report's prototype when new.
@@ -147,8 +160,8 @@ void add_member(VoteTally& vote, const Digest128& digest, const std::optional<Di
   if (!known) d.members.push_back({device, failed, at});
 }
 
-// Whether two devices fall in one equivalence class (equivalence_class's fields, without the uuid).
-bool same_class(const DeviceIdentity& a, const DeviceIdentity& b) {
+// Whether two devices fall in one equivalence class (equivalence_class's fields).
+bool same_class(const ReportDevice& a, const ReportDevice& b) {
   return a.backend == b.backend && a.name == b.name && a.compute_units == b.compute_units &&
          a.compute_capability == b.compute_capability && a.driver_version == b.driver_version &&
          a.runtime_version == b.runtime_version;
@@ -197,29 +210,29 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
   for (dom::element e : r.array(top, "devices", top_at)) {
     const At at_d{&top_at, "devices", i++};
     const dom::object o = r.object(e, at_d);
-    DeviceIdentity d;
+    ReportDevice d;
     const std::string_view uuid = r.text(o, "uuid", at_d);
-    d.uuid = uuid;
-    d.pci_bus_id = r.text(o, "pci_bus_id", at_d);
+    const std::string_view pci_bus_id = r.text(o, "pci_bus_id", at_d);
     d.name = r.text(o, "name", at_d);
     d.backend = r.text(o, "backend", at_d);
     d.compute_units = static_cast<int>(r.integer(o, "compute_units", at_d, 0, 1 << 20));
     d.compute_capability = r.text(o, "compute_capability", at_d);
     d.driver_version = r.text(o, "driver_version", at_d);
     d.runtime_version = r.text(o, "runtime_version", at_d);
-    const std::string key = fleet_device_key(host, d.uuid);
-    FleetDevice& f = tally.devices[key];
+    d.key = fleet_device_key(host, std::string(uuid));
+    FleetDevice& f = tally.devices[d.key];
     if (f.uuid.empty()) {
       f.host = host;
-      f.uuid = d.uuid;
-      f.pci_bus_id = d.pci_bus_id;
+      f.uuid = uuid;
+      f.pci_bus_id = pci_bus_id;
       f.model = d.name;
       f.backend = d.backend;
       f.driver = d.driver_version;
     }
     f.first_seen = f.first_seen == 0 ? at : std::min(f.first_seen, at);
     f.last_seen = std::max(f.last_seen, at);
-    if (!devices.try_emplace(uuid, ReportDevice{std::move(d), &f, key}).second) {
+    d.tallied = &f;
+    if (!devices.try_emplace(uuid, std::move(d)).second) {
       throw r.bad(at_d.text() + "uuid", "a second device with it");
     }
   }
@@ -227,7 +240,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
   i = 0;
   thread_local ProbeResult result;  // reused: only its probe, seed and params are read
   struct {
-    const DeviceIdentity* identity = nullptr;
+    const ReportDevice* device = nullptr;
     std::string probe, library, algorithm;
     uint64_t seed = 0;
     VoteTally* vote = nullptr;
@@ -292,14 +305,14 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     const std::string_view library = r.has(params, "library_version") ? r.text(params, "library_version", at_p) : "";
     const std::string_view algorithm = r.has(params, "algorithm") ? r.text(params, "algorithm", at_p) : "";
     // A node's devices are mostly of one class and run the same probe: its vote is found once.
-    if (last.vote == nullptr || !same_class(*last.identity, dev->second.identity) || last.probe != result.probe ||
+    if (last.vote == nullptr || !same_class(*last.device, dev->second) || last.probe != result.probe ||
         last.seed != result.seed || last.library != library || last.algorithm != algorithm) {
       result.params = nlohmann::json::object();
       if (r.has(params, "library_version")) result.params["library_version"] = std::string(library);
       if (r.has(params, "algorithm")) result.params["algorithm"] = std::string(algorithm);
       // The class holds the seed; the level, --size and --iterations set the rest of the inputs.
-      const std::string class_key = equivalence_class(dev->second.identity, result);
-      last = {&dev->second.identity,
+      const std::string class_key = equivalence_class(dev->second.identity(), result);
+      last = {&dev->second,
               result.probe,
               std::string(library),
               std::string(algorithm),
