@@ -203,7 +203,8 @@ void BM_FleetAtScale(benchmark::State& state) {
     }
     const double results = static_cast<double>(tallies[0].results);
     const double parsed = results * (static_cast<double>((nodes + 15) / 16) / nodes);
-    bool wrong_found = false, lemons_found = true;
+    bool wrong_found = false, lemons_found = true, wrong_is_lemon = false;
+    for (const auto& l : a.lemon_devices) wrong_is_lemon = wrong_is_lemon || l.device->uuid == uuid(p.wrong);
     for (const auto& s : a.suspects) wrong_found = wrong_found || s.device->uuid == uuid(p.wrong);
     for (int lemon : {p.lemon_a, p.lemon_b}) {
       bool found = false;
@@ -223,6 +224,8 @@ void BM_FleetAtScale(benchmark::State& state) {
     state.counters["wrong_device_found"] = wrong_found;
     state.counters["lemon_devices"] = static_cast<double>(a.lemon_devices.size());
     state.counters["planted_lemons_found"] = lemons_found;
+    // Its lost votes are failures too, so the wrong-digest device is a lemon as well.
+    state.counters["wrong_device_is_lemon"] = wrong_is_lemon;
   }
 }
 BENCHMARK(BM_FleetAtScale)->Unit(benchmark::kSecond)->Iterations(1);
