@@ -46,8 +46,9 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
                   "Clean passes a quarantined device needs before `sdcprobe release` accepts it")
       ->check(unsigned_in(0, 1000000))
       ->capture_default_str();
-  sub->add_option("--seed", args->run.seed, "Use this seed for every pass (each pass otherwise draws a new one)")
-      ->check(unsigned_in(0, UINT64_MAX));
+  add_seed_option(sub, args->run, "Use this seed for every pass (each pass otherwise draws a new one)");
+  sub->add_option("--spool-dir", args->sweep.spool_dir,
+                  "Write each pass's JSON report here, for `sdcprobe fleet sdc` (a directory a site collects)");
   sub->add_option("--inject", args->run.inject, "Inject faults, for drills and tests (docs/injection.md)")
       ->check(injection_spec());
   sub->add_option("--size", args->run.size_bytes, "Buffer bytes for memory probes (suffixes K, M, G are binary)")
@@ -63,6 +64,8 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
     options.level = parse_level(args->level);
     options.probe_timeout_s = watchdog_seconds(args->probe_timeout_s, options.level);
     options.seed = args->run.seed;
+    options.fleet_period = args->run.fleet_period;
+    if (options.fleet_period) options.fleet_secret = read_fleet_secret(site_defaults_path());
     options.size_bytes = args->run.size_bytes;
     options.iterations = args->run.iterations;
     options.inject = args->run.inject;

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   sdc::cli::add_idle_command(app, exit_code);
   CLI::App* fleet = app.add_subcommand("fleet", "Many nodes' results compared: cluster goodput and fleet SDC");
   fleet->require_subcommand(1);
-  sdc::cli::add_fleet_goodput_command(*fleet, exit_code);   // one helper adds this line
+  sdc::cli::add_fleet_goodput_command(*fleet, exit_code);
+  sdc::cli::add_fleet_sdc_command(*fleet, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -3,17 +3,18 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
+#include "host/parse_number.hpp"
 #include "scheduler/duration.hpp"
 
 namespace sdc::cli {
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
-  sub->add_option("--seed", args.seed, "Replay a run exactly with its seed (decimal or 0x-hex); printed by every run")
-      ->check(unsigned_in(0, UINT64_MAX));
+  add_seed_option(sub, args, "Replay a run exactly with its seed (decimal or 0x-hex); printed by every run");
   sub->add_option("--json", args.json_path, "Write the JSON report to FILE (atomically)");
   sub->add_option(
          "--inject", args.inject,
@@ -23,6 +24,18 @@ void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
       ->transform(CLI::AsSizeValue(false));
   sub->add_option("--iterations", args.iterations, "Passes for memory probes, chain length for ALU probes")
       ->check(unsigned_in(1, kMaxIterations));
+}
+
+void add_seed_option(CLI::App* sub, ProbeRunArgs& args, const std::string& help) {
+  sub->add_option_function<std::string>(
+         "--seed",
+         [&args](const std::string& text) {
+           args.fleet_period = parse_fleet_seed(text);
+           if (!args.fleet_period) args.seed = parse_unsigned("--seed", text, 0, UINT64_MAX);
+         },
+         help + "; fleet[:day|:hour] derives it from the UTC day or hour and the site secret FLEET_SECRET= in " +
+             kSiteDefaultsFile + ", the same on every node (docs/consensus.md#fleet)")
+      ->type_name("N|fleet[:PERIOD]");
 }
 
 void add_watchdog_option(CLI::App* sub, double& probe_timeout_s) {
@@ -35,13 +48,20 @@ void add_watchdog_option(CLI::App* sub, double& probe_timeout_s) {
 
 int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const std::vector<std::string>& globs,
                    Level level, const std::string& mode) {
+  std::string seed_origin = !args.golden_path.empty() ? "golden" : args.seed ? "given" : "random";
+  std::optional<uint64_t> chosen_seed = args.seed;
+  if (args.fleet_period) {
+    const FleetSeed fleet = fleet_seed(read_fleet_secret(site_defaults_path()), *args.fleet_period, std::time(nullptr));
+    chosen_seed = fleet.seed;
+    seed_origin = fleet.origin;
+  }
   QualifyOptions options;
   options.mode = mode;
   options.backend = {global.backend, global.cpu_devices, global.expect_gpus};
   options.device = args.device;
   options.probe_globs = globs;
   options.level = level;
-  options.seed = args.seed;
+  options.seed = chosen_seed;
   options.size_bytes = args.size_bytes;
   options.iterations = args.iterations;
   options.inject = args.inject;
@@ -72,7 +92,8 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
       std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s", done + 1, total, d.label().c_str(), probe.c_str());
     };
   }
-  const RunReport report = session.run(on_start);
+  RunReport report = session.run(on_start);
+  report.seed_origin = seed_origin;
   if (progress) std::fprintf(stderr, "\r\033[K");
   if (report.consensus) {
     for (const auto& m : report.consensus->golden_missing) {

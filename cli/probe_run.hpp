@@ -10,12 +10,14 @@
 
 #include "cli/commands.hpp"
 #include "probes/probe.hpp"
+#include "scheduler/fleet/fleet_seed.hpp"
 #include "scheduler/qualify/qualify_session.hpp"
 
 namespace sdc::cli {
 
 struct ProbeRunArgs {
   std::optional<uint64_t> seed;
+  std::optional<SeedPeriod> fleet_period;  // --seed fleet[:day|:hour]: seed from the period and the site secret
   std::string json_path;
   std::string inject;
   std::optional<uint64_t> size_bytes;
@@ -33,6 +35,8 @@ struct ProbeRunArgs {
 };
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);
+// --seed N (decimal or 0x-hex) or fleet[:day|:hour] (scheduler/fleet/fleet_seed.hpp).
+void add_seed_option(CLI::App* sub, ProbeRunArgs& args, const std::string& help);
 // --probe-timeout, for the commands that isolate devices; watchdog_seconds applies its default.
 void add_watchdog_option(CLI::App* sub, double& probe_timeout_s);
 

@@ -270,6 +270,9 @@ nlohmann::json report_json(const RunReport& report) {
                       {"injections", report.injections},
                       {"devices", std::move(devices)},
                       {"results", std::move(results)}};
+  if (!report.seed_origin.empty()) j["seed_origin"] = report.seed_origin;
+  if (report.size_bytes) j["size_bytes"] = *report.size_bytes;
+  if (report.iterations) j["iterations"] = *report.iterations;
   if (report.consensus) {
     j["rank"] = report.rank;
     j["consensus"] = to_json(*report.consensus);

@@ -87,6 +87,8 @@ RunReport new_report(const RunOptions& options, const std::string& mode) {
   report.host = host_name();
   report.seed = options.seed;
   report.level = options.level;
+  report.size_bytes = options.size_bytes;
+  report.iterations = options.iterations;
   report.started_at = utc_now();
   report.rank = options.rank;
   if (options.injector != nullptr) {

@@ -32,7 +32,13 @@ struct RunReport {
   std::string mode;  // "qualify", "run" or "sweep"
   std::string host;
   uint64_t seed = 0;
+  // Where the seed came from: given, random, golden, or fleet:day:DATE / fleet:hour:DATE (the
+  // fleet seed); empty where the caller does not say.
+  std::string seed_origin;
   Level level = Level::kQuick;
+  // --size and --iterations where given (the digests depend on them); none: the level's defaults.
+  std::optional<uint64_t> size_bytes;
+  std::optional<uint32_t> iterations;
   std::string started_at;  // RFC 3339, UTC
   double duration_s = 0;
   double budget_s = 0;  // the probes' time budget (an isolated qualify's); 0: none

@@ -12,9 +12,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <random>
 
+#include "host/atomic_file.hpp"
 #include "host/error.hpp"
 #include "host/parse_number.hpp"
 #include "scheduler/sweep/prometheus.hpp"
@@ -157,10 +159,17 @@ class Sweep {
     RunOptions run_options;
     run_options.seed =
         options_.seed ? *options_.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::string seed_origin = options_.seed ? "given" : "random";
+    if (options_.fleet_period) {
+      const FleetSeed fleet = fleet_seed(options_.fleet_secret, *options_.fleet_period, std::time(nullptr));
+      run_options.seed = fleet.seed;
+      seed_origin = fleet.origin;
+    }
     run_options.level = options_.level;
     run_options.size_bytes = options_.size_bytes;
     run_options.iterations = options_.iterations;
     RunReport report = new_report(run_options, "sweep");
+    report.seed_origin = seed_origin;
     host_ = report.host;
     const auto started = Clock::now();
     RunRecord run{0, "sweep", report.host, run_options.seed, level_name(options_.level), kVersion, unix_now(), 0, ""};
@@ -195,8 +204,8 @@ class Sweep {
     for (const auto& id : ids) list += (list.empty() ? "" : ",") + id;
     char seed[24];
     std::snprintf(seed, sizeof(seed), "0x%016llx", static_cast<unsigned long long>(run_options.seed));
-    log("pass " + std::to_string(run_id) + ": seed " + seed + ", level " + level_name(options_.level) + ", budget " +
-        format_duration(options_.budget_s) + ", probes " + list);
+    log("pass " + std::to_string(run_id) + ": seed " + seed + " (" + seed_origin + "), level " +
+        level_name(options_.level) + ", budget " + format_duration(options_.budget_s) + ", probes " + list);
 
     IsolationLimits limits;
     limits.probe_timeout_s = options_.probe_timeout_s;
@@ -241,6 +250,13 @@ class Sweep {
       }
     });
     outcome.stopped = outcome.stopped || stop_.requested();
+    if (!options_.spool_dir.empty()) {
+      report.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+      write_file_atomically((std::filesystem::path(options_.spool_dir) /
+                             ("sdcprobe-" + report.host + "-" + std::to_string(run_id) + ".json"))
+                                .string(),
+                            report_json(report).dump() + "\n");
+    }
     history_.finish_run(run_id, outcome.stopped ? "interrupted" : "complete", unix_now());
     guard.release();
     if (!ids_.empty()) history_.set_state(cursor_key, std::to_string((cursor + ran_everywhere) % ids_.size()));
@@ -290,6 +306,9 @@ int run_sweep(const SweepOptions& options, const std::vector<DeviceIdentity>& de
   fs::create_directories(options.state_dir, ec);
   if (ec || !fs::is_directory(options.state_dir)) {
     throw InputError("--state-dir: cannot create " + options.state_dir + (ec ? ": " + ec.message() : ""));
+  }
+  if (!options.spool_dir.empty() && !fs::is_directory(options.spool_dir)) {
+    throw InputError("--spool-dir: " + options.spool_dir + " is not a directory");
   }
   if (!options.prom_dir.empty() && !fs::is_directory(options.prom_dir)) {
     throw InputError("--prom-dir: " + options.prom_dir + " is not a directory");

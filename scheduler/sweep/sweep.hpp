@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "scheduler/duration.hpp"
+#include "scheduler/fleet/fleet_seed.hpp"
 #include "scheduler/qualify/isolation.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 
@@ -48,6 +49,11 @@ struct SweepOptions {
   double probe_timeout_s = 300;  // the watchdog of each probe
   QuarantinePolicy policy;
   std::optional<uint64_t> seed;  // every pass's seed; otherwise a new random one per pass
+  // --seed fleet: each pass's seed from its UTC day or hour and the site secret (fleet_seed.hpp).
+  std::optional<SeedPeriod> fleet_period;
+  std::string fleet_secret;
+  // Each pass's JSON report is written here (atomically), for `sdcprobe fleet sdc`; empty: none.
+  std::string spool_dir;
   std::optional<uint64_t> size_bytes;
   std::optional<uint32_t> iterations;
   std::string inject;  // fault injection clauses, for tests and drills

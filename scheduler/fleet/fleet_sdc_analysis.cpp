@@ -1,0 +1,360 @@
+#include "scheduler/fleet/fleet_sdc_analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "host/error.hpp"
+#include "probes/probe.hpp"
+#include "scheduler/coverage/coverage.hpp"
+
+namespace sdc {
+namespace {
+
+double hours(double seconds) { return seconds / 3600; }
+
+void decide(FleetVote& v) {
+  const VoteTally& t = *v.tally;
+  const DigestTally* top = nullptr;
+  std::pair<uint64_t, uint64_t> top_digest{};
+  size_t named = 0;
+  for (const auto& [digest, d] : t.digests) {
+    v.devices += d.devices();
+    named += d.members.size();
+    if (top == nullptr || d.devices() > top->devices()) {
+      top = &d;
+      top_digest = digest;
+    }
+  }
+  const auto as_digest = [](std::pair<uint64_t, uint64_t> d) { return Digest128{d.second, d.first}; };
+  if (t.golden) {
+    v.kind =
+        t.digests.size() == 1 && as_digest(top_digest) == *t.golden ? FleetVoteKind::kAgreed : FleetVoteKind::kGolden;
+    v.winner = t.golden;
+  } else if (named < 2 && t.digests.size() == 1 && !top->truncated) {
+    v.kind = FleetVoteKind::kNoPeers;
+    return;
+  } else if (t.digests.size() == 1) {
+    v.kind = FleetVoteKind::kAgreed;
+    v.winner = as_digest(top_digest);
+  } else if (v.devices >= 3 && 2 * top->devices() > v.devices) {
+    v.kind = FleetVoteKind::kMajority;
+    v.winner = as_digest(top_digest);
+  } else {
+    v.kind = FleetVoteKind::kInconclusive;
+    return;
+  }
+  const auto w = t.digests.find({v.winner->hi, v.winner->lo});
+  if (w != t.digests.end()) {
+    v.majority_devices = w->second.devices();
+    v.majority_hosts = w->second.hosts.size();
+  }
+}
+
+FaultLocation locate(const FleetDevice& d) {
+  FaultLocation l;
+  l.device = &d;
+  l.sites = d.sites.size();
+  std::map<int, size_t> units, lanes, bits;
+  std::map<int64_t, size_t> rows, banks, pages;
+  std::set<double> runs;
+  for (const auto& s : d.sites) {
+    runs.insert(s.at);
+    if (s.unit >= 0) {
+      ++units[s.unit];
+      ++l.compute_sites;
+    }
+    if (s.byte_offset >= 0) {
+      ++l.memory_sites;
+      ++rows[s.byte_offset >> kRowShift];
+      ++banks[(s.byte_offset >> kRowShift) % kBanks];
+      ++pages[s.byte_offset >> kPageShift];
+    }
+    if (s.lane >= 0) ++lanes[s.lane];
+    for (int b : s.bits) ++bits[b];
+  }
+  l.runs = runs.size();
+  const auto top = [](const auto& counts, auto& key, size_t& n) {
+    for (const auto& [k, c] : counts) {
+      if (c > n) {
+        key = k;
+        n = c;
+      }
+    }
+  };
+  top(units, l.top_unit, l.top_unit_sites);
+  top(lanes, l.top_lane, l.top_lane_sites);
+  top(bits, l.top_bit, l.top_bit_sites);
+  int64_t bank = -1;
+  top(rows, l.top_row, l.same_row);
+  top(banks, bank, l.same_bank);
+  top(pages, l.top_page, l.same_page);
+  if (l.sites < 2) {
+    l.pattern = "too_few";
+  } else {
+    // One place: every compute fault on one SM or core, every memory fault in one row or page.
+    const bool one_unit = l.compute_sites == 0 || l.top_unit_sites == l.compute_sites;
+    const bool one_region = l.memory_sites == 0 || l.same_page == l.memory_sites || l.same_row == l.memory_sites;
+    l.pattern = one_unit && one_region ? "one_location" : "spread";
+  }
+  return l;
+}
+
+// Lemons among `units` (devices or nodes): each a (failures, hours) per model and driver group,
+// tested against the group's rate without the unit. Jeffreys' half failure keeps a clean fleet's
+// rate above zero, so a single failure is never "impossible".
+struct Exposure {
+  std::map<std::string, std::pair<uint64_t, double>> by_group;  // group -> (failures, hours)
+};
+
+std::vector<Lemon> find_lemons(std::vector<Lemon> units, const std::vector<Exposure>& exposures,
+                               const std::map<std::string, std::pair<uint64_t, double>>& fleet, double fdr) {
+  std::vector<double> p;
+  for (size_t i = 0; i < units.size(); ++i) {
+    double mu = 0;
+    for (const auto& [group, fh] : exposures[i].by_group) {
+      const auto& all = fleet.at(group);
+      const double others_h = all.second - fh.second;
+      if (others_h <= 0) continue;  // alone in its group: no fleet rate to compare with
+      mu += (static_cast<double>(all.first - fh.first) + 0.5) / others_h * fh.second;
+    }
+    units[i].expected = mu;
+    units[i].p = mu > 0 ? poisson_upper_tail(units[i].failures, mu) : 1.0;
+    p.push_back(units[i].p);
+  }
+  const std::vector<double> q = bh_q_values(p);
+  std::vector<Lemon> lemons;
+  for (size_t i = 0; i < units.size(); ++i) {
+    units[i].q = q[i];
+    if (q[i] <= fdr && units[i].failures > 0) lemons.push_back(units[i]);
+  }
+  std::sort(lemons.begin(), lemons.end(), [](const Lemon& a, const Lemon& b) { return a.p < b.p; });
+  return lemons;
+}
+
+}  // namespace
+
+const char* fleet_vote_kind_name(FleetVoteKind kind) {
+  switch (kind) {
+    case FleetVoteKind::kAgreed: return "agreed";
+    case FleetVoteKind::kMajority: return "majority";
+    case FleetVoteKind::kGolden: return "golden";
+    case FleetVoteKind::kInconclusive: return "inconclusive";
+    case FleetVoteKind::kNoPeers: return "no_peers";
+  }
+  return "";
+}
+
+size_t FleetAnalysis::count(FleetVoteKind kind) const {
+  return std::count_if(votes.begin(), votes.end(), [&](const FleetVote& v) { return v.kind == kind; });
+}
+
+int FleetAnalysis::exit_code() const {
+  if (!suspects.empty() || !lemon_devices.empty() || !lemon_nodes.empty() || !refailed.empty() ||
+      count(FleetVoteKind::kInconclusive) > 0) {
+    return 1;
+  }
+  uint64_t failures = 0;
+  for (const auto& r : rates) failures += r.failures;
+  const bool compared = votes.size() > count(FleetVoteKind::kNoPeers);
+  return failures > 0 ? 1 : compared ? 0 : 2;
+}
+
+double poisson_upper_tail(uint64_t k, double mu) {
+  if (k == 0) return 1.0;
+  const auto term = [mu](uint64_t j) {
+    return std::exp(-mu + static_cast<double>(j) * std::log(mu) - std::lgamma(static_cast<double>(j) + 1));
+  };
+  if (static_cast<double>(k) > mu) {
+    double sum = 0;
+    for (uint64_t j = k;; ++j) {
+      const double t = term(j);
+      sum += t;
+      if (t < sum * 1e-17 || j > k + 100000) break;
+    }
+    return std::min(1.0, sum);
+  }
+  double below = 0;
+  for (uint64_t j = 0; j < k; ++j) below += term(j);
+  return std::clamp(1.0 - below, 0.0, 1.0);
+}
+
+std::vector<double> bh_q_values(const std::vector<double>& p) {
+  const size_t m = p.size();
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> q(m, 1.0);
+  double running = 1.0;
+  for (size_t r = m; r-- > 0;) {
+    running = std::min(running, p[order[r]] * static_cast<double>(m) / static_cast<double>(r + 1));
+    q[order[r]] = running;
+  }
+  return q;
+}
+
+FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options) {
+  FleetAnalysis out;
+  out.failures_by_day = tally.failures_by_day;
+  // Each device's counts per family, with the votes it lost where its own checks passed.
+  std::map<std::string, std::map<std::string, FamilyCounts>> families;
+  for (const auto& [key, d] : tally.devices) families[key] = d.families;
+
+  std::map<std::string, size_t> suspect_at;
+  std::vector<const std::pair<const std::string, VoteTally>*> in_order;  // by key, so output is reproducible
+  for (const auto& entry : tally.votes) in_order.push_back(&entry);
+  std::sort(in_order.begin(), in_order.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (const auto* entry : in_order) {
+    const VoteTally& tallied = entry->second;
+    FleetVote v;
+    v.tally = &tallied;
+    decide(v);
+    out.votes.push_back(v);
+    if (!v.winner) continue;
+    for (const auto& [digest, d] : tallied.digests) {
+      if (Digest128{digest.second, digest.first} == *v.winner) continue;
+      for (const auto& m : d.members) {
+        const auto device = tally.devices.find(m.device);
+        if (device == tally.devices.end()) continue;
+        auto [it, added] = suspect_at.try_emplace(m.device, out.suspects.size());
+        if (added) out.suspects.push_back({&device->second, 0, {}, 0, false});
+        FleetSuspect& s = out.suspects[it->second];
+        ++s.votes_lost;
+        s.probes.insert(tallied.probe);
+        s.largest_majority = std::max(s.largest_majority, v.majority_devices);
+        s.own_checks_failed = s.own_checks_failed || m.failed;
+        if (m.failed) continue;  // already counted as its own failure
+        FamilyCounts& f = families[m.device][probe_family(tallied.probe)];
+        ++f.failures;
+        f.first_failure = f.first_failure == 0 ? m.at : std::min(f.first_failure, m.at);
+        ++out.failures_by_day[{device->second.model, static_cast<int64_t>(std::floor(m.at / 86400))}];
+      }
+    }
+  }
+  std::stable_sort(out.suspects.begin(), out.suspects.end(),
+                   [](const FleetSuspect& a, const FleetSuspect& b) { return a.votes_lost > b.votes_lost; });
+
+  // Rates per model x driver x family.
+  struct Group {
+    FleetRate rate;
+    std::vector<double> ttff_h;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
+  for (const auto& [key, fams] : families) {
+    const FleetDevice& d = tally.devices.at(key);
+    for (const auto& [family, c] : fams) {
+      if (c.results == 0) continue;
+      Group& g = groups[{d.model, d.driver, family}];
+      g.rate.model = d.model;
+      g.rate.driver = d.driver;
+      g.rate.family = family;
+      ++g.rate.devices;
+      g.rate.failures += c.failures;
+      g.rate.device_hours += hours(c.tested_s);
+      if (c.failures > 0) {
+        ++g.rate.devices_failing;
+        g.ttff_h.push_back(std::max(0.0, hours(c.first_failure - d.first_seen)));
+      }
+    }
+  }
+  for (auto& [key, g] : groups) {
+    FleetRate& r = g.rate;
+    // Clopper-Pearson with each device-second tested as a trial (at most one failure in a second):
+    // the binomial interval at its Poisson limit, scaled to device-hours.
+    const uint64_t trials = std::max<uint64_t>(r.failures, static_cast<uint64_t>(std::ceil(r.device_hours * 3600)));
+    if (trials > 0) {
+      const auto [lo, hi] = clopper_pearson(r.failures, trials);
+      const double per_hour = 3600 * static_cast<double>(trials) / std::max(r.device_hours * 3600, 1.0);
+      r.rate = r.device_hours > 0 ? static_cast<double>(r.failures) / r.device_hours : 0;
+      r.rate_lo = lo * per_hour;
+      r.rate_hi = hi * per_hour;
+    }
+    std::tie(r.fraction_lo, r.fraction_hi) = clopper_pearson(r.devices_failing, r.devices);
+    if (!g.ttff_h.empty()) {
+      std::sort(g.ttff_h.begin(), g.ttff_h.end());
+      r.ttff_median_h = g.ttff_h[g.ttff_h.size() / 2];
+      r.ttff_max_h = g.ttff_h.back();
+    }
+    out.rates.push_back(r);
+  }
+
+  // Lemons: devices, then nodes, each against its model and driver group's rate.
+  std::map<std::string, std::pair<uint64_t, double>> fleet;
+  std::vector<Lemon> devices, nodes;
+  std::vector<Exposure> device_exposure, node_exposure;
+  std::map<std::string, size_t> node_at;
+  for (const auto& [key, fams] : families) {
+    const FleetDevice& d = tally.devices.at(key);
+    const std::string group = d.model + "|" + d.driver;
+    Lemon l{d.host, &d, d.model};
+    for (const auto& [family, c] : fams) {
+      l.failures += c.failures;
+      l.device_hours += hours(c.tested_s);
+    }
+    if (l.device_hours <= 0) continue;
+    fleet[group].first += l.failures;
+    fleet[group].second += l.device_hours;
+    devices.push_back(l);
+    device_exposure.push_back({{{group, {l.failures, l.device_hours}}}});
+    auto [it, added] = node_at.try_emplace(d.host, nodes.size());
+    if (added) {
+      nodes.push_back({d.host, nullptr, ""});
+      node_exposure.emplace_back();
+    }
+    Lemon& n = nodes[it->second];
+    n.failures += l.failures;
+    n.device_hours += l.device_hours;
+    n.model = n.model.empty() || n.model == d.model ? d.model : "mixed";
+    auto& e = node_exposure[it->second].by_group[group];
+    e.first += l.failures;
+    e.second += l.device_hours;
+  }
+  out.devices_tested = devices.size();
+  out.nodes_tested = nodes.size();
+  out.lemon_devices = find_lemons(devices, device_exposure, fleet, options.fdr);
+  out.lemon_nodes = find_lemons(nodes, node_exposure, fleet, options.fdr);
+
+  for (const auto& entry : families) {  // by key, so output is reproducible
+    const FleetDevice& d = tally.devices.at(entry.first);
+    if (d.failures_before_release > 0 && d.failures_after_release > 0) out.refailed.push_back(&d);
+    if (!d.sites.empty()) out.locations.push_back(locate(d));
+  }
+  return out;
+}
+
+GoldenFile fleet_golden(const FleetAnalysis& analysis, const FleetOptions& options) {
+  // (seed, config) -> eligible votes.
+  std::map<std::pair<uint64_t, std::string>, std::vector<const FleetVote*>> runs;
+  for (const auto& v : analysis.votes) {
+    if (!v.winner || v.kind == FleetVoteKind::kInconclusive || v.kind == FleetVoteKind::kNoPeers) continue;
+    if (v.majority_hosts < options.golden_min_nodes) continue;
+    if (static_cast<double>(v.majority_devices) < options.golden_min_share * static_cast<double>(v.devices)) continue;
+    if (options.golden_seed && v.tally->seed != *options.golden_seed) continue;
+    runs[{v.tally->seed, v.tally->config}].push_back(&v);
+  }
+  if (runs.empty()) {
+    throw InputError("--golden-out: no vote" +
+                     (options.golden_seed ? " of seed " + std::to_string(*options.golden_seed) : std::string()) +
+                     " has a majority of at least " + std::to_string(options.golden_min_nodes) + " nodes and " +
+                     std::to_string(static_cast<int>(options.golden_min_share * 100)) + "% of its devices");
+  }
+  const auto best = std::max_element(runs.begin(), runs.end(),
+                                     [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  GoldenFile g;
+  g.seed = best->first.first;
+  const std::string& config = best->first.second;
+  const size_t bar = config.find('|'), bar2 = config.find('|', bar + 1);
+  g.level = parse_level(config.substr(0, bar));
+  if (bar2 > bar + 1) g.size_bytes = std::stoull(config.substr(bar + 1, bar2 - bar - 1));
+  if (bar2 + 1 < config.size()) g.iterations = static_cast<uint32_t>(std::stoul(config.substr(bar2 + 1)));
+  for (const FleetVote* v : best->second) {
+    if (!g.digests.emplace(std::make_pair(v->tally->class_key, v->tally->probe), *v->winner).second) {
+      throw InputError("--golden-out: " + v->tally->probe + " on " + v->tally->class_key +
+                       " ran with different parameters at the same seed: no single golden digest");
+    }
+  }
+  return g;
+}
+
+}  // namespace sdc

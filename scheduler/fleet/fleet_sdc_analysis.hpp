@@ -1,0 +1,112 @@
+// Fleet SDC analysis over a FleetTally: the vote per (class, probe, parameters) across every node,
+// suspects, rates per model x driver x probe family with Clopper-Pearson 95% intervals, lemon
+// devices and nodes by a Poisson test at a Benjamini-Hochberg false-discovery rate, devices that
+// failed again after a release, where on the chip the faults lie, and a golden file from the fleet's
+// majority.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scheduler/consensus/golden.hpp"
+#include "scheduler/fleet/fleet_sdc_tally.hpp"
+
+namespace sdc {
+
+struct FleetOptions {
+  double fdr = 0.01;                    // the false-discovery rate of the lemon tests
+  uint64_t golden_min_nodes = 5;        // --golden-out: a digest's majority spans at least this many hosts
+  double golden_min_share = 0.99;       // ... and at least this share of the vote's devices
+  std::optional<uint64_t> golden_seed;  // --golden-out: this seed's votes; none: the seed with the most
+};
+
+// The memory address model of the location analysis: byte offsets in the probe's buffer, in rows of
+// 2 KiB, 16 banks interleaved per row, and 2 MiB pages. Vendors hash addresses across channels and
+// banks, so "same bank" is a hint; "same row" and "same page" hold for any linear map.
+inline constexpr int kRowShift = 11;
+inline constexpr int kBanks = 16;
+inline constexpr int kPageShift = 21;
+
+// no_peers: one device only, no evidence either way.
+enum class FleetVoteKind { kAgreed, kMajority, kGolden, kInconclusive, kNoPeers };
+const char* fleet_vote_kind_name(FleetVoteKind kind);
+
+struct FleetVote {
+  const VoteTally* tally = nullptr;
+  FleetVoteKind kind = FleetVoteKind::kAgreed;
+  std::optional<Digest128> winner;
+  uint64_t devices = 0;           // every digest's devices together
+  uint64_t majority_devices = 0;  // the winner's
+  size_t majority_hosts = 0;      // distinct hosts holding the winner (at most kMaxHostsPerDigest)
+};
+
+struct FleetSuspect {
+  const FleetDevice* device = nullptr;
+  uint64_t votes_lost = 0;
+  std::set<std::string> probes;
+  uint64_t largest_majority = 0;   // devices in the largest majority it lost to
+  bool own_checks_failed = false;  // its own checks also failed at least once where it lost
+};
+
+struct FleetRate {
+  std::string model, driver, family;
+  uint64_t devices = 0, failures = 0, devices_failing = 0;
+  double device_hours = 0;
+  double rate = 0, rate_lo = 0, rate_hi = 0;   // failures per device-hour tested
+  double fraction_lo = 0, fraction_hi = 0;     // devices ever failing, of devices
+  double ttff_median_h = -1, ttff_max_h = -1;  // hours from first seen to first failure; -1: none failed
+};
+
+struct Lemon {
+  std::string host;
+  const FleetDevice* device = nullptr;  // null for a node
+  std::string model;
+  uint64_t failures = 0;
+  double device_hours = 0;
+  double expected = 0;  // failures expected at the fleet's rate without it
+  double p = 1, q = 1;
+};
+
+struct FaultLocation {
+  const FleetDevice* device = nullptr;
+  size_t sites = 0, runs = 0;
+  int top_unit = -1;
+  size_t top_unit_sites = 0, compute_sites = 0;
+  int top_lane = -1;
+  size_t top_lane_sites = 0;
+  int top_bit = -1;
+  size_t top_bit_sites = 0;
+  size_t memory_sites = 0, same_row = 0, same_bank = 0, same_page = 0;
+  int64_t top_row = -1, top_page = -1;
+  std::string pattern;  // one_location | spread | too_few
+};
+
+struct FleetAnalysis {
+  std::vector<FleetVote> votes;        // every vote key, in key order
+  std::vector<FleetSuspect> suspects;  // most votes lost first
+  std::vector<FleetRate> rates;
+  std::vector<Lemon> lemon_devices, lemon_nodes;  // q <= fdr, smallest p first
+  size_t devices_tested = 0, nodes_tested = 0;
+  std::vector<const FleetDevice*> refailed;                             // failed, released, failed again
+  std::vector<FaultLocation> locations;                                 // devices with fault sites
+  std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // own checks and lost votes
+  size_t count(FleetVoteKind kind) const;
+  // 1: a suspect, lemon or inconclusive vote; 2: nothing was compared and nothing failed; else 0.
+  int exit_code() const;
+};
+
+FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options);
+
+// The golden file of the fleet's majority: every vote of one seed whose winner holds at least
+// golden_min_nodes hosts and golden_min_share of its devices. Throws InputError when none does.
+GoldenFile fleet_golden(const FleetAnalysis& analysis, const FleetOptions& options);
+
+// P(X >= k) for X ~ Poisson(mu).
+double poisson_upper_tail(uint64_t k, double mu);
+// Benjamini-Hochberg q-values (adjusted p-values), in the order given.
+std::vector<double> bh_q_values(const std::vector<double>& p);
+
+}  // namespace sdc

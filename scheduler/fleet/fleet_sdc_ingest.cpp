@@ -1,0 +1,423 @@
+#include "scheduler/fleet/fleet_sdc_ingest.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "host/device.hpp"
+#include "host/error.hpp"
+#include "probes/result.hpp"
+#include "scheduler/consensus/consensus.hpp"
+#include "scheduler/sweep/history.hpp"
+
+namespace sdc {
+namespace {
+
+namespace dom = simdjson::dom;
+
+// Where a field lies, made into text only for an error: "results[3].records[0].".
+struct At {
+  const At* parent = nullptr;
+  const char* array = nullptr;  // null: the top level
+  size_t index = 0;
+  std::string text() const {
+    return (parent ? parent->text() : "") + (array ? array + ("[" + std::to_string(index) + "].") : "");
+  }
+};
+
+// Reads one report's fields; every error names the file and the field.
+class ReportReader {
+ public:
+  explicit ReportReader(const std::string& name) : name_(name) {}
+
+  InputError bad(const std::string& field, const std::string& why) const {
+    return InputError(name_ + ": " + field + ": " + why);
+  }
+
+  dom::element field(dom::object o, const char* key, const At& at) const {
+    dom::element e;
+    if (o[key].get(e) != simdjson::SUCCESS) throw bad(at.text() + key, "missing");
+    return e;
+  }
+  bool has(dom::object o, const char* key) const {
+    dom::element e;
+    return o[key].get(e) == simdjson::SUCCESS && !e.is_null();
+  }
+  std::string_view text(dom::object o, const char* key, const At& at) const {
+    std::string_view v;
+    if (field(o, key, at).get_string().get(v) != simdjson::SUCCESS) throw bad(at.text() + key, "not a string");
+    return v;
+  }
+  uint64_t unsigned_number(dom::object o, const char* key, const At& at) const {
+    uint64_t v;
+    if (field(o, key, at).get_uint64().get(v) != simdjson::SUCCESS)
+      throw bad(at.text() + key, "not an unsigned integer");
+    return v;
+  }
+  int64_t integer(dom::object o, const char* key, const At& at, int64_t lo, int64_t hi) const {
+    int64_t v;
+    if (field(o, key, at).get_int64().get(v) != simdjson::SUCCESS || v < lo || v > hi) {
+      throw bad(at.text() + key, "not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return v;
+  }
+  double seconds(dom::object o, const char* key, const At& at) const {
+    double v;
+    if (field(o, key, at).get_double().get(v) != simdjson::SUCCESS || !std::isfinite(v) || v < 0) {
+      throw bad(at.text() + key, "not a finite number of seconds >= 0");
+    }
+    return v;
+  }
+  dom::object object(dom::element e, const At& at) const {
+    dom::object o;
+    if (e.get_object().get(o) != simdjson::SUCCESS) {
+      const std::string where = at.text();
+      throw bad(where.empty() ? "(file)" : where.substr(0, where.size() - 1), "not an object");
+    }
+    return o;
+  }
+  dom::array array(dom::object o, const char* key, const At& at) const {
+    dom::array a;
+    if (field(o, key, at).get_array().get(a) != simdjson::SUCCESS) throw bad(at.text() + key, "not an array");
+    return a;
+  }
+  Digest128 digest(dom::object o, const char* key, const At& at) const {
+    try {
+      return parse_digest(std::string(text(o, key, at)));
+    } catch (const std::invalid_argument& e) {
+      throw bad(at.text() + key, e.what());
+    }
+  }
+  double utc_time(dom::object o, const char* key, const At& at) const {
+    const std::string t(text(o, key, at));
+    std::tm tm{};
+    const char* end = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (end == nullptr || *end != '\0') throw bad(at.text() + key, "expected a UTC time like 2026-12-01T15:00:00Z");
+    return static_cast<double>(timegm(&tm));
+  }
+
+ private:
+  const std::string& name_;
+};
+
+// A device of the report: the fields its class depends on, viewed in the parsed document.
+struct ReportDevice {
+  std::string_view backend, name, compute_capability, driver_version, runtime_version;
+  int compute_units = 0;
+  FleetDevice* tallied = nullptr;
+  std::string key;  // host/uuid
+
+  DeviceIdentity identity() const {
+    DeviceIdentity d;
+    d.backend = backend;
+    d.name = name;
+    d.compute_units = compute_units;
+    d.compute_capability = compute_capability;
+    d.driver_version = driver_version;
+    d.runtime_version = runtime_version;
+    return d;
+  }
+};
+
+// The vote of `key`, made from the report's prototype when new.
+VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& proto, const std::string& class_key,
+                     const std::string& probe, const FleetDevice& device) {
+  auto [it, added] = tally.votes.try_emplace(std::move(key));
+  VoteTally& vote = it->second;
+  if (added) {
+    vote.seed = proto.seed;
+    vote.config = proto.config;
+    vote.class_key = class_key;
+    vote.probe = probe;
+    vote.model = device.model;
+    vote.driver = device.driver;
+  }
+  return vote;
+}
+
+void add_member(VoteTally& vote, const Digest128& digest, const std::optional<Digest128>& golden,
+                const std::string& device, bool failed, double at, const std::string& host) {
+  if (!vote.golden) vote.golden = golden;
+  DigestTally& d = vote.digests[{digest.hi, digest.lo}];
+  ++d.runs;
+  if (d.hosts.size() < kMaxHostsPerDigest) d.hosts.insert(host);
+  // Full: counted, not named (devices() then counts runs, far past any threshold).
+  if (d.members.size() >= kMaxNamedPerDigest) {
+    d.truncated = true;
+    return;
+  }
+  const bool known =
+      std::any_of(d.members.begin(), d.members.end(), [&](const VoteMember& m) { return m.device == device; });
+  if (!known) d.members.push_back({device, failed, at});
+}
+
+// Whether two devices fall in one equivalence class (equivalence_class's fields).
+bool same_class(const ReportDevice& a, const ReportDevice& b) {
+  return a.backend == b.backend && a.name == b.name && a.compute_units == b.compute_units &&
+         a.compute_capability == b.compute_capability && a.driver_version == b.driver_version &&
+         a.runtime_version == b.runtime_version;
+}
+
+bool is_history_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 16 && std::string(head, 16) == std::string("SQLite format 3\0", 16);
+}
+
+void ingest_file(const std::string& path, FleetTally& tally) {
+  ++tally.files;
+  if (is_history_file(path)) return ingest_history(path, tally);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot read the file");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError(path + ": cannot read the file");
+  ingest_report_text(path, text, tally);
+}
+
+}  // namespace
+
+void ingest_report_text(const std::string& name, std::string_view text, FleetTally& tally) {
+  thread_local dom::parser parser;
+  const ReportReader r(name);
+  const At top_at;
+  dom::element doc;
+  if (const auto error = parser.parse(text.data(), text.size()).get(doc); error != simdjson::SUCCESS) {
+    throw r.bad("(file)", std::string("not JSON: ") + simdjson::error_message(error));
+  }
+  const dom::object top = r.object(doc, top_at);
+  if (r.text(top, "tool", top_at) != "sdcprobe") throw r.bad("tool", "not an sdcprobe report");
+  const std::string host(r.text(top, "host", top_at));
+  const double at = r.utc_time(top, "started_at", top_at);
+  VoteTally proto;
+  proto.seed = r.unsigned_number(top, "seed", top_at);
+  proto.config = std::string(r.text(top, "level", top_at)) + "|" +
+                 (r.has(top, "size_bytes") ? std::to_string(r.unsigned_number(top, "size_bytes", top_at)) : "") + "|" +
+                 (r.has(top, "iterations") ? std::to_string(r.unsigned_number(top, "iterations", top_at)) : "");
+  if (r.has(top, "injections") && r.array(top, "injections", top_at).size() > 0) ++tally.with_injections;
+
+  std::map<std::string_view, ReportDevice> devices;  // uuid -> device
+  size_t i = 0;
+  for (dom::element e : r.array(top, "devices", top_at)) {
+    const At at_d{&top_at, "devices", i++};
+    const dom::object o = r.object(e, at_d);
+    ReportDevice d;
+    const std::string_view uuid = r.text(o, "uuid", at_d);
+    const std::string_view pci_bus_id = r.text(o, "pci_bus_id", at_d);
+    d.name = r.text(o, "name", at_d);
+    d.backend = r.text(o, "backend", at_d);
+    d.compute_units = static_cast<int>(r.integer(o, "compute_units", at_d, 0, 1 << 20));
+    d.compute_capability = r.text(o, "compute_capability", at_d);
+    d.driver_version = r.text(o, "driver_version", at_d);
+    d.runtime_version = r.text(o, "runtime_version", at_d);
+    d.key = fleet_device_key(host, std::string(uuid));
+    FleetDevice& f = tally.devices[d.key];
+    if (f.uuid.empty()) {
+      f.host = host;
+      f.uuid = uuid;
+      f.pci_bus_id = pci_bus_id;
+      f.model = d.name;
+      f.backend = d.backend;
+      f.driver = d.driver_version;
+    }
+    f.first_seen = f.first_seen == 0 ? at : std::min(f.first_seen, at);
+    f.last_seen = std::max(f.last_seen, at);
+    d.tallied = &f;
+    if (!devices.try_emplace(uuid, std::move(d)).second) {
+      throw r.bad(at_d.text() + "uuid", "a second device with it");
+    }
+  }
+
+  i = 0;
+  thread_local ProbeResult result;  // reused: only its probe, seed and params are read
+  struct {
+    const ReportDevice* device = nullptr;
+    std::string probe, library, algorithm;
+    uint64_t seed = 0;
+    VoteTally* vote = nullptr;
+  } last;
+  for (dom::element e : r.array(top, "results", top_at)) {
+    const At at_r{&top_at, "results", i++};
+    const dom::object o = r.object(e, at_r);
+    result.probe = r.text(o, "probe", at_r);
+    const auto dev = devices.find(r.text(o, "device_uuid", at_r));
+    if (dev == devices.end()) throw r.bad(at_r.text() + "device_uuid", "names no device of the report");
+    const std::string_view outcome = r.text(o, "outcome", at_r);
+    if (outcome != "pass" && outcome != "fail" && outcome != "skipped" && outcome != "device_error") {
+      throw r.bad(at_r.text() + "outcome",
+                  "expected pass, fail, skipped or device_error, got '" + std::string(outcome) + "'");
+    }
+    result.seed = r.unsigned_number(o, "seed", at_r);
+    const double duration = r.seconds(o, "duration_s", at_r);
+    ++tally.results;
+    if (outcome == "skipped") {
+      ++tally.skipped;
+      continue;
+    }
+    FleetDevice& device = *dev->second.tallied;
+    const bool failed = outcome != "pass";
+    FamilyCounts& family = device.families[probe_family(result.probe)];
+    ++family.results;
+    family.tested_s += duration;
+    if (failed) {
+      ++family.failures;
+      family.first_failure = family.first_failure == 0 ? at : std::min(family.first_failure, at);
+      ++tally.failures_by_day[{device.model, static_cast<int64_t>(std::floor(at / 86400))}];
+    }
+    size_t k = 0;
+    for (dom::element m : r.array(o, "records", at_r)) {
+      const At at_m{&at_r, "records", k++};
+      const dom::object rec = r.object(m, at_m);
+      FaultSite site;
+      site.probe = result.probe;
+      site.at = at;
+      if (r.has(rec, "byte_offset")) site.byte_offset = r.integer(rec, "byte_offset", at_m, 0, INT64_MAX);
+      if (r.has(rec, "unit")) site.unit = static_cast<int>(r.integer(rec, "unit", at_m, 0, 1 << 20));
+      if (r.has(rec, "lane")) site.lane = static_cast<int>(r.integer(rec, "lane", at_m, 0, 1 << 20));
+      if (r.has(rec, "bits")) {
+        size_t b = 0;
+        for (dom::element bit : r.array(rec, "bits", at_m)) {
+          int64_t v;
+          if (bit.get_int64().get(v) != simdjson::SUCCESS || v < 0 || v > 63) {
+            throw r.bad(at_m.text() + "bits[" + std::to_string(b) + "]", "not a bit position in [0, 63]");
+          }
+          ++b;
+          site.bits.push_back(static_cast<int>(v));
+        }
+      }
+      if (device.sites.size() < kMaxSitesPerDevice) device.sites.push_back(std::move(site));
+    }
+    if (!r.has(o, "digest")) continue;
+    const Digest128 digest = r.digest(o, "digest", at_r);
+    std::optional<Digest128> golden;
+    if (r.has(o, "golden_digest")) golden = r.digest(o, "golden_digest", at_r);
+    const At at_p{&at_r, nullptr, 0};
+    const dom::object params = r.object(r.field(o, "params", at_r), at_p);
+    const std::string_view library = r.has(params, "library_version") ? r.text(params, "library_version", at_p) : "";
+    const std::string_view algorithm = r.has(params, "algorithm") ? r.text(params, "algorithm", at_p) : "";
+    // A node's devices are mostly of one class and run the same probe: its vote is found once.
+    if (last.vote == nullptr || !same_class(*last.device, dev->second) || last.probe != result.probe ||
+        last.seed != result.seed || last.library != library || last.algorithm != algorithm) {
+      result.params = nlohmann::json::object();
+      if (r.has(params, "library_version")) result.params["library_version"] = std::string(library);
+      if (r.has(params, "algorithm")) result.params["algorithm"] = std::string(algorithm);
+      // The class holds the seed; the level, --size and --iterations set the rest of the inputs.
+      const std::string class_key = equivalence_class(dev->second.identity(), result);
+      last = {&dev->second,
+              result.probe,
+              std::string(library),
+              std::string(algorithm),
+              result.seed,
+              &find_vote(tally, class_key + '\x1f' + result.probe + '\x1f' + proto.config, proto, class_key,
+                         result.probe, device)};
+    }
+    add_member(*last.vote, digest, golden, dev->second.key, failed, at, host);
+  }
+  ++tally.reports;
+}
+
+void ingest_history(const std::string& path, FleetTally& tally) {
+  const History history(path, 10000, History::Access::kReadOnly);
+  ++tally.histories;
+  std::map<int64_t, std::string> hosts;
+  for (const auto& run : history.runs()) hosts[run.id] = run.host;
+  std::map<std::string, DeviceRecord> known;
+  for (const auto& d : history.devices()) known[d.uuid] = d;
+  std::map<std::string, double> released;
+  for (const auto& [uuid, d] : known) released[uuid] = history.last_release_at(uuid);
+  for (const auto& r : history.results()) {
+    ++tally.results;
+    if (r.attempt != 0) continue;  // the re-run with a new seed after a failure: the same fault
+    if (r.outcome == "skipped") {
+      ++tally.skipped;
+      continue;
+    }
+    const auto d = known.find(r.device_uuid);
+    if (d == known.end()) throw InputError(path + ": results: device " + r.device_uuid + " is not in its devices");
+    const std::string& host = hosts[r.run_id];
+    FleetDevice& device = tally.devices[fleet_device_key(host, r.device_uuid)];
+    if (device.uuid.empty()) {
+      device.host = host;
+      device.uuid = r.device_uuid;
+      device.pci_bus_id = d->second.pci_bus_id;
+      device.model = d->second.name;
+      device.backend = d->second.backend;
+      device.released_at = released[r.device_uuid];
+    }
+    const double at = r.recorded_at;
+    device.first_seen = device.first_seen == 0 ? at : std::min(device.first_seen, at);
+    device.last_seen = std::max(device.last_seen, at);
+    FamilyCounts& family = device.families[probe_family(r.probe)];
+    ++family.results;
+    family.tested_s += r.duration_s;
+    if (r.outcome == "pass") continue;
+    ++family.failures;
+    family.first_failure = family.first_failure == 0 ? at : std::min(family.first_failure, at);
+    ++tally.failures_by_day[{device.model, static_cast<int64_t>(std::floor(at / 86400))}];
+    if (device.released_at > 0)
+      ++(at < device.released_at ? device.failures_before_release : device.failures_after_release);
+  }
+}
+
+FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      files.push_back(p);
+      continue;
+    }
+    std::vector<std::string> inside;
+    for (const auto& entry : fs::directory_iterator(p, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_regular_file() && (entry.path().extension() == ".json" || name == kHistoryFile)) {
+        inside.push_back(entry.path().string());
+      }
+    }
+    if (ec) throw InputError(p + ": cannot list the directory: " + ec.message());
+    std::sort(inside.begin(), inside.end());
+    files.insert(files.end(), inside.begin(), inside.end());
+  }
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, std::max<size_t>(files.size(), 1));
+  std::vector<FleetTally> tallies(threads);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex error_lock;
+  size_t error_at = files.size();
+  std::string error;
+  auto work = [&](FleetTally& tally) {
+    for (size_t k; !stop && (k = next++) < files.size();) {
+      try {
+        ingest_file(files[k], tally);
+      } catch (const std::exception& e) {
+        // The first bad file in the order given, whichever thread read it.
+        const std::lock_guard<std::mutex> hold(error_lock);
+        if (k < error_at) {
+          error_at = k;
+          error = e.what();
+        }
+        stop = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(tallies[t]));
+  work(tallies[0]);
+  for (auto& t : pool) t.join();
+  if (error_at < files.size()) throw InputError(error);
+  for (unsigned t = 1; t < threads; ++t) tallies[0].merge(std::move(tallies[t]));
+  return std::move(tallies[0]);
+}
+
+}  // namespace sdc

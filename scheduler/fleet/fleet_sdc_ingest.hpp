@@ -1,0 +1,24 @@
+// Reading many nodes' files into a FleetTally: qualify and sweep JSON reports (parsed with simdjson),
+// SQLite history databases (opened read-only; they hold outcomes and durations but no digests, so
+// they count toward rates and lemons, not votes), and directories of them (a sweep's --spool-dir).
+// Files are parsed in parallel, one tally per thread. Bad input throws InputError naming the file
+// and the field.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/fleet/fleet_sdc_tally.hpp"
+
+namespace sdc {
+
+// One JSON report (`name` is how errors call it).
+void ingest_report_text(const std::string& name, std::string_view text, FleetTally& tally);
+// One history database, read-only.
+void ingest_history(const std::string& path, FleetTally& tally);
+// Every path: a report, a history (told by its SQLite header), or a directory whose *.json and
+// history.db files are read (not its subdirectories). `threads` 0: one per core.
+FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads = 0);
+
+}  // namespace sdc

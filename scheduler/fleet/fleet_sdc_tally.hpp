@@ -1,0 +1,91 @@
+// What `sdcprobe fleet sdc` keeps of many nodes' results: a tally whose size grows with the distinct
+// (equivalence class, probe, parameters) vote keys (the class holds the seed) and with the devices,
+// never with the number of reports. Each ingest thread fills its own tally; merge() joins them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kernels/common/digest.hpp"
+
+namespace sdc {
+
+// Devices named per digest of a vote, and distinct hosts counted per digest (for --golden-min-nodes):
+// beyond these a digest is counted, not named.
+inline constexpr size_t kMaxNamedPerDigest = 64;
+inline constexpr size_t kMaxHostsPerDigest = 64;
+// Fault sites kept per device for the location analysis.
+inline constexpr size_t kMaxSitesPerDevice = 64;
+
+// One mismatch record's place: memory probes by byte offset, compute probes by unit and lane.
+struct FaultSite {
+  std::string probe;
+  double at = 0;             // the run's start, Unix seconds
+  int64_t byte_offset = -1;  // memory probes
+  int unit = -1;             // SM or core
+  int lane = -1;
+  std::vector<int> bits;  // flipped bit positions
+};
+
+struct FamilyCounts {
+  uint64_t results = 0;  // results that ran (not skipped)
+  double tested_s = 0;   // device time under test
+  uint64_t failures = 0;
+  double first_failure = 0;  // Unix seconds; 0: none
+  void add(const FamilyCounts& o);
+};
+
+struct FleetDevice {
+  std::string host, uuid, pci_bus_id, model, driver, backend;
+  double first_seen = 0, last_seen = 0;          // of its runs, Unix seconds
+  std::map<std::string, FamilyCounts> families;  // probe family (alu, gemm, mem, sfu, ...) -> counts
+  std::vector<FaultSite> sites;
+  // From a history: the last release from quarantine, and failures before and after it.
+  double released_at = 0;
+  uint64_t failures_before_release = 0, failures_after_release = 0;
+  void merge(const FleetDevice& o);
+};
+
+struct VoteMember {
+  std::string device;   // the device key (host/uuid)
+  bool failed = false;  // its own checks failed this run
+  double at = 0;
+};
+
+struct DigestTally {
+  uint64_t runs = 0;                // every result with this digest
+  std::vector<VoteMember> members;  // distinct devices, the first kMaxNamedPerDigest
+  bool truncated = false;           // more devices than named
+  std::set<std::string> hosts;      // distinct hosts, the first kMaxHostsPerDigest
+  // Distinct devices when all are named, else the runs (then far past any threshold).
+  uint64_t devices() const { return truncated ? runs : members.size(); }
+};
+
+struct VoteTally {
+  std::string class_key, probe, model, driver;
+  uint64_t seed = 0;  // the run's seed (each probe's is derived from it, and is in the class)
+  // level|size_bytes|iterations of the runs: what a golden file records with the seed.
+  std::string config;  // also part of the vote key: the parameters the digest depends on
+  std::map<std::pair<uint64_t, uint64_t>, DigestTally> digests;  // (hi, lo) -> tally
+  std::optional<Digest128> golden;  // the host's IEEE golden digest, where the probe has one
+};
+
+struct FleetTally {
+  std::unordered_map<std::string, FleetDevice> devices;                 // host/uuid -> device
+  std::unordered_map<std::string, VoteTally> votes;                     // class, probe and parameters -> vote
+  std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // (model, UTC day number)
+  uint64_t files = 0, reports = 0, histories = 0, results = 0, skipped = 0, with_injections = 0;
+  void merge(FleetTally&& o);
+};
+
+std::string fleet_device_key(const std::string& host, const std::string& uuid);
+// "gemm" for gemm.exact.fp32: the part before the first dot.
+std::string probe_family(const std::string& probe);
+
+}  // namespace sdc

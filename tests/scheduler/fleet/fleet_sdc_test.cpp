@@ -1,0 +1,396 @@
+// Fleet SDC over simulated fleets: reports built as qualify and sweep write them, for many hosts of
+// virtual devices, read back through the report reader and analysed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "host/error.hpp"
+#include "kernels/common/random.hpp"
+#include "probes/result.hpp"
+#include "scheduler/consensus/consensus.hpp"
+#include "scheduler/consensus/golden.hpp"
+#include "scheduler/fleet/fleet_sdc_analysis.hpp"
+#include "scheduler/fleet/fleet_sdc_ingest.hpp"
+#include "scheduler/fleet/fleet_sdc_output.hpp"
+#include "scheduler/fleet/fleet_seed.hpp"
+#include "scheduler/sweep/history.hpp"
+
+namespace sdc {
+namespace {
+
+constexpr int64_t kDay0 = 1796083200;  // 2026-12-01T00:00:00Z
+const char* const kProbes[] = {"sfu.transcendental", "gemm.exact.fp32"};
+
+std::string utc(int64_t t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+DeviceIdentity gpu(const std::string& host, int index, const std::string& model = "NVIDIA H100 80GB HBM3") {
+  DeviceIdentity d;
+  d.backend = "cuda";
+  d.index = index;
+  d.name = model;
+  d.uuid = "GPU-" + host + "-" + std::to_string(index);
+  d.pci_bus_id = "00000000:" + std::to_string(10 + index) + ":00.0";
+  d.compute_units = 132;
+  d.compute_capability = "9.0";
+  d.driver_version = "550.54";
+  d.runtime_version = "12.4";
+  return d;
+}
+
+// The digest every correct device of the class computes for this probe and seed.
+Digest128 right_digest(const std::string& probe, uint64_t seed) {
+  uint64_t h = seed;
+  for (char c : probe) h = mix64(h ^ static_cast<unsigned char>(c));
+  return {mix64(h), mix64(h + 1)};
+}
+
+struct SimResult {
+  std::string probe;
+  bool failed = false;
+  bool wrong_digest = false;
+  bool digest = true;
+  double duration_s = 60;
+  nlohmann::json records = nlohmann::json::array();
+};
+
+// A report as report_json writes it: `results[d]` are device d's results.
+std::string report(const std::string& host, int64_t at, uint64_t seed, const std::vector<DeviceIdentity>& devices,
+                   const std::vector<std::vector<SimResult>>& results) {
+  nlohmann::json devs = nlohmann::json::array(), res = nlohmann::json::array();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const DeviceIdentity& d = devices[i];
+    devs.push_back({{"index", d.index},
+                    {"backend", d.backend},
+                    {"uuid", d.uuid},
+                    {"pci_bus_id", d.pci_bus_id},
+                    {"name", d.name},
+                    {"compute_units", d.compute_units},
+                    {"compute_capability", d.compute_capability},
+                    {"memory_bytes", 0},
+                    {"driver_version", d.driver_version},
+                    {"runtime_version", d.runtime_version}});
+    for (const SimResult& r : results[i]) {
+      nlohmann::json j = {{"probe", r.probe},      {"device_index", d.index},
+                          {"device_uuid", d.uuid}, {"outcome", r.failed ? "fail" : "pass"},
+                          {"checked", 1000},       {"mismatches", r.failed ? 1 : 0},
+                          {"records", r.records},  {"duration_s", r.duration_s},
+                          {"seed", seed},          {"params", {{"n", 256}}}};
+      if (r.digest) {
+        Digest128 dg = right_digest(r.probe, seed);
+        if (r.wrong_digest) dg.lo ^= 0x5a5a;
+        j["digest"] = digest_hex(dg);
+      }
+      res.push_back(std::move(j));
+    }
+  }
+  return nlohmann::json{{"tool", "sdcprobe"},  {"host", host},   {"mode", "sweep"},
+                        {"level", "standard"}, {"seed", seed},   {"started_at", utc(at)},
+                        {"devices", devs},     {"results", res}, {"injections", nlohmann::json::array()}}
+      .dump();
+}
+
+std::vector<SimResult> deterministic(bool wrong = false) {
+  std::vector<SimResult> out;
+  for (const char* p : kProbes) out.push_back({p, false, wrong});
+  return out;
+}
+
+// `hosts` single-GPU nodes, `hours` hourly sweeps with the fleet seed of each hour; `bad_host`'s GPU
+// hands back a consistent wrong digest and passes its own checks.
+FleetTally single_gpu_fleet(int hosts, int hours, int bad_host, bool only_bad_host = false) {
+  FleetTally tally;
+  for (int h = 0; h < hosts; ++h) {
+    if (only_bad_host && h != bad_host) continue;
+    const std::string host = "node" + std::to_string(h);
+    for (int t = 0; t < hours; ++t) {
+      const FleetSeed seed = fleet_seed("site-secret", SeedPeriod::kHour, kDay0 + 3600 * t);
+      ingest_report_text(host + ".json",
+                         report(host, kDay0 + 3600 * t + 60, seed.seed, {gpu(host, 0)}, {deterministic(h == bad_host)}),
+                         tally);
+    }
+  }
+  return tally;
+}
+
+TEST(FleetSeed, SameEverywhereInAPeriodAndNewEachPeriod) {
+  const FleetSeed a = fleet_seed("s3cret", SeedPeriod::kDay, kDay0 + 10);
+  EXPECT_EQ(a.seed, fleet_seed("s3cret", SeedPeriod::kDay, kDay0 + 86399).seed);
+  EXPECT_NE(a.seed, fleet_seed("s3cret", SeedPeriod::kDay, kDay0 + 86400).seed);
+  EXPECT_NE(a.seed, fleet_seed("other", SeedPeriod::kDay, kDay0 + 10).seed);
+  EXPECT_EQ(a.origin, "fleet:day:2026-12-01");
+  const FleetSeed h = fleet_seed("s3cret", SeedPeriod::kHour, kDay0 + 15 * 3600 + 5);
+  EXPECT_EQ(h.origin, "fleet:hour:2026-12-01T15");
+  EXPECT_NE(h.seed, fleet_seed("s3cret", SeedPeriod::kHour, kDay0 + 16 * 3600).seed);
+  EXPECT_EQ(parse_fleet_seed("fleet"), SeedPeriod::kDay);
+  EXPECT_EQ(parse_fleet_seed("fleet:hour"), SeedPeriod::kHour);
+  EXPECT_EQ(parse_fleet_seed("42"), std::nullopt);
+  EXPECT_THROW(parse_fleet_seed("fleet:week"), InputError);
+}
+
+TEST(FleetSeed, SecretIsReadOrRefusedNamingTheSetting) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_seed_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "sdcprobe").string();
+  std::ofstream(path) << "# site settings\nSDCPROBE_LEVEL=quick\nFLEET_SECRET=\"abc def\"\n";
+  EXPECT_EQ(read_fleet_secret(path), "abc def");
+  std::ofstream(path) << "#FLEET_SECRET=commented\n";
+  try {
+    read_fleet_secret(path);
+    FAIL() << "a file without the setting was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("FLEET_SECRET"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_fleet_secret((dir / "missing").string()), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FleetSdc, ConsistentWrongDigestIsNamedAtFleetScaleNotOnItsOwnNode) {
+  // On its own node the device has no peer: every vote is "no_peers" and nothing is found.
+  const FleetTally alone = single_gpu_fleet(200, 24, 17, true);
+  const FleetAnalysis own = analyze_fleet(alone, {});
+  EXPECT_TRUE(own.suspects.empty());
+  EXPECT_EQ(own.count(FleetVoteKind::kNoPeers), own.votes.size());
+  EXPECT_EQ(own.exit_code(), 2);
+
+  const FleetTally tally = single_gpu_fleet(200, 24, 17);
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.suspects.size(), 1u);
+  EXPECT_EQ(a.suspects[0].device->host, "node17");
+  EXPECT_EQ(a.suspects[0].device->uuid, "GPU-node17-0");
+  EXPECT_EQ(a.suspects[0].device->pci_bus_id, "00000000:10:00.0");
+  EXPECT_EQ(a.suspects[0].votes_lost, 48u);
+  EXPECT_EQ(a.suspects[0].largest_majority, 199u);
+  EXPECT_FALSE(a.suspects[0].own_checks_failed);
+  EXPECT_EQ(a.count(FleetVoteKind::kMajority), 48u);
+  EXPECT_EQ(a.count(FleetVoteKind::kInconclusive), 0u);
+  EXPECT_EQ(a.exit_code(), 1);
+  // The lost votes are failures of its families, so the rates see them too.
+  uint64_t failures = 0;
+  for (const auto& r : a.rates) failures += r.failures;
+  EXPECT_EQ(failures, 48u);
+  const nlohmann::json j = fleet_json(tally, a, {});
+  EXPECT_EQ(j["suspects"][0]["majority_size"], 199);
+  EXPECT_NE(fleet_markdown(tally, a, {}).find("GPU-node17-0"), std::string::npos);
+  EXPECT_NE(fleet_svg(a).find("node17 GPU-node17-0"), std::string::npos);
+}
+
+TEST(FleetSdc, EvenSplitIsInconclusiveAndTwoDevicesNeverOutvoteOne) {
+  FleetTally tally;
+  const uint64_t seed = 7;
+  ingest_report_text("a", report("a", kDay0, seed, {gpu("a", 0), gpu("a", 1)}, {deterministic(), deterministic(true)}),
+                     tally);
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  EXPECT_EQ(a.count(FleetVoteKind::kInconclusive), 2u);
+  EXPECT_TRUE(a.suspects.empty());
+  EXPECT_EQ(a.exit_code(), 1);
+}
+
+TEST(FleetSdc, PlantedLemonIsFoundAtTheStatedFdr) {
+  // 250 nodes x 8 GPUs, 30 daily reports of one day-long sweep each; failures are Poisson draws at
+  // the fleet's base rate, the lemon's at 300 times it.
+  std::mt19937_64 rng(29);
+  const double base = 1e-3, lemon = 0.3;  // failures per device-day
+  FleetTally tally;
+  for (int h = 0; h < 250; ++h) {
+    const std::string host = "n" + std::to_string(h);
+    std::vector<DeviceIdentity> devices;
+    for (int i = 0; i < 8; ++i) devices.push_back(gpu(host, i));
+    for (int day = 0; day < 30; ++day) {
+      std::vector<std::vector<SimResult>> results(8);
+      for (int i = 0; i < 8; ++i) {
+        const bool is_lemon = h == 123 && i == 5;
+        std::poisson_distribution<int> draws(is_lemon ? lemon : base);
+        const int n = draws(rng);
+        results[i].push_back({"mem.march_c", n > 0, false, false, 86400.0});
+        for (int k = 1; k < n; ++k) results[i].push_back({"mem.march_c", true, false, false, 0.0});
+      }
+      ingest_report_text(host, report(host, kDay0 + 86400 * day, day, devices, results), tally);
+    }
+  }
+  FleetOptions options;
+  options.fdr = 0.01;
+  const FleetAnalysis a = analyze_fleet(tally, options);
+  ASSERT_EQ(a.lemon_devices.size(), 1u);
+  EXPECT_EQ(a.lemon_devices[0].device->uuid, "GPU-n123-5");
+  EXPECT_LE(a.lemon_devices[0].q, 0.01);
+  ASSERT_EQ(a.lemon_nodes.size(), 1u);
+  EXPECT_EQ(a.lemon_nodes[0].host, "n123");
+  EXPECT_EQ(a.devices_tested, 2000u);
+  ASSERT_EQ(a.rates.size(), 1u);
+  EXPECT_GT(a.rates[0].failures, 0u);
+  EXPECT_LT(a.rates[0].rate_lo, a.rates[0].rate);
+  EXPECT_GT(a.rates[0].rate_hi, a.rates[0].rate);
+  EXPECT_NE(fleet_prometheus(a).find("sdcprobe_fleet_lemon_devices 1"), std::string::npos);
+}
+
+TEST(FleetSdc, CleanFleetOfTenThousandDevicesHasNoFalseSuspect) {
+  // 1,250 nodes x 8 GPUs, 3 hourly sweeps, with the sporadic failures of a healthy fleet (one in
+  // a thousand results): no suspect, no inconclusive vote, no lemon.
+  std::mt19937_64 rng(10000);
+  std::bernoulli_distribution sporadic(1e-3);
+  FleetTally tally;
+  for (int h = 0; h < 1250; ++h) {
+    const std::string host = "c" + std::to_string(h);
+    std::vector<DeviceIdentity> devices;
+    for (int i = 0; i < 8; ++i)
+      devices.push_back(gpu(host, i, h % 2 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB"));
+    for (int t = 0; t < 3; ++t) {
+      std::vector<std::vector<SimResult>> results(8);
+      for (auto& r : results) {
+        r = deterministic();
+        r.push_back({"mem.march_c", sporadic(rng), false, false, 600.0});
+      }
+      ingest_report_text(host, report(host, kDay0 + 3600 * t, 100 + t, devices, results), tally);
+    }
+  }
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  EXPECT_EQ(a.devices_tested, 10000u);
+  EXPECT_TRUE(a.suspects.empty());
+  EXPECT_EQ(a.count(FleetVoteKind::kInconclusive), 0u);
+  EXPECT_EQ(a.count(FleetVoteKind::kAgreed), 12u);  // 2 classes x 2 probes x 3 seeds
+  EXPECT_TRUE(a.lemon_devices.empty());
+  EXPECT_TRUE(a.lemon_nodes.empty());
+}
+
+TEST(FleetSdc, GoldenFromTheFleetEqualsOneRecordedOnACleanNode) {
+  const uint64_t seed = fleet_seed("site-secret", SeedPeriod::kDay, kDay0).seed;
+  FleetTally tally;
+  for (int h = 0; h < 60; ++h) {  // 119 of 120 devices agree: 99.2%
+    const std::string host = "g" + std::to_string(h);
+    ingest_report_text(
+        host, report(host, kDay0, seed, {gpu(host, 0), gpu(host, 1)}, {deterministic(), deterministic(h == 3)}), tally);
+  }
+  FleetOptions options;
+  options.golden_min_nodes = 5;
+  const GoldenFile fleet = fleet_golden(analyze_fleet(tally, options), options);
+
+  // The same probes on a known-good node of the class, through the golden recorder's path.
+  std::vector<ProbeResult> results;
+  const DeviceIdentity clean = gpu("clean", 0);
+  for (const char* p : kProbes) {
+    ProbeResult r;
+    r.probe = p;
+    r.device_uuid = clean.uuid;
+    r.seed = seed;
+    r.digest = right_digest(p, seed);
+    results.push_back(r);
+  }
+  const GoldenFile recorded =
+      golden_from_outcome(vote(consensus_records({clean}, results, "clean", 0)), seed, Level::kStandard, {}, {});
+  EXPECT_EQ(golden_to_json(fleet), golden_to_json(recorded));
+
+  options.golden_min_nodes = 61;  // more nodes than the fleet has
+  EXPECT_THROW(fleet_golden(analyze_fleet(tally, options), options), InputError);
+}
+
+TEST(FleetSdc, FaultsInOneRowLookLikeOneLocationAndAcrossSmsSpread) {
+  FleetTally tally;
+  const std::vector<DeviceIdentity> devices = {gpu("loc", 0), gpu("loc", 1)};
+  for (int run = 0; run < 3; ++run) {
+    SimResult mem{"mem.walking_bits", true, false, false, 60.0};
+    mem.records.push_back({{"byte_offset", (uint64_t{5} << 21) + 64 + 8 * run}, {"bits", {7}}});
+    SimResult alu{"alu.fma32", true, false, false, 60.0};
+    alu.records.push_back({{"unit", 3 + 40 * run}, {"lane", 9}, {"bits", {run}}});
+    ingest_report_text("loc", report("loc", kDay0 + 3600 * run, run, devices, {{mem}, {alu}}), tally);
+  }
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.locations.size(), 2u);
+  EXPECT_EQ(a.locations[0].pattern, "one_location");
+  EXPECT_EQ(a.locations[0].same_row, 3u);
+  EXPECT_EQ(a.locations[0].top_page, 5);
+  EXPECT_EQ(a.locations[0].top_bit, 7);
+  EXPECT_EQ(a.locations[0].top_bit_sites, 3u);
+  EXPECT_EQ(a.locations[1].pattern, "spread");
+  EXPECT_EQ(a.locations[1].top_unit_sites, 1u);
+  EXPECT_EQ(a.locations[1].top_lane, 9);  // one lane on three SMs: still spread across the chip
+  EXPECT_EQ(a.locations[1].top_lane_sites, 3u);
+}
+
+TEST(FleetSdc, HistoriesCountTowardRatesAndRefailuresAfterRelease) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_history_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / kHistoryFile).string();
+  {
+    History h(path);
+    const DeviceIdentity d = gpu("hist", 0);
+    auto result = [&](const std::string& outcome, double at) {
+      ResultRecord r;
+      r.recorded_at = at;
+      r.device_uuid = d.uuid;
+      r.probe = "mem.march_c";
+      r.outcome = outcome;
+      r.duration_s = 600;
+      return r;
+    };
+    RunRecord run{0, "sweep", "hist", 1, "standard", "test", kDay0, 0, "running"};
+    const int64_t id = h.begin_run(run);
+    h.record(id, {d}, {result("fail", kDay0 + 10), result("pass", kDay0 + 20)}, kDay0 + 30);
+    h.quarantine(d.uuid, "test", kDay0 + 40);
+    h.release(d.uuid, "operator", kDay0 + 50);
+    h.record(id, {d}, {result("fail", kDay0 + 60)}, kDay0 + 70);
+    h.finish_run(id, "complete", kDay0 + 80);
+  }
+  const FleetTally tally = ingest_fleet({dir.string()}, 2);
+  EXPECT_EQ(tally.histories, 1u);
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.refailed.size(), 1u);
+  EXPECT_EQ(a.refailed[0]->uuid, "GPU-hist-0");
+  ASSERT_EQ(a.rates.size(), 1u);
+  EXPECT_EQ(a.rates[0].failures, 2u);
+  EXPECT_DOUBLE_EQ(a.rates[0].device_hours, 0.5);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FleetSdc, BadReportsNameTheFileAndTheField) {
+  const std::string good = report("h", kDay0, 1, {gpu("h", 0)}, {deterministic()});
+  auto error_of = [](const std::string& text) {
+    FleetTally t;
+    try {
+      ingest_report_text("bad.json", text, t);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  auto edit = [&](const std::function<void(nlohmann::json&)>& f) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    f(j);
+    return j.dump();
+  };
+  EXPECT_NE(error_of("{").find("bad.json: (file): not JSON"), std::string::npos);
+  EXPECT_EQ(error_of(edit([](auto& j) { j.erase("started_at"); })), "bad.json: started_at: missing");
+  EXPECT_NE(error_of(edit([](auto& j) { j["results"][1]["digest"] = "xyz"; })).find("bad.json: results[1].digest"),
+            std::string::npos);
+  EXPECT_EQ(error_of(edit([](auto& j) { j["results"][0]["device_uuid"] = "GPU-nope"; })),
+            "bad.json: results[0].device_uuid: names no device of the report");
+  EXPECT_NE(error_of(edit([](auto& j) { j["results"][0]["outcome"] = "maybe"; })).find("results[0].outcome"),
+            std::string::npos);
+  EXPECT_NE(error_of(edit([](auto& j) { j["tool"] = "other"; })).find("bad.json: tool"), std::string::npos);
+  EXPECT_NE(error_of(edit([](auto& j) { j["devices"][0]["compute_units"] = -1; })).find("devices[0].compute_units"),
+            std::string::npos);
+}
+
+TEST(FleetStatistics, PoissonTailAndBenjaminiHochberg) {
+  EXPECT_NEAR(poisson_upper_tail(1, 1.0), 1 - std::exp(-1.0), 1e-12);
+  EXPECT_NEAR(poisson_upper_tail(3, 0.5), 1 - std::exp(-0.5) * (1 + 0.5 + 0.125), 1e-12);
+  EXPECT_NEAR(poisson_upper_tail(10, 1e-3), std::exp(-1e-3) * std::pow(1e-3, 10) / 3628800.0, 1e-40);
+  EXPECT_DOUBLE_EQ(poisson_upper_tail(0, 5.0), 1.0);
+  const std::vector<double> q = bh_q_values({0.01, 0.04, 0.03, 0.5});
+  EXPECT_NEAR(q[0], 0.04, 1e-12);
+  EXPECT_NEAR(q[1], 0.04 * 4 / 3, 1e-12);
+  EXPECT_NEAR(q[2], 0.04 * 4 / 3, 1e-12);
+  EXPECT_NEAR(q[3], 0.5, 1e-12);
+}
+
+}  // namespace
+}  // namespace sdc
