@@ -20,6 +20,7 @@ packages=(
   help2man dpkg-dev python3-pip python3-setuptools python3-wheel python3-yaml
   slurm-wlm munge prometheus-node-exporter
   slurmdbd mariadb-server  # Slurm accounting (sacct) for `sdcprobe goodput --sacct`'s real test
+  clang-14 libclang-rt-14-dev libomp-14-dev  # the fuzz preset: libFuzzer harnesses (.ci/fuzz.sh)
 )
 
 missing=()
