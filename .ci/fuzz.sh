@@ -25,5 +25,5 @@ for corpus in tests/fuzz/corpus/*/; do
     echo "fuzz: ${name} found a failing input (above)" >&2
     exit 1
   fi
-  grep -E '^#[0-9]+ +DONE' "$work/$name.log" | tail -1
+  grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$name.log" | tail -1 || true
 done
