@@ -34,8 +34,7 @@ void add_golden_command(CLI::App& app, const GlobalOptions& global, int& exit_co
       ->capture_default_str();
   sub->add_option("--seed", args->seed, "The seed (default: random); qualify --golden runs with it")
       ->check(unsigned_in(0, UINT64_MAX));
-  sub->add_option("--size", args->size_bytes, "Buffer bytes (suffixes K, M, G are binary)")
-      ->transform(CLI::AsSizeValue(false));
+  sub->add_option("--size", args->size_bytes, "Buffer bytes (suffixes K, M, G are binary)")->transform(buffer_size());
   sub->add_option("--iterations", args->iterations, "Chain length for ALU probes, repeats for gemm.repeat")
       ->check(unsigned_in(1, kMaxIterations));
   sub->callback([&global, &exit_code, args] {

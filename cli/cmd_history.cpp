@@ -2,7 +2,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "host/error.hpp"
+#include "scheduler/goodput/event.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 #include "scheduler/sweep/sweep.hpp"
@@ -29,12 +29,16 @@ std::unique_ptr<History> open_history(const std::string& state_dir, History::Acc
   return std::make_unique<History>(path, 10000, access);
 }
 
-// "24h" (that long ago), "2026-11-28" or "2026-11-28T10:00:00Z".
+// "24h" (that long ago), "2026-11-28" or "2026-11-28T10:00:00Z". Dates are checked as the goodput
+// reader checks event times: 2026-02-31 is an error, not 2026-03-03.
 double parse_since(const std::string& text) {
-  for (const char* format : {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%d"}) {
-    std::tm tm{};
-    const char* end = strptime(text.c_str(), format, &tm);
-    if (end != nullptr && *end == '\0') return static_cast<double>(timegm(&tm));
+  const bool date_only = text.size() == 10 && text[4] == '-' && text[7] == '-';
+  if (date_only || text.find('T') != std::string::npos) {
+    try {
+      return static_cast<double>(goodput::parse_rfc3339_ns(date_only ? text + "T00:00:00Z" : text)) / 1e9;
+    } catch (const InputError&) {
+      throw InputError("--since: '" + text + "' is not a valid UTC date (2026-11-28, 2026-11-28T10:00:00Z)");
+    }
   }
   try {
     return unix_now() - parse_duration("--since", text);

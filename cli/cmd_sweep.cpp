@@ -52,7 +52,7 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
   sub->add_option("--inject", args->run.inject, "Inject faults, for drills and tests (docs/injection.md)")
       ->check(injection_spec());
   sub->add_option("--size", args->run.size_bytes, "Buffer bytes for memory probes (suffixes K, M, G are binary)")
-      ->transform(CLI::AsSizeValue(false));
+      ->transform(buffer_size());
   sub->add_option("--iterations", args->run.iterations, "Passes for memory probes, chain length for ALU probes")
       ->check(unsigned_in(1, kMaxIterations));
   add_watchdog_option(sub, args->probe_timeout_s);

@@ -21,7 +21,7 @@ void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
          "Inject faults, e.g. 'device=2,probe=alu.fma32,model=bitflip,bit=7,mode=permanent' (docs/injection.md)")
       ->check(injection_spec());
   sub->add_option("--size", args.size_bytes, "Buffer bytes for memory probes (suffixes K, M, G are binary)")
-      ->transform(CLI::AsSizeValue(false));
+      ->transform(buffer_size());
   sub->add_option("--iterations", args.iterations, "Passes for memory probes, chain length for ALU probes")
       ->check(unsigned_in(1, kMaxIterations));
 }

@@ -6,6 +6,7 @@
 #include "host/error.hpp"
 #include "host/injection.hpp"
 #include "host/parse_number.hpp"
+#include "scheduler/consensus/golden.hpp"
 
 namespace sdc::cli {
 namespace {
@@ -34,6 +35,20 @@ CLI::Validator unsigned_in(uint64_t lo, uint64_t hi) {
 CLI::Validator finite_in(double lo, double hi) {
   return from_parser([lo, hi](const std::string& text) { parse_finite("", text, lo, hi); },
                      "NUMBER in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+CLI::Validator buffer_size() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          // Probes work in 8-byte words: fewer than one tests nothing.
+          text = std::to_string(parse_size("", text, 8, kMaxGoldenSizeBytes));
+          return "";
+        } catch (const InputError& e) {
+          return e.what();
+        }
+      },
+      "BYTES in [8, 2^48] (K, M, G: binary)");
 }
 
 CLI::Validator injection_spec() {

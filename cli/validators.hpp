@@ -13,6 +13,9 @@ namespace sdc::cli {
 CLI::Validator unsigned_in(uint64_t lo, uint64_t hi);
 // A finite real in [lo, hi].
 CLI::Validator finite_in(double lo, double hi);
+// A buffer size in bytes (host/parse_number.hpp's parse_size: K, M, G suffixes), from one 8-byte word
+// to kMaxGoldenSizeBytes; the option receives the decimal byte count.
+CLI::Validator buffer_size();
 // An --inject spec (host/injection.hpp); an empty one is an error, not "no injection".
 CLI::Validator injection_spec();
 

@@ -63,4 +63,27 @@ double parse_finite(const std::string& field, std::string_view text, double lo, 
   return *value;
 }
 
+uint64_t parse_size(const std::string& field, std::string_view text, uint64_t lo, uint64_t hi) {
+  const std::string prefix = field.empty() ? "" : field + ": ";
+  int shift = 0;
+  std::string_view digits = text;
+  if (!text.empty() && (text.back() == 'K' || text.back() == 'M' || text.back() == 'G')) {
+    shift = text.back() == 'K' ? 10 : text.back() == 'M' ? 20 : 30;
+    digits.remove_suffix(1);
+  }
+  const auto value = parse_unsigned(digits);
+  if (!value || *value > (UINT64_MAX >> shift)) {
+    throw InputError(prefix +
+                     "expected bytes as a decimal or 0x-hex integer, optionally with a K, M or G suffix, got '" +
+                     std::string(text) + "'");
+  }
+  const uint64_t bytes = *value << shift;
+  if (bytes < lo || bytes > hi) {
+    throw InputError(prefix + "must be at " +
+                     (bytes < lo ? "least " + std::to_string(lo) : "most " + std::to_string(hi)) + " bytes, got '" +
+                     std::string(text) + "'");
+  }
+  return bytes;
+}
+
 }  // namespace sdc

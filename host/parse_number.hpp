@@ -20,4 +20,8 @@ std::optional<double> parse_finite(std::string_view text);
 uint64_t parse_unsigned(const std::string& field, std::string_view text, uint64_t lo, uint64_t hi);
 double parse_finite(const std::string& field, std::string_view text, double lo, double hi);
 
+// A byte count: an integer by the rules above, optionally followed by K, M or G (binary: 2^10, 2^20,
+// 2^30), in [lo, hi]; throws InputError "<field>: ..." naming the text otherwise.
+uint64_t parse_size(const std::string& field, std::string_view text, uint64_t lo, uint64_t hi);
+
 }  // namespace sdc

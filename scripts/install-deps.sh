@@ -50,6 +50,9 @@ test_packages=(
   mariadb-server
   debootstrap  # the clean-root package test
   lintian
+  clang-14  # the fuzz preset: libFuzzer harnesses (.ci/fuzz.sh)
+  libclang-rt-14-dev
+  libomp-14-dev
 )
 
 case "${1:-}" in

@@ -14,7 +14,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from sdcprobe import ReplicaCheck, SDCProbeError, _library, inline  # noqa: E402
-from sdcprobe.replica import combine_digests, state_digest, tensor_digest_table  # noqa: E402
+from sdcprobe.replica import choose_every, combine_digests, state_digest, tensor_digest_table  # noqa: E402
 
 M = 2**64 - 1
 
@@ -121,6 +121,13 @@ class SingleReplicaTest(unittest.TestCase):
         if not dist.is_initialized():
             with self.assertRaises(SDCProbeError):
                 ReplicaCheck()
+
+    def test_choose_every_refuses_infinite_times(self):
+        # inf / inf was a NaN cast to int64: SDC_OK with every = -2^63.
+        for step_s, check_s in [(float("inf"), float("inf")), (float("nan"), 1.0), (0.1, float("inf"))]:
+            with self.assertRaises(SDCProbeError):
+                choose_every(step_s, check_s, 0.01)
+        self.assertGreaterEqual(choose_every(0.1, 1.0, 0.01), 1000)
 
     def test_due_steps_check_and_log_to_an_event_object(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,13 +1,35 @@
 #include "scheduler/goodput/analyze.hpp"
 
+#include <string>
+
+#include "host/error.hpp"
+
 namespace sdc::goodput {
+
+Breakdown finish_ledger(Ledger& ledger, const std::string& restore_asked_at, bool lenient, EventReader::Stats& stats) {
+  try {
+    return ledger.finish();
+  } catch (const InputError& e) {
+    // Only the restore a fault leaves pending at the end of the log can fail here.
+    const std::string message = restore_asked_at + ": the restore after this fault, at the end of the log: " + e.what();
+    if (!lenient) throw InputError(message);
+    if (stats.skipped++ == 0) stats.first_skip = message;
+    ledger.drop_pending_restore();
+    return ledger.finish();
+  }
+}
 
 Analysis analyze(std::istream& in, const LedgerOptions& options, bool lenient) {
   Ledger ledger(options);
   EventReader reader(lenient);
   Analysis out;
-  out.stats = reader.read(in, [&](const Event& e) { ledger.add(e); });
-  out.breakdown = ledger.finish();
+  uint64_t restore_asked_at = 0;  // the line of the event that left a restore pending
+  out.stats = reader.read(in, [&](const Event& e) {
+    const bool was_pending = ledger.restore_pending();
+    ledger.add(e);
+    if (!was_pending && ledger.restore_pending()) restore_asked_at = reader.line();
+  });
+  out.breakdown = finish_ledger(ledger, "line " + std::to_string(restore_asked_at), lenient, out.stats);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <istream>
+#include <string>
 
 #include "scheduler/goodput/breakdown.hpp"
 #include "scheduler/goodput/event.hpp"
@@ -17,5 +18,10 @@ struct Analysis {
 // Throws InputError naming the line of the first bad event, unless `lenient` (then bad lines are
 // skipped and counted in stats.skipped).
 Analysis analyze(std::istream& in, const LedgerOptions& options = {}, bool lenient = false);
+
+// ledger.finish(). A restore that a fault leaves pending at the end of the log, to a checkpoint the
+// ledger has forgotten, is an InputError naming `restore_asked_at` (where that fault is: "line 7");
+// `lenient` counts it in stats as a skipped line instead and settles the incident without the restore.
+Breakdown finish_ledger(Ledger& ledger, const std::string& restore_asked_at, bool lenient, EventReader::Stats& stats);
 
 }  // namespace sdc::goodput

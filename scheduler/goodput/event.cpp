@@ -5,8 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "host/error.hpp"
 
@@ -71,6 +71,88 @@ int64_t field_step(simdjson::ondemand::value value, const char* name) {
   return step;
 }
 
+// JSON's number grammar (RFC 8259), whatever the magnitude; `token` may end in white space.
+bool json_number(std::string_view token) {
+  size_t i = 0;
+  auto at = [&](const char* any_of) {
+    return i < token.size() && token[i] != '\0' && std::strchr(any_of, token[i]) != nullptr;
+  };
+  auto digits = [&] {
+    const size_t start = i;
+    while (at("0123456789")) ++i;
+    return i > start;
+  };
+  if (at("-")) ++i;
+  if (at("0")) {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (at(".")) {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (at("eE")) {
+    ++i;
+    if (at("+-")) ++i;
+    if (!digits()) return false;
+  }
+  return token.find_first_not_of(" \t\n\r", i) == std::string_view::npos;
+}
+
+// On Demand does not look inside the values it skips: the fields the ledger does not use are walked
+// whole, so that a malformed line is refused wherever its fault lies. Depth is bounded by the
+// parser's maximum depth.
+void validate_value(simdjson::ondemand::value value) {
+  using simdjson::ondemand::json_type;
+  const auto invalid = [] { throw InputError("not valid JSON"); };
+  json_type type;
+  if (value.type().get(type) != simdjson::SUCCESS) invalid();
+  switch (type) {
+    case json_type::array: {
+      simdjson::ondemand::array array;
+      if (value.get_array().get(array) != simdjson::SUCCESS) invalid();
+      for (auto element : array) {
+        simdjson::ondemand::value v;
+        if (element.get(v) != simdjson::SUCCESS) invalid();
+        validate_value(v);
+      }
+      break;
+    }
+    case json_type::object: {
+      simdjson::ondemand::object object;
+      if (value.get_object().get(object) != simdjson::SUCCESS) invalid();
+      for (auto field : object) {
+        std::string_view key;
+        if (field.unescaped_key().get(key) != simdjson::SUCCESS) invalid();
+        validate_value(field.value());
+      }
+      break;
+    }
+    case json_type::number: {
+      // get_number refuses what a double cannot hold (1e400, and integers of 20 digits here): the
+      // grammar decides.
+      if (!json_number(value.raw_json_token())) invalid();
+      break;
+    }
+    case json_type::string: {
+      std::string_view text;
+      if (value.get_string().get(text) != simdjson::SUCCESS) invalid();
+      break;
+    }
+    case json_type::boolean: {
+      bool b;
+      if (value.get_bool().get(b) != simdjson::SUCCESS) invalid();
+      break;
+    }
+    case json_type::null: {
+      bool is_null = false;
+      if (value.is_null().get(is_null) != simdjson::SUCCESS || !is_null) invalid();
+      break;
+    }
+  }
+}
+
 Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t size, size_t capacity) {
   simdjson::ondemand::document doc;
   if (parser.iterate(simdjson::padded_string_view(data, size, capacity)).get(doc) != simdjson::SUCCESS) {
@@ -119,6 +201,10 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
       bool blocking = false;
       if (value.get_bool().get(blocking) != simdjson::SUCCESS) throw InputError("\"blocking\" must be true or false");
       event.blocking = blocking;
+    } else {
+      std::string_view unused;
+      if (field.unescaped_key().get(unused) != simdjson::SUCCESS) throw InputError("not valid JSON");
+      validate_value(value);
     }
   }
   // Trailing garbage after the object ("{...} x") is malformed too.
@@ -155,7 +241,8 @@ int64_t parse_rfc3339_ns(std::string_view s) {
     return v;
   };
   auto expect = [&](size_t pos, const char* any_of) {
-    if (pos >= s.size() || std::strchr(any_of, s[pos]) == nullptr) fail();
+    // strchr finds the terminator too: a NUL (from "\u0000") is no separator.
+    if (pos >= s.size() || s[pos] == '\0' || std::strchr(any_of, s[pos]) == nullptr) fail();
   };
   const int64_t year = digits(0, 4);
   expect(4, "-");
@@ -217,10 +304,13 @@ Event parse_event(std::string_view line) {
 
 EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
   constexpr size_t kChunk = 1 << 20;
+  constexpr size_t kBufferBytes = 2 * kChunk + simdjson::SIMDJSON_PADDING;
   Stats stats;
   simdjson::ondemand::parser parser;
   // Holds the unfinished tail of the previous chunk plus the next chunk, and simdjson's padding.
-  std::vector<char> buffer(2 * kChunk + simdjson::SIMDJSON_PADDING);
+  // Left uninitialised (zeroing 2 MiB cost a short log more than parsing it): only the bytes read
+  // and the padding after them, zeroed after each read, are looked at.
+  const std::unique_ptr<char[]> buffer(new char[kBufferBytes]);
   size_t filled = 0;
   uint64_t& line_no = line_no_;
   line_no = 0;
@@ -231,7 +321,7 @@ EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
     while (size > 0 && (data[size - 1] == '\r' || data[size - 1] == ' ' || data[size - 1] == '\t')) --size;
     if (size == 0) return;
     try {
-      const size_t capacity = static_cast<size_t>(buffer.data() + buffer.size() - data);
+      const size_t capacity = static_cast<size_t>(buffer.get() + kBufferBytes - data);
       const Event event = parse_line(parser, data, size, capacity);
       sink(event);
       ++stats.events;
@@ -247,23 +337,24 @@ EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
       // One line longer than a chunk cannot be an event; report it rather than grow without bound.
       throw InputError("line " + std::to_string(line_no + 1) + ": line longer than 1 MiB");
     }
-    in.read(buffer.data() + filled, static_cast<std::streamsize>(kChunk));
+    in.read(buffer.get() + filled, static_cast<std::streamsize>(kChunk));
     const size_t got = static_cast<size_t>(in.gcount());
     eof = got == 0;
     filled += got;
+    std::memset(buffer.get() + filled, 0, simdjson::SIMDJSON_PADDING);
     size_t start = 0;
     for (;;) {
-      const void* nl = std::memchr(buffer.data() + start, '\n', filled - start);
+      const void* nl = std::memchr(buffer.get() + start, '\n', filled - start);
       if (nl == nullptr) break;
-      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - buffer.data());
-      handle(buffer.data() + start, end - start);
+      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - buffer.get());
+      handle(buffer.get() + start, end - start);
       start = end + 1;
     }
     if (eof && start < filled) {
-      handle(buffer.data() + start, filled - start);
+      handle(buffer.get() + start, filled - start);
       start = filled;
     }
-    std::memmove(buffer.data(), buffer.data() + start, filled - start);
+    std::memmove(buffer.get(), buffer.get() + start, filled - start);
     filled -= start;
   }
   return stats;

@@ -44,7 +44,14 @@ class Ledger {
   // with what came before: time going backwards, an end without its begin, an event after job_end.
   void add(const Event& event);
   // Settles everything and returns the breakdown; the wall time ends at job_end or the last event.
+  // Throws InputError, changing nothing, when the restore a fault left pending (restore_pending())
+  // targets a checkpoint older than the kept ones.
   Breakdown finish();
+  // A fault has started an incident whose restore is still to come (at the next step_begin, or in
+  // finish()).
+  bool restore_pending() const { return incident_ && !restored_; }
+  // Lenient reading, after finish() threw: the incident is settled without its restore.
+  void drop_pending_restore() { restored_ = true; }
 
   // Records currently held (for the memory-bound test).
   size_t open_steps() const { return records_.size(); }

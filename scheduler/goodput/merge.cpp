@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 struct Entry {
   Event event;
-  size_t file;  // index into the sorted files
-  uint64_t line;
+  size_t file;    // index into the sorted files, or kScheduler
+  uint64_t line;  // in its file; for the scheduler's events, the index of the record in sacct's "jobs"
 };
 
 struct File {
@@ -134,18 +134,20 @@ std::vector<Entry> place_allocations(const std::vector<Entry>& timeline, const s
   // Ties: the job becomes eligible and is granted before the loop's events at the same time, and
   // released after them.
   std::vector<std::pair<int, Entry>> all;
-  auto add = [&](int order, int64_t t, EventKind kind) {
+  auto add = [&](int order, int64_t t, EventKind kind, const SlurmRecord& record) {
     Entry e;
     e.event.t = t;
     e.event.kind = kind;
     e.file = kScheduler;
-    e.line = 0;
+    e.line = record.job_index;
     all.push_back({order, e});
   };
-  add(0, std::min(records[0].eligible_s * kNsPerS, granted[0]), EventKind::kJobEligible);
+  add(0, std::min(records[0].eligible_s * kNsPerS, granted[0]), EventKind::kJobEligible, records[0]);
   for (size_t i = 0; i < n; ++i) {
-    add(0, granted[i], EventKind::kAllocGranted);
-    if (released[i] >= 0) add(2, released[i], i + 1 == n ? EventKind::kJobEnd : EventKind::kAllocReleased);
+    add(0, granted[i], EventKind::kAllocGranted, records[i]);
+    if (released[i] >= 0) {
+      add(2, released[i], i + 1 == n ? EventKind::kJobEnd : EventKind::kAllocReleased, records[i]);
+    }
   }
   for (const Entry& e : timeline) all.push_back({1, e});
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
@@ -238,22 +240,29 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
   }
   if (allocations != nullptr) timeline = place_allocations(timeline, files, *allocations, sacct_path);
 
+  // "events.rank0.jsonl: line 7", or the sacct record "sacct.json: jobs[2]" the event was made from.
+  auto where = [&](const Entry& e) {
+    return e.file == kScheduler ? sacct_path + ": jobs[" + std::to_string(e.line) + "]"
+                                : files[e.file].path + ": line " + std::to_string(e.line);
+  };
   Ledger ledger(options);
   uint64_t fed = 0;
+  std::string restore_asked_at;  // the event that left a restore pending
   for (const Entry& e : timeline) {
     try {
+      const bool was_pending = ledger.restore_pending();
       ledger.add(e.event);
+      if (!was_pending && ledger.restore_pending()) restore_asked_at = where(e);
       ++fed;
     } catch (const InputError& error) {
-      const std::string where = e.file == kScheduler ? sacct_path : files[e.file].path;
-      const std::string message = where + ": line " + std::to_string(e.line) + ": " + error.what();
+      const std::string message = where(e) + ": " + error.what();
       if (!lenient) throw InputError(message);
       if (read_stats.skipped++ == 0) read_stats.first_skip = message;
     }
   }
   out.stats = read_stats;
   out.stats.events = fed;
-  out.breakdown = ledger.finish();
+  out.breakdown = finish_ledger(ledger, restore_asked_at, lenient, out.stats);
   return out;
 }
 

@@ -4,14 +4,16 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {
 
-// Seconds since 1970 that fit the ledger's nanoseconds (kTimeRange).
-constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000;
+// Seconds since 1970 that fit the ledger's nanoseconds (kTimeRange) with the merge's 1 s of slack
+// after an End: (end + 1) s in nanoseconds must not overflow.
+constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
 
 int64_t seconds_field(const nlohmann::json& time, const char* name, const std::string& where) {
   const std::string field = where + ".time." + name;
@@ -26,7 +28,10 @@ int64_t seconds_field(const nlohmann::json& time, const char* name, const std::s
   const int64_t s = value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(kMaxSeconds)
                         ? -1
                         : value->get<int64_t>();
-  if (s < 0 || s > kMaxSeconds) throw InputError(field + " " + value->dump() + " is out of range");
+  if (s < 0 || s > kMaxSeconds) {
+    throw InputError(field + " " + value->dump() + " is out of range (0 to " + std::to_string(kMaxSeconds) +
+                     " Unix seconds)");
+  }
   return s;
 }
 
@@ -44,23 +49,24 @@ std::vector<SlurmRecord> read_sacct_json(const std::string& path) {
   const nlohmann::json& jobs = doc.at("jobs");
   if (jobs.empty()) throw InputError(path + ": no job records");
   std::vector<SlurmRecord> records;
-  int64_t job_id = -1;
+  std::optional<uint64_t> job_id;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const std::string where = path + ": jobs[" + std::to_string(i) + "]";
     const nlohmann::json& job = jobs[i];
-    if (!job.is_object() || !job.contains("job_id") || !job.at("job_id").is_number_integer()) {
-      throw InputError(where + ".job_id is missing or not an integer");
+    // Slurm's job ids are positive 32-bit numbers; nlohmann keeps non-negative integers unsigned.
+    if (!job.is_object() || !job.contains("job_id") || !job.at("job_id").is_number_unsigned()) {
+      throw InputError(where + ".job_id is missing or not a non-negative integer");
     }
-    const int64_t id = job.at("job_id").get<int64_t>();
-    if (job_id >= 0 && id != job_id) {
-      throw InputError(where + ": job " + std::to_string(id) + " after job " + std::to_string(job_id) +
+    const uint64_t id = job.at("job_id").get<uint64_t>();
+    if (job_id && id != *job_id) {
+      throw InputError(where + ": job " + std::to_string(id) + " after job " + std::to_string(*job_id) +
                        "; give the records of one job (sacct -j JOBID --duplicates --json)");
     }
     job_id = id;
     if (!job.contains("time") || !job.at("time").is_object()) throw InputError(where + ".time is missing");
     const nlohmann::json& time = job.at("time");
     SlurmRecord r{seconds_field(time, "eligible", where), seconds_field(time, "start", where),
-                  seconds_field(time, "end", where)};
+                  seconds_field(time, "end", where), i};
     if (r.start_s == 0) continue;  // never ran: no allocation to place
     // Unset (as sacct can show a job still completing): no queue is known, not 55 years of it.
     if (r.eligible_s == 0) r.eligible_s = r.start_s;

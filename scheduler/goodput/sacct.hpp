@@ -2,6 +2,7 @@
 // time of each of its records, a requeue making a new record (docs/goodput.md, "Slurm accounting").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@ struct SlurmRecord {
   int64_t eligible_s = 0;
   int64_t start_s = 0;
   int64_t end_s = 0;
+  size_t job_index = 0;  // its place in sacct's "jobs" array, for errors
 };
 
 // Parses sacct's JSON (the "jobs" array; times as integers, as Slurm 22.05 writes them, or as

@@ -66,8 +66,10 @@ class StepSpan {
 
 // Parses a caller's event, refusing nesting deeper than kMaxEventDepth as soon as it is seen.
 nlohmann::json parse_event_json(std::string_view text) {
-  const nlohmann::json::parser_callback_t limit_depth = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxEventDepth) {
+  using Parse = nlohmann::json::parse_event_t;
+  // `depth` counts the containers around the one that starts: it opens level depth + 1.
+  const nlohmann::json::parser_callback_t limit_depth = [](int depth, Parse event, nlohmann::json&) {
+    if ((event == Parse::object_start || event == Parse::array_start) && depth >= kMaxEventDepth) {
       throw InputError("event nests deeper than " + std::to_string(kMaxEventDepth) + " levels");
     }
     return true;
@@ -82,7 +84,13 @@ nlohmann::json parse_event_json(std::string_view text) {
 }  // namespace
 
 int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction) {
-  if (!(step_s > 0) || !(probe_cost_s > 0)) throw std::invalid_argument("choose_probe_every: times must be positive");
+  if (!(step_s > 0) || !(probe_cost_s > 0) || !std::isfinite(step_s) || !std::isfinite(probe_cost_s)) {
+    throw std::invalid_argument("choose_probe_every: times must be positive and finite");
+  }
+  if (!(sdc_per_device_day > 0) || !std::isfinite(sdc_per_device_day) ||
+      !(budget_fraction > 0 && budget_fraction <= 1)) {
+    throw std::invalid_argument("choose_probe_every: the SDC rate must be positive and finite, the budget in (0, 1]");
+  }
   const double sdc_per_s = sdc_per_device_day / kSecondsPerDay;
   const double optimal_s = goodput::optimal_probe_interval(sdc_per_s, probe_cost_s);
   const double budget_steps = probe_cost_s / (kBudgetMargin * budget_fraction * step_s);
@@ -95,7 +103,9 @@ InlineProbe::InlineProbe(InlineConfig config)
   if (!(config_.budget_fraction > 0 && config_.budget_fraction <= 1)) {
     throw InputError("budget_fraction must be in (0, 1]");
   }
-  if (!(config_.sdc_rate_per_device_day > 0)) throw InputError("sdc_rate_per_device_day must be positive");
+  if (!(config_.sdc_rate_per_device_day > 0) || !std::isfinite(config_.sdc_rate_per_device_day)) {
+    throw InputError("sdc_rate_per_device_day must be positive and finite");
+  }
   if (config_.probes.empty()) throw InputError("probes: empty");
   probes_ = builtin_registry().select(config_.probes);
   if (!config_.inject.empty()) {

@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -28,7 +31,7 @@ Outcome outcome_from_name(const std::string& name) {
   for (Outcome o : {Outcome::kPass, Outcome::kFail, Outcome::kSkipped, Outcome::kDeviceError}) {
     if (name == outcome_name(o)) return o;
   }
-  throw std::runtime_error("worker sent an unknown outcome '" + name + "'");
+  throw std::invalid_argument("worker sent an unknown outcome '" + name + "'");
 }
 
 // A child process in its own process group, with the write end of a pipe as its fd `pipe_fd` when
@@ -173,34 +176,85 @@ std::string worker_input_error_line(const std::string& message) {
   return nlohmann::json{{"input_error", message}}.dump() + "\n";
 }
 
+namespace {
+
+// The worker protocol's fields, checked for type and range: a worker whose memory is corrupt may
+// send anything, and a float cast to an integer out of range is undefined behaviour.
+const nlohmann::json& field(const nlohmann::json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name)) throw std::invalid_argument(std::string("no \"") + name + "\"");
+  return j.at(name);
+}
+
+uint64_t unsigned_field(const nlohmann::json& j, const char* name, uint64_t hi = UINT64_MAX) {
+  const nlohmann::json& v = field(j, name);
+  if (!v.is_number_unsigned() || v.get<uint64_t>() > hi) {
+    throw std::invalid_argument(std::string("\"") + name + "\" is not an integer in [0, " + std::to_string(hi) + "]");
+  }
+  return v.get<uint64_t>();
+}
+
+// An int in [lo, INT_MAX], or `absent` when the field is missing.
+int int_field(const nlohmann::json& j, const char* name, int lo, std::optional<int> absent = std::nullopt) {
+  if (absent && !j.contains(name)) return *absent;
+  const nlohmann::json& v = field(j, name);
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > INT_MAX) {
+    throw std::invalid_argument(std::string("\"") + name + "\" is not an integer in [" + std::to_string(lo) + ", " +
+                                std::to_string(INT_MAX) + "]");
+  }
+  return static_cast<int>(v.get<int64_t>());
+}
+
+double seconds_or_count(const nlohmann::json& j, const char* name, std::optional<double> absent = std::nullopt) {
+  if (absent && !j.contains(name)) return *absent;
+  const nlohmann::json& v = field(j, name);
+  if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>())) {
+    throw std::invalid_argument(std::string("\"") + name + "\" is not a finite number >= 0");
+  }
+  return v.get<double>();
+}
+
+std::string string_field(const nlohmann::json& j, const char* name) {
+  const nlohmann::json& v = field(j, name);
+  if (!v.is_string()) throw std::invalid_argument(std::string("\"") + name + "\" is not a string");
+  return v.get<std::string>();
+}
+
+}  // namespace
+
 ProbeResult result_from_json(const nlohmann::json& j) {
   ProbeResult r;
-  r.probe = j.at("probe").get<std::string>();
-  r.device_index = j.at("device_index").get<int>();
-  r.device_uuid = j.at("device_uuid").get<std::string>();
-  r.outcome = outcome_from_name(j.at("outcome").get<std::string>());
-  r.report.checked = j.at("checked").get<uint64_t>();
-  r.report.mismatches = j.at("mismatches").get<uint64_t>();
-  for (const auto& rec : j.at("records")) {
+  r.probe = string_field(j, "probe");
+  r.device_index = int_field(j, "device_index", 0);
+  r.device_uuid = string_field(j, "device_uuid");
+  r.outcome = outcome_from_name(string_field(j, "outcome"));
+  r.report.checked = unsigned_field(j, "checked");
+  r.report.mismatches = unsigned_field(j, "mismatches");
+  const nlohmann::json& records = field(j, "records");
+  if (!records.is_array()) throw std::invalid_argument("\"records\" is not an array");
+  for (const auto& rec : records) {
     MismatchRecord m;
-    m.index = rec.at("index").get<uint64_t>();
-    m.expected = rec.at("expected").get<uint64_t>();
-    m.observed = rec.at("observed").get<uint64_t>();
-    m.width_bits = rec.at("width_bits").get<unsigned>();
-    m.unit = rec.value("unit", -1);
-    m.lane = rec.value("lane", -1);
+    m.index = unsigned_field(rec, "index");
+    m.expected = unsigned_field(rec, "expected");
+    m.observed = unsigned_field(rec, "observed");
+    m.width_bits = static_cast<unsigned>(unsigned_field(rec, "width_bits", 64));
+    m.unit = int_field(rec, "unit", -1, -1);
+    m.lane = int_field(rec, "lane", -1, -1);
+    if (rec.contains("preempted")) {
+      if (!rec.at("preempted").is_boolean()) throw std::invalid_argument("\"preempted\" is not a boolean");
+      m.preempted = rec.at("preempted").get<bool>();
+    }
     r.report.records.push_back(m);
   }
-  r.duration_s = j.at("duration_s").get<double>();
-  r.setup_s = j.value("setup_s", 0.0);
-  r.bytes = j.at("bytes").get<uint64_t>();
-  r.host_device_bytes = j.value("host_device_bytes", uint64_t{0});
-  r.flops = j.at("flops").get<double>();
-  r.seed = j.at("seed").get<uint64_t>();
-  r.params = j.at("params");
-  r.reason = j.value("reason", "");
-  if (j.contains("digest")) r.digest = parse_digest(j.at("digest").get<std::string>());
-  if (j.contains("golden_digest")) r.golden_digest = parse_digest(j.at("golden_digest").get<std::string>());
+  r.duration_s = seconds_or_count(j, "duration_s");
+  r.setup_s = seconds_or_count(j, "setup_s", 0.0);
+  r.bytes = unsigned_field(j, "bytes");
+  r.host_device_bytes = j.contains("host_device_bytes") ? unsigned_field(j, "host_device_bytes") : 0;
+  r.flops = seconds_or_count(j, "flops");
+  r.seed = unsigned_field(j, "seed");
+  r.params = field(j, "params");
+  r.reason = j.contains("reason") ? string_field(j, "reason") : "";
+  if (j.contains("digest")) r.digest = parse_digest(string_field(j, "digest"));
+  if (j.contains("golden_digest")) r.golden_digest = parse_digest(string_field(j, "golden_digest"));
   return r;
 }
 
@@ -236,25 +290,36 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
     last_line = Clock::now();
     pending.append(buf, static_cast<size_t>(n));
     size_t newline;
-    while ((newline = pending.find('\n')) != std::string::npos) {
-      const nlohmann::json line = nlohmann::json::parse(pending.substr(0, newline));
+    while (run.end != WorkerEnd::kUnreadable && (newline = pending.find('\n')) != std::string::npos) {
+      const std::string text = pending.substr(0, newline);
       pending.erase(0, newline + 1);
-      if (line.contains("input_error")) {
-        child.wait();
-        throw InputError(line["input_error"].get<std::string>());
-      }
-      if (line.contains("beat")) continue;
-      if (line.contains("start")) {
-        in_flight = line["start"].get<std::string>();
-        started = last_line;
-        if (on_start && !line.value("retry", false)) on_start(in_flight);
-      } else {
-        ProbeResult r = result_from_json(line.at("result"));
-        r.device_index = device.index;  // the worker's own numbering may differ (CUDA_VISIBLE_DEVICES)
-        (line.value("retry", false) ? run.retries : run.results).push_back(std::move(r));
-        in_flight.clear();
+      try {
+        const nlohmann::json line = nlohmann::json::parse(text);
+        if (!line.is_object()) throw std::invalid_argument("not a JSON object");
+        if (line.contains("input_error") && line["input_error"].is_string()) {
+          child.wait();
+          throw InputError(line["input_error"].get<std::string>());
+        }
+        const bool retry = line.contains("retry") && line["retry"].is_boolean() && line["retry"].get<bool>();
+        if (line.contains("beat")) continue;
+        if (line.contains("start")) {
+          if (!line["start"].is_string()) throw std::invalid_argument("\"start\" is not a string");
+          in_flight = line["start"].get<std::string>();
+          started = last_line;
+          if (on_start && !retry) on_start(in_flight);
+        } else {
+          ProbeResult r = result_from_json(field(line, "result"));
+          r.device_index = device.index;  // the worker's own numbering may differ (CUDA_VISIBLE_DEVICES)
+          (retry ? run.retries : run.results).push_back(std::move(r));
+          in_flight.clear();
+        }
+      } catch (const nlohmann::json::exception&) {
+        run.end = WorkerEnd::kUnreadable;
+      } catch (const std::invalid_argument&) {
+        run.end = WorkerEnd::kUnreadable;
       }
     }
+    if (run.end == WorkerEnd::kUnreadable) break;
   }
   if (!eof) child.kill_now();
   const int status = child.wait();
@@ -290,6 +355,10 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
       reason = "could not test: still progressing when the " + limits.budget_name + " ran out";
       break;
     case WorkerEnd::kStopped: reason = "interrupted"; break;
+    case WorkerEnd::kUnreadable:
+      outcome = Outcome::kDeviceError;
+      reason = "worker sent an unreadable result; it was killed";
+      break;
   }
   if (!in_flight.empty()) {
     // A re-run in flight belongs with the retries; anything else is the probe's first attempt.
@@ -298,7 +367,7 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
     ProbeResult r = unrun(in_flight, device, outcome, reason);
     r.duration_s = elapsed;
     (retry ? run.retries : run.results).push_back(std::move(r));
-  } else if (run.end == WorkerEnd::kCrashed || run.end == WorkerEnd::kHung) {
+  } else if (run.end == WorkerEnd::kCrashed || run.end == WorkerEnd::kHung || run.end == WorkerEnd::kUnreadable) {
     // It died or hung between probes (or before the first): the next probe could not run.
     const size_t next = run.results.size();
     if (next < probe_ids.size()) run.results.push_back(unrun(probe_ids[next], device, outcome, reason));

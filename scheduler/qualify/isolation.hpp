@@ -40,7 +40,9 @@ struct IsolationLimits {
   int stop_fd = -1;
 };
 
-enum class WorkerEnd { kCompleted, kHung, kCrashed, kOutOfBudget, kStopped };
+// kUnreadable: the worker sent a line that is not the protocol (corrupt memory can write anything);
+// it is killed and the probe in flight, or the next, is a device_error.
+enum class WorkerEnd { kCompleted, kHung, kCrashed, kOutOfBudget, kStopped, kUnreadable };
 
 struct WorkerRun {
   // One per probe the worker started, in order; the probe in flight when it ended included (device_error
@@ -91,7 +93,9 @@ std::string worker_beat_line();
 std::string worker_result_line(const ProbeResult& result, bool retry);
 // Bad input found by the worker (e.g. a size a probe rejects): run_worker rethrows it as InputError.
 std::string worker_input_error_line(const std::string& message);
-ProbeResult result_from_json(const nlohmann::json& j);  // the inverse of to_json(ProbeResult)
+// The inverse of to_json(ProbeResult). Throws std::invalid_argument naming a field that is missing,
+// of another type or out of range.
+ProbeResult result_from_json(const nlohmann::json& j);
 
 // The devices `executable --backend B ... devices --json --protocol-fd 3` lists (a GPU that CUDA does
 // not show among them, with its open_error). Enumerating in a child process leaves this one without a

@@ -73,6 +73,31 @@ TEST_F(InputCliTest, SeedsAreDecimalOrHexInRangeAndNothingElse) {
   EXPECT_NE(max.out.find("seed 0xffffffffffffffff"), std::string::npos) << max.out;
 }
 
+// Found by coverage-guided fuzzing: CLI11's size parser read 077 as octal, wrapped -1 and saturated 2^64.
+TEST_F(InputCliTest, SizesFollowTheNumberGrammarWithBinarySuffixes) {
+  const std::vector<std::string> run = {"--backend", "cpu", "run", "mem.own_address", "--iterations", "1"};
+  const std::vector<std::string> record = {"--backend", "cpu", "golden", "record", "--out", path("g.json")};
+  const std::vector<std::string> sweep = {"--backend", "cpu", "sweep", "--once", "--state-dir", path("state")};
+  for (const auto& command : {run, record, sweep}) {
+    for (const char* bad : {"077", "-1", "18446744073709551616", "17179869184G", "1e3", "4KB", "4k", "", "0x", "K"}) {
+      expect_input_error(with(command, {"--size", bad}), "--size: expected bytes as a decimal or 0x-hex integer");
+    }
+    // Fewer than one 8-byte word tests nothing; more than 2^48 is beyond the golden file's range.
+    for (const char* small : {"0", "7", "0x7"}) {
+      expect_input_error(with(command, {"--size", small}), "--size: must be at least 8 bytes");
+    }
+    expect_input_error(with(command, {"--size", "262145G"}), "--size: must be at most 281474976710656 bytes");
+  }
+  EXPECT_FALSE(fs::exists(path("g.json")));
+  // K, M and G are binary; hex and decimal give the same run.
+  for (const char* size : {"4K", "0x1000", "4096"}) {
+    const ProcessResult r = sdcprobe(with(run, {"--size", size, "--seed", "1", "--json", path("out.json")}));
+    ASSERT_EQ(r.code, 0) << size << "\n" << r.out << r.err;
+    const auto report = nlohmann::json::parse(std::ifstream(path("out.json")));
+    EXPECT_EQ(report["results"][0]["params"]["bytes"], 4096) << size << ": " << report["results"][0]["params"];
+  }
+}
+
 TEST_F(InputCliTest, NanAndNegativeNumbersAreRefused) {
   expect_input_error({"--backend", "cpu", "qualify", "--probe-timeout", "nan"}, "--probe-timeout");
   expect_input_error({"--backend", "cpu", "qualify", "--probe-timeout", "inf"}, "--probe-timeout");

@@ -484,8 +484,16 @@ TEST_F(OpsCliTest, BadOperatorInputIsAClearErrorWithExitTwo) {
       {"sweep --once --prom-dir /nonexistent-dir " + state(), "--prom-dir"},
       {"status " + state(), "no history"},
       {"history --since yesterday " + state(), "--since"},
-      // Found by a probe inside a worker: still the operator's error, not a device fault.
-      {"qualify --backend cpu --size 4", "--size must be at least 8 bytes"},
+      // Found by coverage-guided fuzzing: strptime moved impossible dates on (2026-02-31: March 3).
+      {"history --since 2026-02-31 " + state(), "--since: '2026-02-31' is not a valid UTC date"},
+      {"history --since 2026-13-01 " + state(), "--since: '2026-13-01' is not a valid UTC date"},
+      {"history --since 2026-02-29T10:00:00Z " + state(), "--since: '2026-02-29T10:00:00Z' is not a valid UTC date"},
+      {"history --since 2026-01-01T24:00:00Z " + state(), "--since: '2026-01-01T24:00:00Z' is not a valid UTC date"},
+      // Valid dates get as far as the history.
+      {"history --since 2028-02-29 " + state(), "no history"},
+      {"history --since 2026-11-28T10:00:00Z " + state(), "no history"},
+      // Refused while the command line is parsed: the operator's error, never a device fault.
+      {"qualify --backend cpu --size 4", "--size: must be at least 8 bytes"},
   };
   for (const auto& [args, message] : cases) {
     const Outcome r = sdcprobe(args);

@@ -22,6 +22,7 @@
 #include "probes/probe.hpp"
 #include "scheduler/consensus/golden.hpp"
 #include "tests/fuzz/mutate.hpp"
+#include "tests/fuzz/properties.hpp"
 
 namespace sdc {
 namespace {
@@ -120,8 +121,6 @@ TEST(FuzzInject, EveryMutationParsesOrNamesTheFieldAndPlansStayInBounds) {
   ASSERT_GE(corpus.size(), 10u);
   const std::vector<std::string> probes = {"alu.fma32", "mem.own_address"};
   const std::vector<std::pair<int, std::string>> devices = {{0, "CPU-a"}, {1, "CPU-b"}};
-  static const std::regex named(
-      R"(^bad --inject spec( '[\s\S]*')?: (field '[\s\S]*'|clause [0-9]+ is empty|empty|control character))");
   size_t accepted = 0, rejected = 0;
   for (size_t i = 0; i < cases(4000); ++i) {
     const std::string text = m.mutate(m.pick(corpus), kInjectWords, 1 + static_cast<int>(i % 3));
@@ -133,7 +132,7 @@ TEST(FuzzInject, EveryMutationParsesOrNamesTheFieldAndPlansStayInBounds) {
       check_injection_targets(specs, probes, devices);
     } catch (const InputError& e) {
       ++rejected;
-      EXPECT_TRUE(std::regex_search(std::string(e.what()), named)) << what << " -> " << e.what();
+      EXPECT_TRUE(fuzz::names_an_inject_field(e.what())) << what << " -> " << e.what();
       continue;
     } catch (const std::exception& e) {
       ADD_FAILURE() << what << " -> not an InputError: " << e.what();
@@ -222,13 +221,6 @@ const std::vector<std::string> kGoldenWords = {"\"format\"",
                                                "true"};
 
 // "--golden PATH: FIELD: why", FIELD one the file format has.
-bool names_a_golden_field(const std::string& message, const std::string& path) {
-  static const std::regex field(
-      R"(^(\(file\)|format|version|seed|level|size_bytes|iterations|entries(\[[0-9]+\](\.(class|probe|digest))?)?): .+)");
-  const std::string prefix = "--golden " + path + ": ";
-  return message.rfind(prefix, 0) == 0 && std::regex_search(message.substr(prefix.size()), field);
-}
-
 TEST(FuzzGolden, EveryMutationLoadsInRangeOrNamesTheField) {
   FuzzDir dir;
   Mutator m(fuzz_seed() + 2);
@@ -247,7 +239,7 @@ TEST(FuzzGolden, EveryMutationLoadsInRangeOrNamesTheField) {
       EXPECT_TRUE(!g.size_bytes || (*g.size_bytes >= 8 && *g.size_bytes <= kMaxGoldenSizeBytes)) << what;
     } catch (const InputError& e) {
       ++rejected;
-      EXPECT_TRUE(names_a_golden_field(e.what(), path)) << what << " -> " << e.what();
+      EXPECT_TRUE(fuzz::names_a_golden_field(e.what(), path)) << what << " -> " << e.what();
     } catch (const std::exception& e) {
       ADD_FAILURE() << what << " -> not an InputError: " << e.what();
     }
@@ -293,39 +285,49 @@ TEST(FuzzGolden, TheBinaryRejectsEveryBadFileOnOneLine) {
 
 // --- the CLI's numbers ---
 
-// The grammar, written independently: decimal without leading zeros, or 0x hex, fitting 64 bits.
-std::optional<uint64_t> reference_unsigned(const std::string& s) {
-  static const std::regex dec("^(0|[1-9][0-9]*)$"), hex("^0[xX][0-9a-fA-F]+$");
-  const bool is_hex = std::regex_match(s, hex);
-  if (!is_hex && !std::regex_match(s, dec)) return std::nullopt;
-  unsigned __int128 v = 0;
-  for (char c : s.substr(is_hex ? 2 : 0)) {
-    const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10);
-    v = v * (is_hex ? 16 : 10) + static_cast<unsigned>(d);
-    if (v > UINT64_MAX) return std::nullopt;
-  }
-  return static_cast<uint64_t>(v);
-}
-
 TEST(FuzzNumbers, TheParsersAgreeWithAnIndependentReference) {
   Mutator m(fuzz_seed() + 4);
   auto corpus = fuzz::read_lines(kCorpus + "/numbers/values.txt");
   for (const auto& t : fuzz::boundary_tokens()) corpus.push_back(t);
-  static const std::regex real(R"(^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$)");
   for (size_t i = 0; i < cases(20000); ++i) {
     const std::string text = i % 4 == 0 ? m.pick(corpus) : m.mutate(m.pick(corpus), {"0x", "e", "."}, 2);
-    EXPECT_EQ(parse_unsigned(text), reference_unsigned(text)) << "case " << i << ": '" << text << "'";
+    EXPECT_EQ(parse_unsigned(text), fuzz::reference_unsigned(text)) << "case " << i << ": '" << text << "'";
     const auto value = parse_finite(text);
     if (value) {
-      EXPECT_TRUE(std::regex_match(text, real)) << "case " << i << ": '" << text << "'";
+      EXPECT_TRUE(fuzz::real_syntax(text)) << "case " << i << ": '" << text << "'";
       EXPECT_TRUE(std::isfinite(*value)) << "case " << i << ": '" << text << "'";
-    } else if (std::regex_match(text, real)) {
+    } else if (fuzz::real_syntax(text)) {
       // Only out-of-range magnitudes (1e999, 1e-999) may be refused when the syntax is right.
       errno = 0;
       const double d = std::strtod(text.c_str(), nullptr);
       EXPECT_TRUE(errno == ERANGE || !std::isfinite(d)) << "case " << i << ": '" << text << "'";
     }
   }
+}
+
+TEST(FuzzNumbers, SizesAgreeWithAnIndependentReference) {
+  Mutator m(fuzz_seed() + 6);
+  auto corpus = fuzz::read_lines(kCorpus + "/numbers/values.txt");
+  for (const auto& t : fuzz::boundary_tokens()) corpus.push_back(t);
+  for (const char* t : {"4K", "16M", "1G", "0x10K", "8", "7", "17179869184G", "077K", "-1K"}) corpus.push_back(t);
+  size_t accepted = 0;
+  for (size_t i = 0; i < cases(20000); ++i) {
+    // Command-line arguments are C strings: up to the first NUL.
+    std::string text = i % 4 == 0 ? m.pick(corpus) : m.mutate(m.pick(corpus), {"0x", "K", "M", "G", "k"}, 2);
+    text = text.substr(0, text.find('\0'));
+    const auto expected = fuzz::reference_size(text);
+    const std::string what = "case " + std::to_string(i) + ": '" + text + "'";
+    try {
+      EXPECT_EQ(parse_size("--size", text, 8, kMaxGoldenSizeBytes), expected.value_or(0)) << what;
+      EXPECT_TRUE(expected && *expected >= 8 && *expected <= kMaxGoldenSizeBytes) << what;
+      ++accepted;
+    } catch (const InputError& e) {
+      EXPECT_TRUE(!expected || *expected < 8 || *expected > kMaxGoldenSizeBytes) << what;
+      EXPECT_EQ(std::string(e.what()).rfind("--size: ", 0), 0u) << what << " -> " << e.what();
+      EXPECT_NE(std::string(e.what()).find("'" + text + "'"), std::string::npos) << what << " -> " << e.what();
+    }
+  }
+  EXPECT_GT(accepted, cases(1000));
 }
 
 TEST(FuzzNumbers, TheBinaryAnswersEveryMutatedNumber) {
@@ -346,6 +348,7 @@ TEST(FuzzNumbers, TheBinaryAnswersEveryMutatedNumber) {
       {"--backend", "cpu", "sweep", "--once", "--state-dir", "state", "--prom-dir", "missing", "--budget="},
       {"plan", "--trials", "0", "--nodes="},
       {"--backend", "cpu", "run", "alu.fma32", "--device", "99", "--cpu-devices="},
+      {"--backend", "cpu", "run", "mem.own_address", "--device", "99", "--size="},
   };
   Mutator m(fuzz_seed() + 5);
   auto corpus = fuzz::read_lines(kCorpus + "/numbers/values.txt");

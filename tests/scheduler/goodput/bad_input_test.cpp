@@ -54,6 +54,22 @@ TEST(GoodputBadInput, MalformedLineNamesItsLine) {
   EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"step_begin\"}", 2)), "line 2: step_begin needs \"step\"");
 }
 
+// Found by coverage-guided fuzzing: simdjson On Demand skipped the values of unused fields without
+// looking inside, so these lines were read.
+TEST(GoodputBadInput, MalformedValuesInUnusedFieldsNameTheirLine) {
+  const std::string values[] = {"tru", "[}",   "{\"a\" 1 2}", "\"\\q\"", std::string(1, '\0'), "nul", "-",
+                                "01",  "[1,]", "{\"a\":}",    "[[[]]",   "\"\x01\"",           "1.",  "+1"};
+  for (const std::string& value : values) {
+    const std::string line = "{\"t\":5,\"event\":\"init_begin\",\"x\":" + value + "}";
+    EXPECT_EQ(error_of(with_line(line, 2)), "line 2: not valid JSON") << value;
+  }
+  EXPECT_EQ(error_of(with_line(R"({"t":5,"event":"init_begin","\q":1})", 2)), "line 2: not valid JSON");
+  // Every kind of valid JSON in an unused field is read.
+  const std::string fine =
+      R"({"t":5,"event":"init_begin","x":{"a":[1,-2.5e3,true,false,null,"\u00e9\n",{},[]],"b":123456789012345678901234567890}})";
+  EXPECT_EQ(error_of(with_line(fine, 2)), "no error");
+}
+
 // Times outside non-negative int64 nanoseconds, and dates that do not exist, are errors naming the
 // line: the ledger differences and offsets times, which must never overflow.
 TEST(GoodputBadInput, OutOfRangeAndInvalidTimesNameTheirLine) {
@@ -78,6 +94,8 @@ TEST(GoodputBadInput, OutOfRangeAndInvalidTimesNameTheirLine) {
             "line 2: bad RFC 3339 time \"2027-02-29T00:00:00Z\"");
   EXPECT_EQ(error_of(with_line(at("\"2100-02-29T00:00:00Z\""), 2)),
             "line 2: bad RFC 3339 time \"2100-02-29T00:00:00Z\"");
+  // A NUL (escaped as \u0000) passed for a separator.
+  EXPECT_EQ(error_of(with_line(at("\"2027\\u000001-01T00:00:00Z\""), 2)).rfind("line 2: bad RFC 3339 time", 0), 0u);
   EXPECT_EQ(error_of(with_line(at("\"2027-04-31T00:00:00Z\""), 2)),
             "line 2: bad RFC 3339 time \"2027-04-31T00:00:00Z\"");
   EXPECT_EQ(error_of(with_line(at("\"2027-01-01T00:00:00+24:00\""), 2)),

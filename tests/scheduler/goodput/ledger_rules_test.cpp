@@ -432,5 +432,35 @@ TEST(GoodputRules, AmbiguousProbeEndIsAnError) {
       std::string::npos);
 }
 
+// Found by coverage-guided fuzzing: the restore a fault leaves for the end of the log, to a
+// forgotten checkpoint, named no line and stopped --lenient too.
+TEST(GoodputRules, RestoreAtTheEndOfTheLogPastTheKeptCheckpointsNamesTheFault) {
+  LedgerOptions options;
+  options.keep_checkpoints = 1;
+  // Lines 1-7: two committed steps (step 1 forgotten once step 2 commits); line 8: SDC after step 1.
+  const std::string log = ev(0, "alloc_granted") + st(0, 10, 1) + ev(10, "ckpt_commit", step(1)) + st(10, 20, 2) +
+                          ev(20, "ckpt_commit", step(2)) + ev(30, "sdc_detected", "\"last_good_step\":1") +
+                          ev(40, "alloc_released");
+  std::istringstream strict(log);
+  try {
+    analyze(strict, options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "line 8: the restore after this fault, at the end of the log: restore target step 1 is older than the 1 "
+              "newest checkpoints the ledger keeps (raise --keep-checkpoints)");
+  }
+  // Lenient: that line is skipped and counted, and the incident settles without the restore.
+  std::istringstream lenient(log);
+  const Analysis a = analyze(lenient, options, true);
+  EXPECT_EQ(a.stats.skipped, 1u);
+  EXPECT_EQ(a.stats.first_skip.rfind("line 8: the restore after this fault", 0), 0u) << a.stats.first_skip;
+  EXPECT_TRUE(a.breakdown.balanced());
+  EXPECT_EQ(a.breakdown.productive_ns, 20);
+  EXPECT_EQ(a.breakdown[Category::kRework].ns, 0);
+  // With the checkpoint kept, the same log rolls back to step 1 and reads strictly.
+  EXPECT_EQ(ledger_of(log)[Category::kRework].ns, 10);
+}
+
 }  // namespace
 }  // namespace sdc::goodput

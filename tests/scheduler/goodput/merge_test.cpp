@@ -133,6 +133,14 @@ TEST_F(MergeTest, SacctPlacementAndErrors) {
   const auto outside = write("late.rank0.jsonl", log({"112 process_start", "201 step_begin 0"}));
   EXPECT_NE(thrown({outside}, &records).find("late.rank0.jsonl: line 2: time 201000000000 ns lies outside"),
             std::string::npos);
+  // The largest End read is placed without overflow: an event inside the allocation belongs to it.
+  const std::vector<SlurmRecord> last_second = {{100, 110, 9223372035}};
+  EXPECT_EQ(thrown({loop}, &last_second), "(no error)");
+  // An event made from a sacct record is named by that record, not by a "line 0".
+  const auto ended = write("ended.rank0.jsonl", log({"112 process_start", "115 job_end"}));
+  // (The loop's job_end stays while the last record is still running.)
+  const std::vector<SlurmRecord> two = {{100, 110, 120, 1}, {125, 130, 0, 2}};
+  EXPECT_EQ(thrown({ended}, &two), "sacct.json: jobs[1]: alloc_released after job_end");
   const std::vector<SlurmRecord> open_ended = {{100, 110, 0}};
   EXPECT_EQ(analyze_files(paths, {}, false, &open_ended, "sacct.json").breakdown.wall_ns, 150 * kS);
 }
@@ -164,6 +172,23 @@ TEST_F(MergeTest, SacctJsonIsCheckedField_ByField) {
       error("{\"jobs\":[{\"job_id\":1," + t + "},{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":2,\"end\":4}}]}")
           .find("overlap"),
       std::string::npos);
+  // Found by coverage-guided fuzzing: an End whose + 1 s overflowed nanoseconds in the merge, and
+  // job ids that skipped the one-job check.
+  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":5,\"end\":9223372036}}]}")
+                .find("jobs[0].time.end 9223372036 is out of range (0 to 9223372035 Unix seconds)"),
+            std::string::npos);
+  for (const std::string id : {"-1", "1.5", "\"1\""}) {
+    EXPECT_NE(error("{\"jobs\":[{\"job_id\":" + id + "," + t + "},{\"job_id\":2," + t + "}]}")
+                  .find("jobs[0].job_id is missing or not a non-negative integer"),
+              std::string::npos)
+        << id;
+  }
+  for (const std::string id : {"0", "9223372036854775808"}) {
+    EXPECT_NE(error("{\"jobs\":[{\"job_id\":" + id + "," + t + "},{\"job_id\":2," + t + "}]}")
+                  .find("jobs[1]: job 2 after job " + id),
+              std::string::npos)
+        << id;
+  }
   // Later Slurm versions write times as {"set": true, "number": N}; an unset end is a running job.
   const auto records = read_sacct_json(write(
       "n.json",

@@ -325,6 +325,29 @@ TEST(InlineAbi, LogEventRefusesDeepNestingWithoutExhaustingTheStack) {
   sdc_inline_destroy(p);
 }
 
+TEST(InlineAbi, LogEventAcceptsThirtyTwoLevelsAndRefusesThirtyThree) {
+  sdc_inline_config c = cpu_config();
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  // The event object is level 1; "x" holds levels 2 to `levels`, innermost empty.
+  auto arrays = [](int levels) {
+    return R"({"event":"job_end","x":)" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  auto objects = [](int levels) {
+    std::string x = "{}";
+    for (int level = 3; level <= levels; ++level) x = R"({"k":)" + x + "}";
+    return R"({"event":"job_end","x":)" + x + "}";
+  };
+  for (const auto& event : {arrays(32), objects(32)}) {
+    EXPECT_EQ(sdc_inline_log_event(p, event.c_str()), SDC_OK) << sdc_last_error() << " " << event;
+  }
+  for (const auto& event : {arrays(33), objects(33)}) {
+    EXPECT_EQ(sdc_inline_log_event(p, event.c_str()), SDC_ERR_INVALID_ARGUMENT) << event;
+    EXPECT_NE(std::string(sdc_last_error()).find("deeper than 32"), std::string::npos) << sdc_last_error();
+  }
+  sdc_inline_destroy(p);
+}
+
 // Calls on one handle from several threads are serialised by the library; the TSan preset
 // (.ci/tsan.sh) runs these.
 TEST(InlineAbiThreads, TwoThreadsStepPollAndLogAtOnce) {

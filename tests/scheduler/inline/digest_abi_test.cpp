@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -138,6 +139,26 @@ TEST(DigestAbi, ChooseEveryKeepsTheCheckWithinTheBudget) {
   EXPECT_EQ(sdc_choose_every(0.1, 1.0, 0, 1.5, &every), SDC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(sdc_choose_every(0.1, 1.0, -1, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(sdc_choose_every(0.1, 1.0, 0, 0.01, nullptr), SDC_ERR_INVALID_ARGUMENT);
+}
+
+TEST(DigestAbi, ChooseEveryRefusesNonFiniteArguments) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  int64_t every = 7;
+  // inf / inf made a NaN that was cast to int64 (undefined; it came back as INT64_MIN with SDC_OK).
+  EXPECT_EQ(sdc_choose_every(inf, inf, 0, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sdc_last_error()).find("finite"), std::string::npos) << sdc_last_error();
+  EXPECT_EQ(sdc_choose_every(0.1, inf, 0, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sdc_choose_every(inf, 1.0, 0, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sdc_choose_every(nan, 1.0, 0, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sdc_choose_every(0.1, 1.0, inf, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(sdc_choose_every(0.1, 1.0, nan, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(every, 7);  // untouched on error
+  // The extremes that are finite still give a cadence in range.
+  ASSERT_EQ(sdc_choose_every(1e-300, 1e300, 1e-300, 1e-300, &every), SDC_OK) << sdc_last_error();
+  EXPECT_GE(every, 1);
+  ASSERT_EQ(sdc_choose_every(1e300, 1e-300, 1e300, 1.0, &every), SDC_OK) << sdc_last_error();
+  EXPECT_GE(every, 1);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "host/error.hpp"
 #include "scheduler/qualify/isolation.hpp"
 #include "scheduler/qualify/qualify_session.hpp"
@@ -115,6 +117,54 @@ TEST(Isolation, ResultsCarryTheParentsDeviceIndex) {
   const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(60));
   ASSERT_EQ(run.results.size(), 1u);
   EXPECT_EQ(run.results[0].device_index, 5);
+}
+
+TEST(Isolation, AnUnreadableResultIsTheDevicesErrorNotACrashOfTheParent) {
+  const DeviceIdentity d = cpu(0);
+  ProbeResult good;
+  good.probe = "mem.a";
+  good.device_uuid = d.uuid;
+  good.outcome = Outcome::kPass;
+  nlohmann::json result = to_json(good);
+  // Found by coverage-guided fuzzing: floats where integers belong were cast out of range.
+  std::vector<nlohmann::json> bad;
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"seed", 3.4e21},
+           {"device_index", 1e300},
+           {"checked", -1},
+           {"outcome", "passed"},
+           {"duration_s", "1"},
+           {"records", nlohmann::json::array({nlohmann::json{{"index", 1}}})},
+           {"digest", "xyz"}}) {
+    nlohmann::json r = result;
+    r[key] = value;
+    bad.push_back({{"result", r}});
+  }
+  std::vector<std::string> lines;
+  for (const auto& b : bad) lines.push_back(b.dump());
+  lines.push_back(R"({"result":)");   // cut short
+  lines.push_back("[1,2]");           // not an object
+  lines.push_back(R"({"start":7})");  // the probe id is not a string
+  for (const std::string& line : lines) {
+    const auto command = script([&](const DeviceIdentity&) {
+      return "printf '%s\\n' '{\"start\":\"mem.a\"}' '" + line + "' >&3; exec sleep 600";
+    });
+    const WorkerRun run = run_worker(command(d, {"mem.a", "mem.b"}), d, {"mem.a", "mem.b"}, limits(600));
+    EXPECT_EQ(run.end, WorkerEnd::kUnreadable) << line;
+    ASSERT_EQ(run.results.size(), 1u) << line;
+    EXPECT_EQ(run.results[0].probe, "mem.a") << line;
+    EXPECT_EQ(run.results[0].outcome, Outcome::kDeviceError) << line;
+    EXPECT_NE(run.results[0].reason.find("worker sent an unreadable result"), std::string::npos)
+        << line << ": " << run.results[0].reason;
+  }
+  // The same result with its fields intact is read.
+  const auto command = script([&](const DeviceIdentity&) {
+    return "printf '%s\\n' '{\"start\":\"mem.a\"}' '" + nlohmann::json{{"result", result}}.dump() + "' >&3";
+  });
+  const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(600));
+  EXPECT_EQ(run.end, WorkerEnd::kCompleted);
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].outcome, Outcome::kPass);
 }
 
 TEST(Isolation, ASilentWorkerIsHungAtTheWatchdog) {
