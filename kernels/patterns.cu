@@ -22,11 +22,17 @@ enum class Op {
 // Registers a thread, by operation: as few as the kernel needs without spilling (check_sass.sh
 // fails on any spill), so that many blocks of 256 threads fit on an SM with kSweepUnroll x 16 bytes
 // in flight per thread: a fill 64 (4 blocks), a check or a March element to the inverse 80 (3), a
-// March element to another pattern, which computes two patterns per word, 128 (2).
+// March element to another pattern, which computes two patterns per word, 128 (2). The compiler
+// for Blackwell (sm_100, sm_120) needs 16 more for the fill, check and inverse loops.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+inline constexpr int kArchExtraRegisters = 16;
+#else
+inline constexpr int kArchExtraRegisters = 0;
+#endif
 template <Op O>
-constexpr int kSweepRegisters = O == Op::kFill         ? 64
+constexpr int kSweepRegisters = O == Op::kFill         ? 64 + kArchExtraRegisters
                                 : O == Op::kCheckWrite ? 128
-                                                       : 80;
+                                                       : 80 + kArchExtraRegisters;
 // mem.random_blocks' unit kernels carry the block's pattern too: their March element to the
 // inverse needs 96 (2 blocks).
 template <Op O>

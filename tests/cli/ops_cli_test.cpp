@@ -436,7 +436,8 @@ TEST_F(OpsCliTest, BadSizesAreRejectedBeforeAnyWorkerStarts) {
   const std::pair<std::string, std::string> cases[] = {
       {"qualify --backend cpu --size -1", "--size"},
       {"qualify --backend cpu --size 18446744073709551616", "--size"},
-      {"qualify --backend cpu --size 18446744073709551615", "--size (18446744073709551615 bytes) is more than cpu0"},
+      {"qualify --backend cpu --size 18446744073709551615", "--size: must be at most 281474976710656 bytes"},
+      {"qualify --backend cpu --size 140737488355328", "--size (140737488355328 bytes) is more than cpu0"},
       {"sweep --once --backend cpu --size 18446744073709551615 " + state(), "--size"},
       {"qualify --backend cpu --golden " + golden.string(), "size_bytes: expected an integer in [8, "},
   };
