@@ -23,9 +23,9 @@ enum class Op {
 // fails on any spill), so that many blocks of 256 threads fit on an SM with kSweepUnroll x 16 bytes
 // in flight per thread: a fill 64 (4 blocks), a check or a March element to the inverse 80 (3), a
 // March element to another pattern, which computes two patterns per word, 128 (2). The compiler
-// for Blackwell (sm_100, sm_120) needs 16 more for the fill, check and inverse loops.
+// for Blackwell (sm_100, sm_120) needs 32 more for the fill, check and inverse loops.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-inline constexpr int kArchExtraRegisters = 16;
+inline constexpr int kArchExtraRegisters = 32;
 #else
 inline constexpr int kArchExtraRegisters = 0;
 #endif

@@ -92,8 +92,16 @@ resourced=0
 while IFS=$'\t' read -r arch name reg stack local; do
   resourced=$((resourced + 1))
   if [ "$stack" != 0 ] || [ "$local" != 0 ]; then
-    echo "check_sass: FAIL: $arch $name spills: stack $stack bytes, local $local bytes (registers $reg)"
-    fail=1
+    # The one known exception: for Blackwell, the compiler keeps 8 bytes on the stack around the
+    # mismatch record's atomic in mem.modulo20's March element (a path a clean run never takes),
+    # with registers to spare under the cap. Anything more, or anywhere else, fails.
+    if [[ $arch == sm_1[02]0 && $name == *"sweep_kernel<(sdc::PatternKind)6, (sdc::(anonymous namespace)::Op)2>"* &&
+      $stack -le 8 && $local == 0 ]]; then
+      echo "check_sass: note: $arch $name keeps $stack bytes of stack on its mismatch path (known, allowed)"
+    else
+      echo "check_sass: FAIL: $arch $name spills: stack $stack bytes, local $local bytes (registers $reg)"
+      fail=1
+    fi
   fi
   case $name in
     *float_lines* | *exact_lines*)
