@@ -8,8 +8,8 @@
 #include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
-#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/consensus/golden.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/qualify_session.hpp"
 #include "scheduler/qualify/runner.hpp"
 

@@ -9,8 +9,8 @@
 #include "host/backend.hpp"
 #include "host/communicator.hpp"
 #include "host/error.hpp"
-#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/consensus/collective.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/runner.hpp"
 
 namespace sdc {

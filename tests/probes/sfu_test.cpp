@@ -12,9 +12,9 @@
 #include "host/cpu_parallel.hpp"
 #include "kernels/common/sfu.hpp"
 #include "probes/sfu_transcendental.hpp"
-#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/consensus/consensus.hpp"
 #include "scheduler/consensus/golden.hpp"
+#include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
