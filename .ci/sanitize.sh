@@ -9,7 +9,9 @@ cmake --build --preset sanitize
 
 # allocator_may_return_null: a test asks for an impossible buffer on purpose; it must fail as malloc
 # does (skipped), not abort the process.
-export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+# verify_asan_link_order=0: a test preloads a library that prints on stdout (tests/cli/stdout_noise.c)
+# into the sanitized binary, ahead of ASan's runtime.
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:verify_asan_link_order=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS="suppressions=${PWD}/.ci/lsan.supp"
 # Tests that crash a process on purpose (an injected SIGSEGV) need the signal to kill it, not a
