@@ -213,7 +213,7 @@ class CanaryCheck(ReplicaCheck):
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         input_digests = [(_as_uint64(w[2]), _as_uint64(w[3])) for w in gathered]
         if first and len(set(input_digests)) > 1:
-            self._event("probe_end", probe="canary", verdict="error", step=step)
+            self._event("probe_end", probe="canary", verdict="error", step=step, blocking=True)
             raise SDCProbeError(
                 "CanaryCheck: the replicas' parameters or canary batch differ at the first check (%s): "
                 "the group is not made of true replicas (docs/replica.md)"
@@ -224,7 +224,7 @@ class CanaryCheck(ReplicaCheck):
         self._costs.append(seconds - second_s)
         self.checks += 1
         self._event("probe_end", probe="canary", verdict="fail" if verdict in ("sdc", "inconclusive") else verdict,
-                    step=step)
+                    step=step, blocking=True)
         if verdict == "pass" and not self._reported:
             self.last_good_step = step
         self.verdict = {
@@ -297,7 +297,7 @@ class CanaryCheck(ReplicaCheck):
                          "or index_add, some attention backward kernels, cuBLAS without a fixed workspace), so "
                          "replicas cannot be compared bit for bit; %s." % (where, DETERMINISM_FIX))
         sys.stderr.write(self.disabled + "\n")
-        self._event("probe_end", probe="canary", verdict="disabled", step=step)
+        self._event("probe_end", probe="canary", verdict="disabled", step=step, blocking=True)
         self.verdict = {"verdict": "disabled", "step": step, "last_good_step": self.last_good_step,
                         "replicas": len(self.ranks), "message": self.disabled, "nondeterministic":
                         [self.members[i]["rank"] for i in positions], "first_difference": names[positions[0]],
