@@ -1,12 +1,14 @@
 // The `sdcprobe` command. Exit codes: 0 pass, 1 fault found, 2 could not test or bad input.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
+#include "host/cpu_device.hpp"
 #include "host/error.hpp"
 #include "scheduler/version.hpp"
 
@@ -41,6 +43,12 @@ int main(int argc, char** argv) {
                  "GPUs CUDA must show (default: every NVIDIA GPU on the PCI bus); set it where fewer are visible on "
                  "purpose (CUDA_VISIBLE_DEVICES, a container's devices). A GPU missing is a fault naming its bus id")
       ->check(CLI::Range(-1, 4096));
+  // An environment variable, so that the workers a command starts inherit it.
+  app.add_option_function<std::string>(
+         "--host-memory", [](const std::string& bytes) { ::setenv(sdc::kHostMemoryVariable, bytes.c_str(), 1); },
+         "The most host memory the CPU backend's memory probes take, all virtual devices together (default: "
+         "half of MemAvailable; sets SDCPROBE_HOST_MEMORY)")
+      ->check(sdc::cli::byte_size(uint64_t{1} << 20, uint64_t{1} << 48, "BYTES in [1M, 2^48] (K, M, G: binary)"));
   int exit_code = 0;
   sdc::cli::add_devices_command(app, global, exit_code);
   sdc::cli::add_list_command(app, exit_code);

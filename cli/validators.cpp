@@ -37,19 +37,21 @@ CLI::Validator finite_in(double lo, double hi) {
                      "NUMBER in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
-CLI::Validator buffer_size() {
+CLI::Validator byte_size(uint64_t lo, uint64_t hi, const std::string& description) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [lo, hi](std::string& text) -> std::string {
         try {
-          // Probes work in 8-byte words: fewer than one tests nothing.
-          text = std::to_string(parse_size("", text, 8, kMaxGoldenSizeBytes));
+          text = std::to_string(parse_size("", text, lo, hi));
           return "";
         } catch (const InputError& e) {
           return e.what();
         }
       },
-      "BYTES in [8, 2^48] (K, M, G: binary)");
+      description);
 }
+
+// Probes work in 8-byte words: fewer than one tests nothing.
+CLI::Validator buffer_size() { return byte_size(8, kMaxGoldenSizeBytes, "BYTES in [8, 2^48] (K, M, G: binary)"); }
 
 CLI::Validator injection_spec() {
   return from_parser([](const std::string& text) { parse_injection_specs(text); }, "SPEC");

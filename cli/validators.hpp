@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace sdc::cli {
 
@@ -16,6 +17,8 @@ CLI::Validator finite_in(double lo, double hi);
 // A buffer size in bytes (host/parse_number.hpp's parse_size: K, M, G suffixes), from one 8-byte word
 // to kMaxGoldenSizeBytes; the option receives the decimal byte count.
 CLI::Validator buffer_size();
+// A byte count by the same grammar in [lo, hi]; the option receives the decimal byte count.
+CLI::Validator byte_size(uint64_t lo, uint64_t hi, const std::string& description);
 // An --inject spec (host/injection.hpp); an empty one is an error, not "no injection".
 CLI::Validator injection_spec();
 

@@ -23,7 +23,7 @@ std::vector<std::unique_ptr<Device>> make_cpu_devices(int count, const std::vect
     } else {
       group.push_back(cores[d % cores.size()]);
     }
-    auto device = std::make_unique<CpuDevice>(static_cast<int>(d), group);
+    auto device = std::make_unique<CpuDevice>(static_cast<int>(d), group, count);
     if (std::find(fail_open.begin(), fail_open.end(), static_cast<int>(d)) != fail_open.end()) {
       devices.push_back(make_failed_device(
           device->identity(), "could not open " + device->identity().label() + ": failure injected (test seam)"));

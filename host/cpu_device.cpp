@@ -18,6 +18,7 @@
 #include "host/cpu_parallel.hpp"
 #include "host/cpu_patterns.hpp"
 #include "host/error.hpp"
+#include "host/parse_number.hpp"
 #include "kernels/common/chains.hpp"
 #include "kernels/common/corruption.hpp"
 
@@ -30,6 +31,8 @@ constexpr size_t kLineWords = 8;
 // and TLB misses for the memory probes' large sequential passes.
 constexpr size_t kHugePage = 2u << 20;
 constexpr size_t kPage = 4096;
+// Bytes each core pre-faults between two heartbeats (about 0.2 s at the slowest rate measured).
+constexpr size_t kPrefaultRoundBytes = 64u << 20;
 
 class CpuBuffer : public DeviceBuffer {
  public:
@@ -131,24 +134,46 @@ DeviceIdentity cpu_identity(int index, const std::vector<int>& cores) {
 
 }  // namespace
 
-CpuDevice::CpuDevice(int index, std::vector<int> cores) : Device(cpu_identity(index, cores)) {}
+CpuDevice::CpuDevice(int index, std::vector<int> cores, int sharing)
+    : Device(cpu_identity(index, cores)), sharing_(std::max(sharing, 1)) {
+  if (const char* text = std::getenv(kHostMemoryVariable)) {
+    host_memory_bytes_ = parse_size(kHostMemoryVariable, text, uint64_t{1} << 20, uint64_t{1} << 48);
+  }
+}
 
 uint64_t CpuDevice::free_memory_bytes() const { return read_meminfo_kib("MemAvailable:") * 1024; }
+
+uint64_t CpuDevice::spare_memory_bytes() const {
+  // Host memory is the node's: the job, the page cache and the other devices' probes share it.
+  const uint64_t available = free_memory_bytes() + scratch_bytes();
+  const uint64_t node = host_memory_bytes_ ? std::min(*host_memory_bytes_, available) : available / 2;
+  return node / static_cast<uint64_t>(sharing_);
+}
 
 std::unique_ptr<DeviceBuffer> CpuDevice::allocate(size_t bytes) {
   auto buf = std::make_unique<CpuBuffer>(bytes);
   // Pre-faulted here, outside any pass, by the cores that will test it with the split every pass
   // uses (fill and verify over bytes / 8 words), so each page lands on its tester's NUMA node by
   // first touch and no probe pays the faults of a fresh buffer in its timed passes.
+  // It goes in rounds, each core faulting the next kPrefaultRoundBytes of its own words, with a
+  // heartbeat after each: faulting gigabytes of host memory can take longer than the watchdog.
   const uintptr_t base = reinterpret_cast<uintptr_t>(buf->data());
-  for_each_core(cores(), (bytes + 7) / 8, kLineWords, [&](size_t, size_t lo, size_t hi, int) {
-    // Each page that starts in this core's words; the first core also the page the buffer starts in.
-    const uintptr_t begin = base + lo * 8, end = base + hi * 8;
-    if (lo == 0) *reinterpret_cast<volatile unsigned char*>(begin) = 0;
-    for (uintptr_t a = (begin + kPage - 1) / kPage * kPage; a < end; a += kPage) {
-      *reinterpret_cast<volatile unsigned char*>(a) = 0;
-    }
-  });
+  const size_t words = (bytes + 7) / 8;
+  const size_t n = cores().size();
+  const size_t longest = ((words + kLineWords - 1) / kLineWords + n - 1) / n * kLineWords;  // for_each_core's
+  for (size_t done = 0; done < longest; done += kPrefaultRoundBytes / 8) {
+    for_each_core(cores(), words, kLineWords, [&](size_t, size_t lo, size_t hi, int) {
+      // Each page that starts in this round of this core's words; the first core also the page the
+      // buffer starts in.
+      const size_t round_lo = std::min(hi, lo + done), round_hi = std::min(hi, round_lo + kPrefaultRoundBytes / 8);
+      const uintptr_t begin = base + round_lo * 8, end = base + round_hi * 8;
+      if (round_lo == 0 && round_lo < round_hi) *reinterpret_cast<volatile unsigned char*>(begin) = 0;
+      for (uintptr_t a = (begin + kPage - 1) / kPage * kPage; a < end; a += kPage) {
+        *reinterpret_cast<volatile unsigned char*>(a) = 0;
+      }
+    });
+    beat();
+  }
   return buf;
 }
 

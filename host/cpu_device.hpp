@@ -13,9 +13,13 @@ namespace sdc {
 
 class CpuDevice : public Device {
  public:
-  CpuDevice(int index, std::vector<int> cores);
+  // `sharing`: the virtual devices that share the host's memory, this one included.
+  CpuDevice(int index, std::vector<int> cores, int sharing = 1);
 
   uint64_t free_memory_bytes() const override;
+  // This device's share of what the node can spare: the host memory setting (kHostMemoryVariable),
+  // else half of MemAvailable, never more than MemAvailable, divided among the sharing devices.
+  uint64_t spare_memory_bytes() const override;
   std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override;
   void upload(DeviceBuffer& dst, const void* src, size_t bytes) override;
   void download(void* dst, DeviceBuffer& src, size_t bytes) override;
@@ -41,7 +45,14 @@ class CpuDevice : public Device {
 
  private:
   std::unique_ptr<GemmEngine> gemm_;
+  int sharing_;
+  std::optional<uint64_t> host_memory_bytes_;  // the setting, for all sharing devices together
 };
+
+// The setting that bounds the host memory the CPU backend's memory probes take, all virtual devices
+// together: a byte count with an optional K, M or G (`--host-memory` sets it for its process and
+// the workers it starts). Unset: half of MemAvailable.
+inline constexpr const char* kHostMemoryVariable = "SDCPROBE_HOST_MEMORY";
 
 // SIMD lanes the CPU chain kernels use for elements of `width_bits` (8 x fp32 on AVX2).
 unsigned cpu_simd_lanes(unsigned width_bits);

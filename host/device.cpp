@@ -1,5 +1,7 @@
 #include "host/device.hpp"
 
+#include <algorithm>
+
 #include "kernels/common/chains.hpp"
 
 namespace sdc {
@@ -57,10 +59,16 @@ DeviceBuffer& Device::scratch(size_t bytes) {
   return *scratch_;
 }
 
+uint64_t Device::spare_memory_bytes() const {
+  const uint64_t free_bytes = free_memory_bytes() + scratch_bytes();
+  const uint64_t reserve = std::max<uint64_t>(4ULL << 30, identity_.memory_bytes / 20);
+  return free_bytes > reserve ? free_bytes - reserve : 0;
+}
+
 void Device::inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group) {
   apply_injection(buf, elements, width_bits, group);
   // After injection: a hang injected here is silent, as a hung kernel would be.
-  if (heartbeat_) heartbeat_();
+  beat();
 }
 
 void Device::apply_injection(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group) {

@@ -119,6 +119,16 @@ class Device {
   void reset_injection_tally() { tally_ = InjectionTally{}; }
 
   virtual uint64_t free_memory_bytes() const = 0;
+  // The most a memory probe may hold on this device now, its own scratch buffer counted as free:
+  // free memory less a reserve for the runtime, the libraries and the other probes' buffers
+  // (GPUs: the larger of 4 GiB and 5% of the device; the CPU says its own, cpu_device.hpp).
+  virtual uint64_t spare_memory_bytes() const;
+  // What memory sizing measured on this device (probes/memory_test.cpp), kept for the next probe.
+  struct MemoryRates {
+    double allocate_bytes_per_s = 0;  // allocation, including the CPU's pre-faulting
+    double fill_bytes_per_s = 0;      // a fill of a warm buffer
+  };
+  std::optional<MemoryRates>& memory_rates() { return memory_rates_; }
   virtual std::unique_ptr<DeviceBuffer> allocate(size_t bytes) = 0;
   // A buffer of at least `bytes` that the device keeps for the next caller, so consecutive memory
   // probes pay for one allocation (and its page faults), not one each.
@@ -189,6 +199,10 @@ class Device {
   // Applies the injector's plan for `elements` elements of `width_bits` to `buf`, then beats the
   // heartbeat. Backends call it after computing and before verifying.
   void inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group);
+  // The heartbeat, for work long enough to need its own (a CPU buffer's pre-faulting).
+  void beat() {
+    if (heartbeat_) heartbeat_();
+  }
   // Returns the number of elements whose bits changed.
   virtual uint64_t apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
                                     const Corruption& c) = 0;
@@ -198,6 +212,7 @@ class Device {
 
   DeviceIdentity identity_;
   std::unique_ptr<DeviceBuffer> scratch_;
+  std::optional<MemoryRates> memory_rates_;
   Injector* injector_ = nullptr;
   std::string probe_id_;
   InjectionTally tally_;

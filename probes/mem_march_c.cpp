@@ -19,8 +19,8 @@ class MarchCProbe : public Probe {
   bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
-    MemoryTest mem(ctx, result);
-    const uint32_t passes = mem.passes(1, 2, 4);
+    const uint32_t passes = memory_passes(ctx, 1, 2, 4);
+    MemoryTest mem(ctx, result, 10.0 * passes);
     for (uint32_t pass = 0; pass < passes; ++pass) {
       const Pattern zero = pass == 0 ? Pattern{PatternKind::kSolid, 0, 0, false}
                                      : Pattern{PatternKind::kRandom, 0, ctx.seed + pass, false};

@@ -18,8 +18,8 @@ class Modulo20Probe : public Probe {
   bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
-    MemoryTest mem(ctx, result);
-    const uint32_t rounds = mem.passes(1, 1, 4);
+    const uint32_t rounds = memory_passes(ctx, 1, 1, 4);
+    MemoryTest mem(ctx, result, 80.0 * rounds);  // write_and_check of 40 patterns a round
     std::vector<Pattern> sequence;
     for (uint32_t round = 0; round < rounds; ++round) {
       for (uint64_t offset = 0; offset < 20; ++offset) {

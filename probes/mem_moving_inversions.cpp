@@ -22,11 +22,13 @@ class MovingInversionsProbe : public Probe {
   bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
-    MemoryTest mem(ctx, result);
+    const uint32_t walking = memory_passes(ctx, 1, 8, 8);
+    // A fill, then per background two check-then-writes and a check-then-write of the next (a
+    // check alone for the last): 6 bytes per byte each.
+    MemoryTest mem(ctx, result, 6.0 * (walking + 3));
     std::vector<Pattern> backgrounds;
     backgrounds.push_back({PatternKind::kSolid, 0, 0, false});
     backgrounds.push_back({PatternKind::kCheckerboard, 0x5555555555555555ULL, 0, false});
-    const uint32_t walking = mem.passes(1, 8, 8);
     for (uint32_t b = 0; b < walking; ++b)
       backgrounds.push_back({PatternKind::kWalking8, (b + ctx.seed) & 7u, 0, false});
     backgrounds.push_back({PatternKind::kRandom, 0, ctx.seed, false});

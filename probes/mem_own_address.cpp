@@ -16,11 +16,11 @@ class OwnAddressProbe : public Probe {
   bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
-    MemoryTest mem(ctx, result);
+    const uint32_t passes = memory_passes(ctx, 1, 2, 4);
+    MemoryTest mem(ctx, result, 4.0 * passes);  // write_and_check of 2 patterns a pass
     Pattern p;
     p.kind = PatternKind::kOwnAddress;
     p.param = ctx.seed & ~7ULL;  // keeps the low three bits, which every offset leaves zero, exercised by the inverse
-    const uint32_t passes = mem.passes(1, 2, 4);
     std::vector<Pattern> sequence;
     for (uint32_t pass = 0; pass < passes; ++pass) {
       sequence.push_back(p);

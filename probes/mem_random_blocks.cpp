@@ -18,8 +18,8 @@ class RandomBlocksProbe : public Probe {
   bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
-    MemoryTest mem(ctx, result);
-    const uint32_t passes = mem.passes(1, 4, 16);
+    const uint32_t passes = memory_passes(ctx, 1, 4, 16);
+    MemoryTest mem(ctx, result, 4.0 * passes);  // write_and_check of 2 patterns a pass
     // Each pass on its own: rewriting one pass's blocks with the next pass's, whose kinds differ
     // block by block, would cost GPUs the block pattern per word (the inverse costs nothing).
     for (uint32_t pass = 0; pass < passes; ++pass) {

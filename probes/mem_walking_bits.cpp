@@ -15,9 +15,9 @@ class WalkingBitsProbe : public Probe {
   bool included_at(Level, const DeviceIdentity&) const override { return true; }
 
   void run(ProbeContext& ctx, ProbeResult& result) const override {
-    MemoryTest mem(ctx, result);
     // Each pass moves the walking bit so that, over 64 passes, every word sees every position.
-    const uint32_t passes = mem.passes(2, 8, 64);
+    const uint32_t passes = memory_passes(ctx, 2, 8, 64);
+    MemoryTest mem(ctx, result, 4.0 * passes);  // write_and_check of 2 patterns a pass
     std::vector<Pattern> sequence;
     for (uint32_t pass = 0; pass < passes; ++pass) {
       for (PatternKind kind : {PatternKind::kWalkingOnes, PatternKind::kWalkingZeros}) {

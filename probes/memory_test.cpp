@@ -6,32 +6,72 @@
 #include "host/error.hpp"
 
 namespace sdc {
+namespace {
 
-uint64_t default_memory_bytes(const Device& device, Level level) {
-  // The scratch buffer an earlier probe left is this probe's to reuse: count it as free, or each
-  // later probe would test a fraction of what the first one did.
-  const uint64_t free_bytes = device.free_memory_bytes() + device.scratch_bytes();
-  const double fraction = level == Level::kQuick ? 0.10 : level == Level::kStandard ? 0.50 : 0.85;
-  uint64_t bytes = static_cast<uint64_t>(static_cast<double>(free_bytes) * fraction);
-  if (device.identity().backend == "cpu") {
-    // Host memory is shared with everything else on the node, and host bandwidth is far lower.
-    const uint64_t cap = level == Level::kQuick      ? (32ULL << 20)
-                         : level == Level::kStandard ? (512ULL << 20)
-                                                     : (8ULL << 30);
-    bytes = std::min(bytes, cap);
-  }
-  return std::max<uint64_t>(bytes, 1ULL << 20);
+constexpr uint64_t kMiB = 1ULL << 20;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result) : ctx_(ctx), result_(result) {
-  const uint64_t bytes = ctx.size_bytes ? *ctx.size_bytes : default_memory_bytes(ctx.device, ctx.level);
+}  // namespace
+
+MemoryTime memory_probe_time(Level level) {
+  if (level == Level::kQuick) return {1.5, 2.5};
+  if (level == Level::kStandard) return {20, 30};
+  return {120, 180};
+}
+
+uint64_t memory_probe_bytes(uint64_t spare_bytes, const Device::MemoryRates& rates, const MemoryTime& time,
+                            double traffic_per_byte) {
+  double bytes = static_cast<double>(spare_bytes);
+  // A rate of 0 was too fast to time: no bound.
+  if (rates.allocate_bytes_per_s > 0) bytes = std::min(bytes, rates.allocate_bytes_per_s * time.allocate_s);
+  if (rates.fill_bytes_per_s > 0) bytes = std::min(bytes, rates.fill_bytes_per_s * time.passes_s / traffic_per_byte);
+  return std::max<uint64_t>(static_cast<uint64_t>(bytes) / kMiB, 1) * kMiB;
+}
+
+const Device::MemoryRates& measured_memory_rates(Device& device) {
+  std::optional<Device::MemoryRates>& rates = device.memory_rates();
+  if (rates) return *rates;
+  const uint64_t most = device.identity().backend == "cpu" ? 64 * kMiB : 1024 * kMiB;
+  const uint64_t bytes = std::max(kMiB, std::min(device.spare_memory_bytes() / kMiB * kMiB, most));
+  const size_t words = bytes / 8;
+  const Pattern pattern{PatternKind::kRandom, 0, 1, false};
+  auto start = std::chrono::steady_clock::now();
+  const std::unique_ptr<DeviceBuffer> buffer = device.allocate(bytes);
+  const double allocate_s = seconds_since(start);
+  device.fill(*buffer, words, pattern);  // the first touch of a fresh buffer is slower: not timed
+  // The fastest of three: a fill this short also times starting the device's threads or kernel.
+  double fill_s = 0;
+  for (int i = 0; i < 3; ++i) {
+    start = std::chrono::steady_clock::now();
+    device.fill(*buffer, words, pattern);
+    const double s = seconds_since(start);
+    fill_s = i == 0 ? s : std::min(fill_s, s);
+  }
+  rates = Device::MemoryRates{allocate_s > 0 ? bytes / allocate_s : 0, fill_s > 0 ? bytes / fill_s : 0};
+  return *rates;
+}
+
+MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result, double traffic_per_byte) : ctx_(ctx), result_(result) {
+  // Measuring, allocating (and on the CPU pre-faulting) a fresh buffer is setup, not the passes.
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t bytes = 0;
+  if (ctx.size_bytes) {
+    bytes = *ctx.size_bytes;
+  } else {
+    const uint64_t spare = ctx.device.spare_memory_bytes();
+    bytes =
+        memory_probe_bytes(spare, measured_memory_rates(ctx.device), memory_probe_time(ctx.level), traffic_per_byte);
+    result.params["spare_bytes"] = spare;
+  }
   words_ = bytes / 8;
   if (words_ == 0) throw InputError("--size must be at least 8 bytes");
-  // Allocating (and on the CPU pre-faulting) a fresh buffer is setup, not the probe's passes.
-  const auto start = std::chrono::steady_clock::now();
   buffer_ = &ctx.device.scratch(words_ * 8);
-  result.setup_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.setup_s += seconds_since(start);
   result.params["bytes"] = words_ * 8;
+  result.params["traffic_per_byte"] = traffic_per_byte;
   const uint64_t total = ctx.device.identity().memory_bytes;
   if (total > 0) result.params["memory_fraction"] = static_cast<double>(words_ * 8) / static_cast<double>(total);
 }
@@ -53,9 +93,9 @@ void MemoryTest::write_and_check(const std::vector<Pattern>& sequence) {
   check(sequence.back());
 }
 
-uint32_t MemoryTest::passes(uint32_t quick, uint32_t standard, uint32_t long_level) const {
-  if (ctx_.iterations) return *ctx_.iterations;
-  return ctx_.level == Level::kQuick ? quick : ctx_.level == Level::kStandard ? standard : long_level;
+uint32_t memory_passes(const ProbeContext& ctx, uint32_t quick, uint32_t standard, uint32_t long_level) {
+  if (ctx.iterations) return *ctx.iterations;
+  return ctx.level == Level::kQuick ? quick : ctx.level == Level::kStandard ? standard : long_level;
 }
 
 }  // namespace sdc

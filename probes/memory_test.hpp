@@ -1,5 +1,5 @@
-// What the memory probes share: the buffer (its default size is a fraction of the device's free
-// memory, capped per level on the CPU so `quick` fits its budget) and the byte accounting.
+// What the memory probes share: the buffer, sized from the level's time and the device's measured
+// rates to cover all the memory the device can spare when that fits, and the byte accounting.
 #pragma once
 
 #include <vector>
@@ -10,7 +10,9 @@ namespace sdc {
 
 class MemoryTest {
  public:
-  MemoryTest(ProbeContext& ctx, ProbeResult& result);
+  // `traffic_per_byte`: the bytes the probe reads and writes per buffer byte (one March C- pass is
+  // 10). The buffer is the operator's --size, else memory_probe_bytes() for this device and level.
+  MemoryTest(ProbeContext& ctx, ProbeResult& result, double traffic_per_byte);
 
   size_t words() const { return words_; }
   void fill(const Pattern& p);
@@ -20,10 +22,8 @@ class MemoryTest {
   // check rewrites the word with the next pattern, in place: a word is still read only after the
   // whole buffer holds its pattern, as with a separate fill, and the passes between the first fill
   // and the last check read and write in place (memcpy's access type) instead of a read-only pass
-  // and a write-only pass.
+  // and a write-only pass. Its traffic is 2 bytes per buffer byte per pattern.
   void write_and_check(const std::vector<Pattern>& sequence);
-  // Passes: the operator's --iterations, else the level's default.
-  uint32_t passes(uint32_t quick, uint32_t standard, uint32_t long_level) const;
 
  private:
   ProbeContext& ctx_;
@@ -32,8 +32,27 @@ class MemoryTest {
   size_t words_ = 0;
 };
 
-// Default buffer bytes for a memory probe on this device at this level: a fraction of its free
-// memory, counting the scratch buffer it already holds as free.
-uint64_t default_memory_bytes(const Device& device, Level level);
+// Passes: the operator's --iterations, else the level's default.
+uint32_t memory_passes(const ProbeContext& ctx, uint32_t quick, uint32_t standard, uint32_t long_level);
+
+// The time the memory probes may take at `level`: to allocate the buffer, once (the probes reuse
+// it), and each probe's passes. At quick, 1.5 s and 2.5 s each: with six probes, 16.5 s of the 50 s
+// budget, leaving the rest to the other probes and to a loaded machine. Allocation gets less: it is
+// the least predictable (on a loaded VM, pre-faulting took up to 5 times its measured rate).
+struct MemoryTime {
+  double allocate_s = 0;
+  double passes_s = 0;
+};
+MemoryTime memory_probe_time(Level level);
+
+// The buffer of a memory probe: everything the device can spare, or less where allocating it or
+// `traffic_per_byte` bytes of passes over each byte, at the measured rates, would take longer than
+// `time` allows. A whole number of MiB, at least 1 MiB.
+uint64_t memory_probe_bytes(uint64_t spare_bytes, const Device::MemoryRates& rates, const MemoryTime& time,
+                            double traffic_per_byte);
+
+// The device's allocation and fill rates, measured on first use (a fresh buffer of up to 64 MiB on
+// the CPU, 1 GiB elsewhere: its allocation, then the fastest of three fills after a first) and kept.
+const Device::MemoryRates& measured_memory_rates(Device& device);
 
 }  // namespace sdc

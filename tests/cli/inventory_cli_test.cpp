@@ -151,12 +151,14 @@ TEST_F(InventoryCli, LibraryNoiseOnStdoutChangesNothing) {
   EXPECT_EQ(read_json(report)["devices"].size(), 2u);
 }
 
-// Quick at its defaults (the 50 s budget): a verdict within the budget, exit 0, with the share of
-// memory tested and of the budget used, per device, in the report and the table.
+// Quick at its defaults (the 50 s budget, memory sized from it; the suite's host memory setting
+// unset): a verdict within the budget, exit 0, with the share of memory tested and of the budget
+// used, per device, in the report and the table.
 TEST(QuickCoverage, QuickQualifyOfTheCpuReportsWhatItCoveredWithinItsBudget) {
   const fs::path report =
       fs::temp_directory_path() / ("sdcprobe-quick-coverage-" + std::to_string(::getpid()) + ".json");
-  const Outcome r = run_command(kBinary + " qualify --backend cpu --json " + report.string());
+  const Outcome r =
+      run_command("env -u SDCPROBE_HOST_MEMORY " + kBinary + " qualify --backend cpu --json " + report.string());
   std::ifstream in(report);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   fs::remove(report);
@@ -171,6 +173,35 @@ TEST(QuickCoverage, QuickQualifyOfTheCpuReportsWhatItCoveredWithinItsBudget) {
   EXPECT_LE(d["budget_used_fraction"].get<double>(), 1);
   EXPECT_NE(r.out.find("cpu0: memory tested "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("% of the 50 s budget"), std::string::npos) << r.out;
+  size_t memory_probes = 0;
+  for (const auto& result : j["results"]) {
+    if (result["probe"].get<std::string>().rfind("mem.", 0) != 0) continue;
+    ++memory_probes;
+    EXPECT_LE(result["params"]["bytes"].get<uint64_t>(), result["params"]["spare_bytes"].get<uint64_t>());
+  }
+  EXPECT_EQ(memory_probes, 6u);
+}
+
+// --host-memory bounds what the CPU's memory probes take, all devices together, in every worker.
+TEST(QuickCoverage, TheHostMemorySettingReachesEveryWorker) {
+  const fs::path report = fs::temp_directory_path() / ("sdcprobe-host-memory-" + std::to_string(::getpid()) + ".json");
+  const Outcome r =
+      run_command(kBinary + " --host-memory 8M --cpu-devices 2 qualify --backend cpu --json " + report.string());
+  std::ifstream in(report);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  fs::remove(report);
+  ASSERT_EQ(r.code, 0) << r.out;
+  size_t memory_probes = 0;
+  for (const auto& result : j["results"]) {
+    if (result["probe"].get<std::string>().rfind("mem.", 0) != 0) continue;
+    ++memory_probes;
+    EXPECT_EQ(result["params"]["spare_bytes"], 4ULL << 20) << result.dump();
+    EXPECT_LE(result["params"]["bytes"].get<uint64_t>(), 4ULL << 20) << result.dump();
+  }
+  EXPECT_EQ(memory_probes, 12u);
+  const Outcome bad = run_command(kBinary + " --host-memory 077 qualify --backend cpu");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--host-memory"), std::string::npos) << bad.out;
 }
 
 }  // namespace

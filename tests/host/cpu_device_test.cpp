@@ -203,6 +203,24 @@ TEST(CpuDevices, BuffersComeFaultedInAndLargeOnesHugePageAligned) {
   }
 }
 
+// Faulting in a large buffer beats the heartbeat as it goes, so the watchdog never takes a slow
+// allocation for a hang: once per 64 MiB of each core's share, every page faulted in.
+TEST(CpuDevices, PreFaultingALargeBufferBeatsTheHeartbeat) {
+  for (int count : {1, 3}) {
+    auto devices = make_cpu_devices(count);
+    Device& device = *devices.back();
+    size_t beats = 0;
+    device.set_heartbeat([&] { ++beats; });
+    const size_t bytes = (size_t{200} << 20) + 4096 * 3 + 8;
+    auto buf = device.allocate(bytes);
+    const size_t cores = device.identity().cores.size();
+    const size_t share = (bytes / 8 / cores + 8) * 8;  // each core's words, whole lines
+    EXPECT_EQ(beats, (share + (64u << 20) - 1) / (64u << 20)) << count;
+    size_t pages = 0;
+    EXPECT_EQ(resident_pages(buf->data(), bytes, pages), pages) << count;
+  }
+}
+
 TEST(CpuDevices, RejectsZeroDevices) { EXPECT_THROW(make_cpu_devices(0), std::exception); }
 
 }  // namespace

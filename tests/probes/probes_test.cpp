@@ -6,11 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <new>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
 #include "host/cpu_parallel.hpp"
+#include "host/error.hpp"
 #include "probes/chain_probe.hpp"
 #include "probes/memory_test.hpp"
 #include "probes/reference_cache.hpp"
@@ -363,19 +366,134 @@ TEST(ChainCache, AnInjectedFaultIsCaughtWithACachedDigest) {
 namespace sdc {
 namespace {
 
-// A CPU device with a fixed amount of memory, of which the scratch buffer it holds is in use.
-class SmallMemoryDevice : public CpuDevice {
+// The host memory setting for one test; the suite's presets set it for every test (32M).
+class HostMemorySetting {
  public:
-  SmallMemoryDevice() : CpuDevice(0, {0}) {}
-  uint64_t free_memory_bytes() const override { return (64ULL << 20) - scratch_bytes(); }
+  explicit HostMemorySetting(const char* value) {
+    if (const char* old = std::getenv(kHostMemoryVariable)) old_ = old;
+    if (value) {
+      ::setenv(kHostMemoryVariable, value, 1);
+    } else {
+      ::unsetenv(kHostMemoryVariable);
+    }
+  }
+  ~HostMemorySetting() {
+    if (old_) {
+      ::setenv(kHostMemoryVariable, old_->c_str(), 1);
+    } else {
+      ::unsetenv(kHostMemoryVariable);
+    }
+  }
+
+ private:
+  std::optional<std::string> old_;
 };
 
-TEST(MemorySizing, TheScratchBufferAlreadyHeldCountsAsFree) {
-  SmallMemoryDevice device;
-  const uint64_t first = default_memory_bytes(device, Level::kStandard);
-  EXPECT_EQ(first, 32ULL << 20);  // half of the free 64 MiB
-  device.scratch(first);          // the first probe's buffer, kept for the next one
-  EXPECT_EQ(default_memory_bytes(device, Level::kStandard), first);
+// A CPU device with a fixed amount of free memory, of which the scratch buffer it holds is in use.
+class SmallMemoryDevice : public CpuDevice {
+ public:
+  explicit SmallMemoryDevice(uint64_t bytes, int sharing = 1) : CpuDevice(0, {0}, sharing), bytes_(bytes) {}
+  uint64_t free_memory_bytes() const override { return bytes_ - scratch_bytes(); }
+
+ private:
+  uint64_t bytes_;
+};
+
+TEST(MemorySizing, TheCpuSparesHalfOfWhatIsAvailableSharedAmongItsDevices) {
+  const HostMemorySetting unset(nullptr);
+  SmallMemoryDevice device(64ULL << 20);
+  EXPECT_EQ(device.spare_memory_bytes(), 32ULL << 20);
+  device.scratch(32ULL << 20);  // the first probe's buffer, kept for the next one: still free to it
+  EXPECT_EQ(device.spare_memory_bytes(), 32ULL << 20);
+  EXPECT_EQ(SmallMemoryDevice(64ULL << 20, 4).spare_memory_bytes(), 8ULL << 20);
+}
+
+TEST(MemorySizing, TheHostMemorySettingBoundsTheCpuButNeverPastWhatIsAvailable) {
+  {
+    const HostMemorySetting set("16M");
+    EXPECT_EQ(SmallMemoryDevice(64ULL << 20).spare_memory_bytes(), 16ULL << 20);
+    EXPECT_EQ(SmallMemoryDevice(64ULL << 20, 2).spare_memory_bytes(), 8ULL << 20);
+  }
+  {
+    const HostMemorySetting set("1G");
+    EXPECT_EQ(SmallMemoryDevice(64ULL << 20).spare_memory_bytes(), 64ULL << 20);
+  }
+  for (const char* bad : {"077", "-1", "4KB", "512K", ""}) {
+    const HostMemorySetting set(bad);
+    try {
+      SmallMemoryDevice device(64ULL << 20);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(kHostMemoryVariable), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(MemorySizing, GpusKeepAReserveOfTheLargerOf4GiBAndATwentieth) {
+  SmallMemoryDevice device(64ULL << 30);
+  const uint64_t total = device.identity().memory_bytes;
+  const uint64_t reserve = std::max<uint64_t>(4ULL << 30, total / 20);
+  // The backends' default, which the CPU overrides.
+  EXPECT_EQ(device.Device::spare_memory_bytes(), (64ULL << 30) - reserve);
+  EXPECT_EQ(SmallMemoryDevice(1ULL << 30).Device::spare_memory_bytes(), 0u);
+}
+
+TEST(MemorySizing, TheBufferIsAllThatIsSpareWhenItFitsTheTimeElseWhatTheTimeAllows) {
+  const Device::MemoryRates rates{1e9, 10e9};  // 1 GB/s to allocate, 10 GB/s to fill
+  const MemoryTime time{2, 1};                 // 2 s to allocate, 1 s of passes
+  // Passes of 10 bytes per byte in 1 s: 1 GB, in whole MiB; 80 bytes per byte: 125 MB.
+  EXPECT_EQ(memory_probe_bytes(uint64_t{1} << 40, rates, time, 10), 953ULL << 20);
+  EXPECT_EQ(memory_probe_bytes(uint64_t{1} << 40, rates, time, 80), 119ULL << 20);
+  // Allocation at 1 GB/s for 2 s bounds a probe of little traffic.
+  EXPECT_EQ(memory_probe_bytes(uint64_t{1} << 40, rates, time, 1), 1907ULL << 20);
+  EXPECT_EQ(memory_probe_bytes(64ULL << 20, rates, time, 10), 64ULL << 20);  // all that is spare fits
+  EXPECT_EQ(memory_probe_bytes((64ULL << 20) + 5, rates, time, 10), 64ULL << 20);
+  EXPECT_EQ(memory_probe_bytes(0, rates, time, 10), 1ULL << 20);  // never below 1 MiB
+  EXPECT_EQ(memory_probe_bytes(uint64_t{1} << 40, rates, MemoryTime{1e-6, 1e-6}, 10), 1ULL << 20);
+  EXPECT_EQ(memory_probe_bytes(5ULL << 20, Device::MemoryRates{}, time, 10), 5ULL << 20);  // too fast to time
+  const MemoryTime quick = memory_probe_time(Level::kQuick);
+  EXPECT_LE(quick.allocate_s + 6 * quick.passes_s, 0.4 * 50);  // well inside quick's budget
+}
+
+TEST(MemorySizing, RatesAreMeasuredOnceAndKept) {
+  auto devices = make_cpu_devices(1);
+  const Device::MemoryRates& first = measured_memory_rates(*devices[0]);
+  EXPECT_GT(first.allocate_bytes_per_s, 0);
+  EXPECT_GT(first.fill_bytes_per_s, 0);
+  EXPECT_EQ(&measured_memory_rates(*devices[0]), &first);
+  EXPECT_EQ(devices[0]->scratch_bytes(), 0u);  // the measurement's buffer is its own
+}
+
+// The traffic each probe states sizes its buffer: it must be the traffic it makes.
+TEST(MemorySizing, EachMemoryProbeStatesTheTrafficItMakes) {
+  auto devices = make_cpu_devices(1);
+  for (Level level : {Level::kQuick, Level::kStandard, Level::kLong}) {
+    for (const auto& p : builtin_registry().probes()) {
+      if (p->id().rfind("mem.", 0) != 0) continue;
+      RunOptions o;
+      o.seed = 3;
+      o.level = level;
+      o.size_bytes = 1 << 20;
+      const ProbeResult r = run_probe(*p, *devices[0], o);
+      ASSERT_EQ(r.outcome, Outcome::kPass) << p->id() << ": " << r.reason;
+      EXPECT_DOUBLE_EQ(r.params.at("traffic_per_byte").get<double>() * double(1 << 20), double(r.bytes))
+          << p->id() << " at " << level_name(level);
+    }
+  }
+}
+
+TEST(MemorySizing, WithoutASizeEachProbeTestsWhatTheDeviceSparesWithinItsTime) {
+  const HostMemorySetting set("8M");
+  auto devices = make_cpu_devices(1);
+  RunOptions o;
+  o.seed = 1;
+  const ProbeResult r = run_probe(*builtin_registry().find("mem.march_c"), *devices[0], o);
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  const uint64_t spare = r.params.at("spare_bytes").get<uint64_t>();
+  EXPECT_EQ(spare, 8ULL << 20);
+  EXPECT_EQ(r.params.at("bytes").get<uint64_t>(),
+            memory_probe_bytes(spare, measured_memory_rates(*devices[0]), memory_probe_time(Level::kQuick), 10));
+  EXPECT_EQ(r.bytes, 10 * r.params.at("bytes").get<uint64_t>());
 }
 
 TEST(MemorySizing, EachResultReportsTheFractionOfMemoryTested) {
@@ -427,7 +545,7 @@ TEST(MemoryTest, WriteAndCheckChecksEveryPatternAndCountsItsBytes) {
   Device& device = *devices[0];
   ProbeContext ctx{device, 0, Level::kQuick, uint64_t{1} << 16, std::nullopt, std::nullopt};
   ProbeResult result;
-  MemoryTest mem(ctx, result);
+  MemoryTest mem(ctx, result, 8);
   const std::vector<Pattern> sequence = {{PatternKind::kWalkingOnes, 5, 0, false},
                                          {PatternKind::kSolid, 0, 0, true},
                                          {PatternKind::kModulo20, 2, 9, false},
