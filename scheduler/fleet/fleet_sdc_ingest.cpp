@@ -145,19 +145,9 @@ VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& prot
 }
 
 void add_member(VoteTally& vote, const Digest128& digest, const std::optional<Digest128>& golden,
-                const std::string& device, bool failed, double at, const std::string& host) {
+                const FleetDevice& device, bool failed, double at) {
   if (!vote.golden) vote.golden = golden;
-  DigestTally& d = vote.digests[{digest.hi, digest.lo}];
-  ++d.runs;
-  if (d.hosts.size() < kMaxHostsPerDigest) d.hosts.insert(host);
-  // Full: counted, not named (devices() then counts runs, far past any threshold).
-  if (d.members.size() >= kMaxNamedPerDigest) {
-    d.truncated = true;
-    return;
-  }
-  const bool known =
-      std::any_of(d.members.begin(), d.members.end(), [&](const VoteMember& m) { return m.device == device; });
-  if (!known) d.members.push_back({device, failed, at});
+  vote.digests[{digest.hi, digest.lo}].add(device.id, failed, at);
 }
 
 // Whether two devices fall in one equivalence class (equivalence_class's fields).
@@ -220,7 +210,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     d.driver_version = r.text(o, "driver_version", at_d);
     d.runtime_version = r.text(o, "runtime_version", at_d);
     d.key = fleet_device_key(host, std::string(uuid));
-    FleetDevice& f = tally.devices[d.key];
+    FleetDevice& f = tally.device(d.key);
     if (f.uuid.empty()) {
       f.host = host;
       f.uuid = uuid;
@@ -320,7 +310,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
               &find_vote(tally, class_key + '\x1f' + result.probe + '\x1f' + proto.config, proto, class_key,
                          result.probe, device)};
     }
-    add_member(*last.vote, digest, golden, dev->second.key, failed, at, host);
+    add_member(*last.vote, digest, golden, device, failed, at);
   }
   ++tally.reports;
 }
@@ -344,7 +334,7 @@ void ingest_history(const std::string& path, FleetTally& tally) {
     const auto d = known.find(r.device_uuid);
     if (d == known.end()) throw InputError(path + ": results: device " + r.device_uuid + " is not in its devices");
     const std::string& host = hosts[r.run_id];
-    FleetDevice& device = tally.devices[fleet_device_key(host, r.device_uuid)];
+    FleetDevice& device = tally.device(fleet_device_key(host, r.device_uuid));
     if (device.uuid.empty()) {
       device.host = host;
       device.uuid = r.device_uuid;

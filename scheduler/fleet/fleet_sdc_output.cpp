@@ -85,7 +85,8 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
     nlohmann::json digests = nlohmann::json::array();
     for (const auto& [d, t] : v.tally->digests) {
       nlohmann::json members = nlohmann::json::array();
-      for (const auto& m : t.members) members.push_back(m.device);
+      for (const auto& m : t.members)
+        members.push_back(fleet_device_key(tally.by_id[m.device]->host, tally.by_id[m.device]->uuid));
       digests.push_back({{"digest", digest_hex({d.second, d.first})}, {"devices", t.devices()}, {"members", members}});
     }
     inconclusive.push_back({{"class", v.tally->class_key}, {"probe", v.tally->probe}, {"digests", digests}});

@@ -195,6 +195,52 @@ TEST(FleetSdc, EvenSplitIsInconclusiveAndTwoDevicesNeverOutvoteOne) {
   EXPECT_EQ(a.exit_code(), 1);
 }
 
+TEST(FleetSdc, RepeatedSeedsCountEachDeviceOnceHoweverManyDevicesAgree) {
+  // A daily seed under hourly sweeps: every device runs it again and again. 100 single-GPU nodes
+  // hand back the right digest once; 65 others a wrong one three times each. Counting runs would
+  // give the wrong digest 195 of 295; each device once, the right one wins 100 of 165.
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_repeat_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const uint64_t seed = fleet_seed("site-secret", SeedPeriod::kDay, kDay0).seed;
+  FleetTally tally;
+  for (int h = 0; h < 165; ++h) {
+    const std::string host = "r" + std::to_string(h);
+    const bool wrong = h >= 100;
+    for (int run = 0; run < (wrong ? 3 : 1); ++run) {
+      const std::string text =
+          report(host, kDay0 + 3600 * run, seed, {gpu(host, 0)}, {{{"gemm.exact.fp32", false, wrong}}});
+      ingest_report_text(host, text, tally);
+      std::ofstream(dir / (host + "-" + std::to_string(run) + ".json")) << text;
+    }
+  }
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.votes.size(), 1u);
+  EXPECT_EQ(a.votes[0].kind, FleetVoteKind::kMajority);
+  EXPECT_EQ(*a.votes[0].winner, right_digest("gemm.exact.fp32", seed));
+  EXPECT_EQ(a.votes[0].devices, 165u);
+  EXPECT_EQ(a.votes[0].majority_devices, 100u);
+  EXPECT_EQ(a.votes[0].majority_hosts, 100u);
+  // Each minority digest names its first kMaxNamedPerDigest devices; the rest are counted.
+  EXPECT_EQ(a.suspects.size(), kMaxNamedPerDigest);
+  Digest128 bad = right_digest("gemm.exact.fp32", seed);
+  bad.lo ^= 0x5a5a;
+  const DigestTally& wrong = a.votes[0].tally->digests.at({bad.hi, bad.lo});
+  EXPECT_EQ(wrong.devices(), 65u);
+  EXPECT_EQ(wrong.runs, 195u);
+  EXPECT_TRUE(wrong.truncated());
+
+  // The same files read by two threads, whose tallies are merged: the same counts.
+  const FleetTally merged = ingest_fleet({dir.string()}, 2);
+  const FleetAnalysis b = analyze_fleet(merged, {});
+  ASSERT_EQ(b.votes.size(), 1u);
+  EXPECT_EQ(b.votes[0].devices, 165u);
+  EXPECT_EQ(b.votes[0].majority_devices, 100u);
+  EXPECT_EQ(b.votes[0].majority_hosts, 100u);
+  EXPECT_EQ(b.suspects.size(), kMaxNamedPerDigest);
+  for (const auto& s : b.suspects) EXPECT_GE(std::stoi(s.device->host.substr(1)), 100) << s.device->host;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FleetSdc, PlantedLemonIsFoundAtTheStatedFdr) {
   // 250 nodes x 8 GPUs, 30 daily reports of one day-long sweep each; failures are Poisson draws at
   // the fleet's base rate, the lemon's at 300 times it.
