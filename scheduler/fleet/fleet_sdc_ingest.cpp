@@ -162,6 +162,13 @@ struct ReportDevice {
   }
 };
 
+// What a vote's key holds besides the class and probe: the level, --size and --iterations, as
+// "standard|1048576|" (empty: the probes' default), the same from a report and from a history.
+std::string run_config(std::string_view level, std::optional<uint64_t> size_bytes, std::optional<uint64_t> iterations) {
+  return std::string(level) + "|" + (size_bytes ? std::to_string(*size_bytes) : "") + "|" +
+         (iterations ? std::to_string(*iterations) : "");
+}
+
 // The vote of `key`, made from the report's prototype when new.
 VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& proto, const std::string& class_key,
                      const std::string& probe, const FleetDevice& device) {
@@ -224,9 +231,10 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
   const double at = r.utc_time(top, "started_at", top_at);
   VoteTally proto;
   proto.seed = r.unsigned_number(top, "seed", top_at);
-  proto.config = std::string(r.text(top, "level", top_at)) + "|" +
-                 (r.has(top, "size_bytes") ? std::to_string(r.unsigned_number(top, "size_bytes", top_at)) : "") + "|" +
-                 (r.has(top, "iterations") ? std::to_string(r.unsigned_number(top, "iterations", top_at)) : "");
+  const auto optional_number = [&](const char* key) {
+    return r.has(top, key) ? std::optional<uint64_t>(r.unsigned_number(top, key, top_at)) : std::nullopt;
+  };
+  proto.config = run_config(r.text(top, "level", top_at), optional_number("size_bytes"), optional_number("iterations"));
   if (r.has(top, "injections") && r.array(top, "injections", top_at).size() > 0) ++tally.with_injections;
 
   std::vector<ReportDevice> devices;
@@ -370,8 +378,14 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
 void ingest_history(const std::string& path, FleetTally& tally) {
   const History history(path, 10000, History::Access::kReadOnly);
   ++tally.histories;
-  std::map<int64_t, std::string> hosts;
-  for (const auto& run : history.runs()) hosts[run.id] = run.host;
+  std::map<int64_t, RunRecord> runs;
+  for (auto& run : history.runs()) runs[run.id] = std::move(run);
+  std::map<int64_t, VoteTally> protos;  // run id -> its seed and the parameters its digests depend on
+  for (const auto& [id, run] : runs) {
+    VoteTally& proto = protos[id];
+    proto.seed = run.seed;
+    proto.config = run_config(run.level, run.size_bytes, run.iterations);
+  }
   std::map<std::string, DeviceRecord> known;
   for (const auto& d : history.devices()) known[d.uuid] = d;
   std::map<std::string, double> released;
@@ -385,7 +399,10 @@ void ingest_history(const std::string& path, FleetTally& tally) {
     }
     const auto d = known.find(r.device_uuid);
     if (d == known.end()) throw InputError(path + ": results: device " + r.device_uuid + " is not in its devices");
-    const std::string& host = hosts[r.run_id];
+    const auto run = runs.find(r.run_id);
+    if (run == runs.end())
+      throw InputError(path + ": results: run " + std::to_string(r.run_id) + " is not in its runs");
+    const std::string& host = run->second.host;
     FleetDevice& device = tally.device(fleet_device_key(host, r.device_uuid));
     if (device.uuid.empty()) {
       device.host = host;
@@ -393,6 +410,7 @@ void ingest_history(const std::string& path, FleetTally& tally) {
       device.pci_bus_id = d->second.pci_bus_id;
       device.model = d->second.name;
       device.backend = d->second.backend;
+      device.driver = d->second.driver_version;
       device.released_at = released[r.device_uuid];
     }
     const double at = r.recorded_at;
@@ -401,7 +419,15 @@ void ingest_history(const std::string& path, FleetTally& tally) {
     FamilyCounts& family = device.families[probe_family(r.probe)];
     ++family.results;
     family.tested_s += r.duration_s;
-    if (r.outcome == "pass") continue;
+    const bool failed = r.outcome != "pass";
+    if (!r.class_key) {
+      ++tally.results_without_digests;
+    } else if (r.digest) {
+      VoteTally& vote = find_vote(tally, *r.class_key + '\x1f' + r.probe + '\x1f' + protos[r.run_id].config,
+                                  protos[r.run_id], *r.class_key, r.probe, device);
+      add_member(vote, *r.digest, r.golden_digest, device, failed, at);
+    }
+    if (!failed) continue;
     ++family.failures;
     family.first_failure = family.first_failure == 0 ? at : std::min(family.first_failure, at);
     ++tally.failures_by_day[{device.model, static_cast<int64_t>(std::floor(at / 86400))}];

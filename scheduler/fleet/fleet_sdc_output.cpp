@@ -163,6 +163,7 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
             {"results", tally.results},
             {"skipped", tally.skipped},
             {"reports_with_injections", tally.with_injections},
+            {"history_results_without_digests", tally.results_without_digests},
             {"devices", a.devices_tested},
             {"nodes", a.nodes_tested}}},
           {"votes", votes},
@@ -190,6 +191,10 @@ std::string fleet_markdown(const FleetTally& tally, const FleetAnalysis& a, cons
      << tally.reports << " reports and " << tally.histories << " histories: " << tally.results << " results ("
      << tally.skipped << " skipped) on " << a.devices_tested << " devices of " << a.nodes_tested << " nodes";
   if (tally.with_injections > 0) md << "; " << tally.with_injections << " reports ran with injected faults";
+  if (tally.results_without_digests > 0) {
+    md << "; " << tally.results_without_digests
+       << " history results predate the digests in histories (schema 3) and count in the rates, not the votes";
+  }
   md << ".\n\n## Consensus\n\n"
      << a.votes.size() << " votes: " << a.count(FleetVoteKind::kAgreed) << " agreed, "
      << a.count(FleetVoteKind::kMajority) << " by majority, " << a.count(FleetVoteKind::kGolden) << " by golden, "

@@ -101,6 +101,7 @@ void FleetTally::merge(FleetTally&& o) {
   results += o.results;
   skipped += o.skipped;
   with_injections += o.with_injections;
+  results_without_digests += o.results_without_digests;
 }
 
 std::string fleet_device_key(const std::string& host, const std::string& uuid) { return host + "/" + uuid; }

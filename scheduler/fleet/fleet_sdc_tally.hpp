@@ -100,6 +100,7 @@ struct FleetTally {
   std::unordered_map<std::string, VoteTally> votes;                     // class, probe and parameters -> vote
   std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // (model, UTC day number)
   uint64_t files = 0, reports = 0, histories = 0, results = 0, skipped = 0, with_injections = 0;
+  uint64_t results_without_digests = 0;  // history rows from before schema 3: in the rates, in no vote
   // The device of `key` (host/uuid), added with the next id when new.
   FleetDevice& device(const std::string& key);
   void merge(FleetTally&& o);
