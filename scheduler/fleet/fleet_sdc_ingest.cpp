@@ -254,7 +254,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     d.compute_capability = r.text(o, "compute_capability", at_d);
     d.driver_version = r.text(o, "driver_version", at_d);
     d.runtime_version = r.text(o, "runtime_version", at_d);
-    FleetDevice& f = tally.device(fleet_device_key(host, std::string(d.uuid)));
+    FleetDevice& f = tally.device(fleet_device_key(host, d.uuid));
     if (f.uuid.empty()) {
       f.host = host;
       f.uuid = d.uuid;

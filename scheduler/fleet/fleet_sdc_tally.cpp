@@ -104,7 +104,11 @@ void FleetTally::merge(FleetTally&& o) {
   results_without_digests += o.results_without_digests;
 }
 
-std::string fleet_device_key(const std::string& host, const std::string& uuid) { return host + "/" + uuid; }
+std::string fleet_device_key(std::string_view host, std::string_view uuid) {
+  std::string key;
+  key.reserve(host.size() + 1 + uuid.size());
+  return key.append(host).append(1, '/').append(uuid);
+}
 
 std::string probe_family(const std::string& probe) { return probe.substr(0, probe.find('.')); }
 

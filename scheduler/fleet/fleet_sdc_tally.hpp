@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -106,7 +107,7 @@ struct FleetTally {
   void merge(FleetTally&& o);
 };
 
-std::string fleet_device_key(const std::string& host, const std::string& uuid);
+std::string fleet_device_key(std::string_view host, std::string_view uuid);
 // "gemm" for gemm.exact.fp32: the part before the first dot.
 std::string probe_family(const std::string& probe);
 
