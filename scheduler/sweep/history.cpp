@@ -146,7 +146,7 @@ std::optional<Digest128> digest_column(const std::string& hex) {
   return parse_digest(hex);
 }
 
-ResultRecord read_result(const Stmt& s) {
+ResultRecord read_result(const Stmt& s, const std::string& path) {
   ResultRecord r;
   r.run_id = s.integer(0);
   r.mode = s.text(1);
@@ -167,7 +167,8 @@ ResultRecord read_result(const Stmt& s) {
     r.digest = digest_column(s.text(15));
     r.golden_digest = digest_column(s.text(16));
   } catch (const std::invalid_argument& e) {
-    throw InputError("history database: result of " + r.device_uuid + " " + r.probe + ": digest: " + e.what());
+    throw InputError("history database " + path + ": results: " + r.probe + " on " + r.device_uuid +
+                     ": digest: " + e.what());
   }
   r.params = s.text(17);
   return r;
@@ -451,7 +452,7 @@ std::vector<ResultRecord> History::results(const std::string& device_uuid, doubl
   Stmt s(db_, path_, sql.c_str());
   s.bind(1, device_uuid).bind(2, since).bind(3, run_id);
   std::vector<ResultRecord> out;
-  while (s.step()) out.push_back(read_result(s));
+  while (s.step()) out.push_back(read_result(s, path_));
   return out;
 }
 
@@ -543,7 +544,7 @@ std::vector<ResultRecord> History::transient_faults(const std::string& device_uu
   Stmt s(db_, path_, sql.c_str());
   s.bind(1, device_uuid).bind(2, since);
   std::vector<ResultRecord> out;
-  while (s.step()) out.push_back(read_result(s));
+  while (s.step()) out.push_back(read_result(s, path_));
   return out;
 }
 

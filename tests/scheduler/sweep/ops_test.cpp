@@ -194,6 +194,20 @@ TEST_F(OpsTest, SchemaTwoIsUpgradedInPlaceAndItsOldRowsHaveNoDigest) {
   EXPECT_EQ(runs[1].size_bytes, 4096u);
   EXPECT_FALSE(runs[1].iterations);
   EXPECT_EQ(h.devices()[0].runtime_version, "gcc 14");
+
+  // A digest that is not one is refused, naming the database, the result and the field.
+  sqlite3* edit = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &edit), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(edit, "UPDATE results SET digest = 'xyz' WHERE digest != ''", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(edit);
+  try {
+    h.results();
+    FAIL() << "a bad digest was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(db_ + ": results: alu.fma32 on CPU-00000000: digest"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(OpsTest, SecondWriterWaitsThenFailsCleanly) {
