@@ -67,14 +67,15 @@ class DigestTally {
   void add(uint32_t device, bool failed, double at);
   // Joins `o`, whose device ids `remap` translates to this tally's.
   void merge(DigestTally&& o, const std::vector<uint32_t>& remap);
-  // The distinct devices, sorted by id: exact, however many ran.
+  // The distinct devices, sorted by id: exact, however many ran. It deduplicates what is pending, so
+  // one thread at a time (each ingest thread fills its own tally).
   const std::vector<uint32_t>& device_ids() const;
   uint64_t devices() const { return device_ids().size(); }
   bool truncated() const { return devices() > members.size(); }  // more devices than named
 
  private:
   // Appended as they come and deduplicated (sorted) when they have doubled since the last time, so
-  // they never hold more than twice the distinct devices plus a few.
+  // they never hold more than twice the distinct devices plus 64.
   mutable std::vector<uint32_t> ids_;
   mutable size_t unique_ = 0;  // ids_[0, unique_) are sorted and distinct
   void deduplicate() const;
