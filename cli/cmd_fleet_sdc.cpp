@@ -38,7 +38,7 @@ void add_fleet_sdc_command(CLI::App& fleet, int& exit_code) {
                   "Write a golden file (format 2) from the digests whose majority spans --golden-min-nodes nodes and "
                   "99% of the devices, for nodes that later run alone (qualify --golden)");
   sub->add_option("--golden-min-nodes", args->options.golden_min_nodes, "See --golden-out")
-      ->check(unsigned_in(1, kMaxHostsPerDigest))
+      ->check(unsigned_in(1, 1000000))
       ->capture_default_str();
   sub->add_option("--golden-seed", args->golden_seed, "--golden-out from this seed's votes (default: the most voted)")
       ->check(unsigned_in(0, UINT64_MAX));

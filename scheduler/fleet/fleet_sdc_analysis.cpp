@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <string_view>
 
 #include "host/error.hpp"
 #include "probes/probe.hpp"
@@ -14,14 +15,12 @@ namespace {
 
 double hours(double seconds) { return seconds / 3600; }
 
-void decide(FleetVote& v) {
+void decide(FleetVote& v, const FleetTally& fleet) {
   const VoteTally& t = *v.tally;
   const DigestTally* top = nullptr;
   std::pair<uint64_t, uint64_t> top_digest{};
-  size_t named = 0;
   for (const auto& [digest, d] : t.digests) {
     v.devices += d.devices();
-    named += d.members.size();
     if (top == nullptr || d.devices() > top->devices()) {
       top = &d;
       top_digest = digest;
@@ -32,7 +31,7 @@ void decide(FleetVote& v) {
     v.kind =
         t.digests.size() == 1 && as_digest(top_digest) == *t.golden ? FleetVoteKind::kAgreed : FleetVoteKind::kGolden;
     v.winner = t.golden;
-  } else if (named < 2 && t.digests.size() == 1 && !top->truncated) {
+  } else if (v.devices < 2) {
     v.kind = FleetVoteKind::kNoPeers;
     return;
   } else if (t.digests.size() == 1) {
@@ -48,7 +47,9 @@ void decide(FleetVote& v) {
   const auto w = t.digests.find({v.winner->hi, v.winner->lo});
   if (w != t.digests.end()) {
     v.majority_devices = w->second.devices();
-    v.majority_hosts = w->second.hosts.size();
+    std::set<std::string_view> hosts;
+    for (uint32_t id : w->second.device_ids()) hosts.insert(fleet.by_id[id]->host);
+    v.majority_hosts = hosts.size();
   }
 }
 
@@ -209,26 +210,26 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
     const VoteTally& tallied = entry->second;
     FleetVote v;
     v.tally = &tallied;
-    decide(v);
+    decide(v, tally);
     out.votes.push_back(v);
     if (!v.winner) continue;
     for (const auto& [digest, d] : tallied.digests) {
       if (Digest128{digest.second, digest.first} == *v.winner) continue;
       for (const auto& m : d.members) {
-        const auto device = tally.devices.find(m.device);
-        if (device == tally.devices.end()) continue;
-        auto [it, added] = suspect_at.try_emplace(m.device, out.suspects.size());
-        if (added) out.suspects.push_back({&device->second, 0, {}, 0, false});
+        const FleetDevice& device = *tally.by_id[m.device];
+        const std::string key = fleet_device_key(device.host, device.uuid);
+        auto [it, added] = suspect_at.try_emplace(key, out.suspects.size());
+        if (added) out.suspects.push_back({&device, 0, {}, 0, false});
         FleetSuspect& s = out.suspects[it->second];
         ++s.votes_lost;
         s.probes.insert(tallied.probe);
         s.largest_majority = std::max(s.largest_majority, v.majority_devices);
         s.own_checks_failed = s.own_checks_failed || m.failed;
         if (m.failed) continue;  // already counted as its own failure
-        FamilyCounts& f = families[m.device][probe_family(tallied.probe)];
+        FamilyCounts& f = families[key][probe_family(tallied.probe)];
         ++f.failures;
         f.first_failure = f.first_failure == 0 ? m.at : std::min(f.first_failure, m.at);
-        ++out.failures_by_day[{device->second.model, static_cast<int64_t>(std::floor(m.at / 86400))}];
+        ++out.failures_by_day[{device.model, static_cast<int64_t>(std::floor(m.at / 86400))}];
       }
     }
   }

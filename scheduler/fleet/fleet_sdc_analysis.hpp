@@ -40,7 +40,7 @@ struct FleetVote {
   std::optional<Digest128> winner;
   uint64_t devices = 0;           // every digest's devices together
   uint64_t majority_devices = 0;  // the winner's
-  size_t majority_hosts = 0;      // distinct hosts holding the winner (at most kMaxHostsPerDigest)
+  size_t majority_hosts = 0;      // distinct hosts holding the winner
 };
 
 struct FleetSuspect {

@@ -52,16 +52,19 @@ class ReportReader {
     dom::element e;
     return o[key].get(e) == simdjson::SUCCESS && !e.is_null();
   }
-  std::string_view text(dom::object o, const char* key, const At& at) const {
+  std::string_view text(dom::element e, const char* key, const At& at) const {
     std::string_view v;
-    if (field(o, key, at).get_string().get(v) != simdjson::SUCCESS) throw bad(at.text() + key, "not a string");
+    if (e.get_string().get(v) != simdjson::SUCCESS) throw bad(at.text() + key, "not a string");
+    return v;
+  }
+  std::string_view text(dom::object o, const char* key, const At& at) const { return text(field(o, key, at), key, at); }
+  uint64_t unsigned_number(dom::element e, const char* key, const At& at) const {
+    uint64_t v;
+    if (e.get_uint64().get(v) != simdjson::SUCCESS) throw bad(at.text() + key, "not an unsigned integer");
     return v;
   }
   uint64_t unsigned_number(dom::object o, const char* key, const At& at) const {
-    uint64_t v;
-    if (field(o, key, at).get_uint64().get(v) != simdjson::SUCCESS)
-      throw bad(at.text() + key, "not an unsigned integer");
-    return v;
+    return unsigned_number(field(o, key, at), key, at);
   }
   int64_t integer(dom::object o, const char* key, const At& at, int64_t lo, int64_t hi) const {
     int64_t v;
@@ -70,9 +73,9 @@ class ReportReader {
     }
     return v;
   }
-  double seconds(dom::object o, const char* key, const At& at) const {
+  double seconds(dom::element e, const char* key, const At& at) const {
     double v;
-    if (field(o, key, at).get_double().get(v) != simdjson::SUCCESS || !std::isfinite(v) || v < 0) {
+    if (e.get_double().get(v) != simdjson::SUCCESS || !std::isfinite(v) || v < 0) {
       throw bad(at.text() + key, "not a finite number of seconds >= 0");
     }
     return v;
@@ -85,14 +88,15 @@ class ReportReader {
     }
     return o;
   }
-  dom::array array(dom::object o, const char* key, const At& at) const {
+  dom::array array(dom::element e, const char* key, const At& at) const {
     dom::array a;
-    if (field(o, key, at).get_array().get(a) != simdjson::SUCCESS) throw bad(at.text() + key, "not an array");
+    if (e.get_array().get(a) != simdjson::SUCCESS) throw bad(at.text() + key, "not an array");
     return a;
   }
-  Digest128 digest(dom::object o, const char* key, const At& at) const {
+  dom::array array(dom::object o, const char* key, const At& at) const { return array(field(o, key, at), key, at); }
+  Digest128 digest(std::string_view hex, const char* key, const At& at) const {
     try {
-      return parse_digest(std::string(text(o, key, at)));
+      return parse_digest(std::string(hex));
     } catch (const std::invalid_argument& e) {
       throw bad(at.text() + key, e.what());
     }
@@ -109,12 +113,42 @@ class ReportReader {
   const std::string& name_;
 };
 
+// A result's fields, found in one pass over its object (o[key] scans the object again for each key,
+// and a fleet has millions of results). A repeated key keeps its first value, as o[key] would.
+enum ResultField { kProbe, kDeviceUuid, kOutcome, kSeed, kDurationS, kRecords, kDigest, kGoldenDigest, kParams };
+constexpr std::string_view kResultKeys[] = {"probe",   "device_uuid", "outcome",       "seed",  "duration_s",
+                                            "records", "digest",      "golden_digest", "params"};
+constexpr size_t kResultFields = sizeof kResultKeys / sizeof kResultKeys[0];
+
+class ResultFields {
+ public:
+  explicit ResultFields(dom::object o) {
+    for (const dom::key_value_pair kv : o) {
+      for (size_t f = 0; f < kResultFields; ++f) {
+        if (!found_[f] && kv.key == kResultKeys[f]) {
+          value_[f] = kv.value;
+          found_[f] = true;
+          break;
+        }
+      }
+    }
+  }
+  dom::element get(ResultField f, const ReportReader& r, const At& at) const {
+    if (!found_[f]) throw r.bad(at.text() + std::string(kResultKeys[f]), "missing");
+    return value_[f];
+  }
+  bool has(ResultField f) const { return found_[f] && !value_[f].is_null(); }
+
+ private:
+  dom::element value_[kResultFields];
+  bool found_[kResultFields] = {};
+};
+
 // A device of the report: the fields its class depends on, viewed in the parsed document.
 struct ReportDevice {
-  std::string_view backend, name, compute_capability, driver_version, runtime_version;
+  std::string_view uuid, backend, name, compute_capability, driver_version, runtime_version;
   int compute_units = 0;
   FleetDevice* tallied = nullptr;
-  std::string key;  // host/uuid
 
   DeviceIdentity identity() const {
     DeviceIdentity d;
@@ -127,6 +161,13 @@ struct ReportDevice {
     return d;
   }
 };
+
+// What a vote's key holds besides the class and probe: the level, --size and --iterations, as
+// "standard|1048576|" (empty: the probes' default), the same from a report and from a history.
+std::string run_config(std::string_view level, std::optional<uint64_t> size_bytes, std::optional<uint64_t> iterations) {
+  return std::string(level) + "|" + (size_bytes ? std::to_string(*size_bytes) : "") + "|" +
+         (iterations ? std::to_string(*iterations) : "");
+}
 
 // The vote of `key`, made from the report's prototype when new.
 VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& proto, const std::string& class_key,
@@ -145,19 +186,9 @@ VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& prot
 }
 
 void add_member(VoteTally& vote, const Digest128& digest, const std::optional<Digest128>& golden,
-                const std::string& device, bool failed, double at, const std::string& host) {
+                const FleetDevice& device, bool failed, double at) {
   if (!vote.golden) vote.golden = golden;
-  DigestTally& d = vote.digests[{digest.hi, digest.lo}];
-  ++d.runs;
-  if (d.hosts.size() < kMaxHostsPerDigest) d.hosts.insert(host);
-  // Full: counted, not named (devices() then counts runs, far past any threshold).
-  if (d.members.size() >= kMaxNamedPerDigest) {
-    d.truncated = true;
-    return;
-  }
-  const bool known =
-      std::any_of(d.members.begin(), d.members.end(), [&](const VoteMember& m) { return m.device == device; });
-  if (!known) d.members.push_back({device, failed, at});
+  vote.digests[{digest.hi, digest.lo}].add(device.id, failed, at);
 }
 
 // Whether two devices fall in one equivalence class (equivalence_class's fields).
@@ -200,18 +231,22 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
   const double at = r.utc_time(top, "started_at", top_at);
   VoteTally proto;
   proto.seed = r.unsigned_number(top, "seed", top_at);
-  proto.config = std::string(r.text(top, "level", top_at)) + "|" +
-                 (r.has(top, "size_bytes") ? std::to_string(r.unsigned_number(top, "size_bytes", top_at)) : "") + "|" +
-                 (r.has(top, "iterations") ? std::to_string(r.unsigned_number(top, "iterations", top_at)) : "");
+  const auto optional_number = [&](const char* key) {
+    return r.has(top, key) ? std::optional<uint64_t>(r.unsigned_number(top, key, top_at)) : std::nullopt;
+  };
+  proto.config = run_config(r.text(top, "level", top_at), optional_number("size_bytes"), optional_number("iterations"));
   if (r.has(top, "injections") && r.array(top, "injections", top_at).size() > 0) ++tally.with_injections;
 
-  std::map<std::string_view, ReportDevice> devices;  // uuid -> device
+  std::vector<ReportDevice> devices;
   size_t i = 0;
   for (dom::element e : r.array(top, "devices", top_at)) {
     const At at_d{&top_at, "devices", i++};
     const dom::object o = r.object(e, at_d);
     ReportDevice d;
-    const std::string_view uuid = r.text(o, "uuid", at_d);
+    d.uuid = r.text(o, "uuid", at_d);
+    for (const auto& other : devices) {
+      if (other.uuid == d.uuid) throw r.bad(at_d.text() + "uuid", "a second device with it");
+    }
     const std::string_view pci_bus_id = r.text(o, "pci_bus_id", at_d);
     d.name = r.text(o, "name", at_d);
     d.backend = r.text(o, "backend", at_d);
@@ -219,11 +254,10 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     d.compute_capability = r.text(o, "compute_capability", at_d);
     d.driver_version = r.text(o, "driver_version", at_d);
     d.runtime_version = r.text(o, "runtime_version", at_d);
-    d.key = fleet_device_key(host, std::string(uuid));
-    FleetDevice& f = tally.devices[d.key];
+    FleetDevice& f = tally.device(fleet_device_key(host, d.uuid));
     if (f.uuid.empty()) {
       f.host = host;
-      f.uuid = uuid;
+      f.uuid = d.uuid;
       f.pci_bus_id = pci_bus_id;
       f.model = d.name;
       f.backend = d.backend;
@@ -232,10 +266,20 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     f.first_seen = f.first_seen == 0 ? at : std::min(f.first_seen, at);
     f.last_seen = std::max(f.last_seen, at);
     d.tallied = &f;
-    if (!devices.try_emplace(uuid, std::move(d)).second) {
-      throw r.bad(at_d.text() + "uuid", "a second device with it");
-    }
+    devices.push_back(d);
   }
+  // Results come device by device: the search for a result's device starts at the last one found.
+  size_t last_device = 0;
+  auto find_device = [&](std::string_view uuid) -> const ReportDevice* {
+    for (size_t k = 0; k < devices.size(); ++k) {
+      const size_t at_k = (last_device + k) % devices.size();
+      if (devices[at_k].uuid == uuid) return &devices[last_device = at_k];
+    }
+    return nullptr;
+  };
+  // The last digest read: a node's devices mostly agree, so most digests are parsed once per report.
+  std::string_view last_digest_hex;
+  Digest128 last_digest{};
 
   i = 0;
   thread_local ProbeResult result;  // reused: only its probe, seed and params are read
@@ -247,23 +291,23 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
   } last;
   for (dom::element e : r.array(top, "results", top_at)) {
     const At at_r{&top_at, "results", i++};
-    const dom::object o = r.object(e, at_r);
-    result.probe = r.text(o, "probe", at_r);
-    const auto dev = devices.find(r.text(o, "device_uuid", at_r));
-    if (dev == devices.end()) throw r.bad(at_r.text() + "device_uuid", "names no device of the report");
-    const std::string_view outcome = r.text(o, "outcome", at_r);
+    const ResultFields o(r.object(e, at_r));
+    result.probe = r.text(o.get(kProbe, r, at_r), "probe", at_r);
+    const ReportDevice* dev = find_device(r.text(o.get(kDeviceUuid, r, at_r), "device_uuid", at_r));
+    if (dev == nullptr) throw r.bad(at_r.text() + "device_uuid", "names no device of the report");
+    const std::string_view outcome = r.text(o.get(kOutcome, r, at_r), "outcome", at_r);
     if (outcome != "pass" && outcome != "fail" && outcome != "skipped" && outcome != "device_error") {
       throw r.bad(at_r.text() + "outcome",
                   "expected pass, fail, skipped or device_error, got '" + std::string(outcome) + "'");
     }
-    result.seed = r.unsigned_number(o, "seed", at_r);
-    const double duration = r.seconds(o, "duration_s", at_r);
+    result.seed = r.unsigned_number(o.get(kSeed, r, at_r), "seed", at_r);
+    const double duration = r.seconds(o.get(kDurationS, r, at_r), "duration_s", at_r);
     ++tally.results;
     if (outcome == "skipped") {
       ++tally.skipped;
       continue;
     }
-    FleetDevice& device = *dev->second.tallied;
+    FleetDevice& device = *dev->tallied;
     const bool failed = outcome != "pass";
     FamilyCounts& family = device.families[probe_family(result.probe)];
     ++family.results;
@@ -274,7 +318,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
       ++tally.failures_by_day[{device.model, static_cast<int64_t>(std::floor(at / 86400))}];
     }
     size_t k = 0;
-    for (dom::element m : r.array(o, "records", at_r)) {
+    for (dom::element m : r.array(o.get(kRecords, r, at_r), "records", at_r)) {
       const At at_m{&at_r, "records", k++};
       const dom::object rec = r.object(m, at_m);
       FaultSite site;
@@ -296,23 +340,29 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
       }
       if (device.sites.size() < kMaxSitesPerDevice) device.sites.push_back(std::move(site));
     }
-    if (!r.has(o, "digest")) continue;
-    const Digest128 digest = r.digest(o, "digest", at_r);
+    if (!o.has(kDigest)) continue;
+    const std::string_view hex = r.text(o.get(kDigest, r, at_r), "digest", at_r);
+    if (last_digest_hex.empty() || hex != last_digest_hex) {
+      last_digest = r.digest(hex, "digest", at_r);
+      last_digest_hex = hex;
+    }
     std::optional<Digest128> golden;
-    if (r.has(o, "golden_digest")) golden = r.digest(o, "golden_digest", at_r);
+    if (o.has(kGoldenDigest)) {
+      golden = r.digest(r.text(o.get(kGoldenDigest, r, at_r), "golden_digest", at_r), "golden_digest", at_r);
+    }
     const At at_p{&at_r, nullptr, 0};
-    const dom::object params = r.object(r.field(o, "params", at_r), at_p);
+    const dom::object params = r.object(o.get(kParams, r, at_r), at_p);
     const std::string_view library = r.has(params, "library_version") ? r.text(params, "library_version", at_p) : "";
     const std::string_view algorithm = r.has(params, "algorithm") ? r.text(params, "algorithm", at_p) : "";
     // A node's devices are mostly of one class and run the same probe: its vote is found once.
-    if (last.vote == nullptr || !same_class(*last.device, dev->second) || last.probe != result.probe ||
+    if (last.vote == nullptr || !same_class(*last.device, *dev) || last.probe != result.probe ||
         last.seed != result.seed || last.library != library || last.algorithm != algorithm) {
       result.params = nlohmann::json::object();
       if (r.has(params, "library_version")) result.params["library_version"] = std::string(library);
       if (r.has(params, "algorithm")) result.params["algorithm"] = std::string(algorithm);
       // The class holds the seed; the level, --size and --iterations set the rest of the inputs.
-      const std::string class_key = equivalence_class(dev->second.identity(), result);
-      last = {&dev->second,
+      const std::string class_key = equivalence_class(dev->identity(), result);
+      last = {dev,
               result.probe,
               std::string(library),
               std::string(algorithm),
@@ -320,7 +370,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
               &find_vote(tally, class_key + '\x1f' + result.probe + '\x1f' + proto.config, proto, class_key,
                          result.probe, device)};
     }
-    add_member(*last.vote, digest, golden, dev->second.key, failed, at, host);
+    add_member(*last.vote, last_digest, golden, device, failed, at);
   }
   ++tally.reports;
 }
@@ -328,8 +378,14 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
 void ingest_history(const std::string& path, FleetTally& tally) {
   const History history(path, 10000, History::Access::kReadOnly);
   ++tally.histories;
-  std::map<int64_t, std::string> hosts;
-  for (const auto& run : history.runs()) hosts[run.id] = run.host;
+  std::map<int64_t, RunRecord> runs;
+  for (auto& run : history.runs()) runs[run.id] = std::move(run);
+  std::map<int64_t, VoteTally> protos;  // run id -> its seed and the parameters its digests depend on
+  for (const auto& [id, run] : runs) {
+    VoteTally& proto = protos[id];
+    proto.seed = run.seed;
+    proto.config = run_config(run.level, run.size_bytes, run.iterations);
+  }
   std::map<std::string, DeviceRecord> known;
   for (const auto& d : history.devices()) known[d.uuid] = d;
   std::map<std::string, double> released;
@@ -343,14 +399,18 @@ void ingest_history(const std::string& path, FleetTally& tally) {
     }
     const auto d = known.find(r.device_uuid);
     if (d == known.end()) throw InputError(path + ": results: device " + r.device_uuid + " is not in its devices");
-    const std::string& host = hosts[r.run_id];
-    FleetDevice& device = tally.devices[fleet_device_key(host, r.device_uuid)];
+    const auto run = runs.find(r.run_id);
+    if (run == runs.end())
+      throw InputError(path + ": results: run " + std::to_string(r.run_id) + " is not in its runs");
+    const std::string& host = run->second.host;
+    FleetDevice& device = tally.device(fleet_device_key(host, r.device_uuid));
     if (device.uuid.empty()) {
       device.host = host;
       device.uuid = r.device_uuid;
       device.pci_bus_id = d->second.pci_bus_id;
       device.model = d->second.name;
       device.backend = d->second.backend;
+      device.driver = d->second.driver_version;
       device.released_at = released[r.device_uuid];
     }
     const double at = r.recorded_at;
@@ -359,7 +419,15 @@ void ingest_history(const std::string& path, FleetTally& tally) {
     FamilyCounts& family = device.families[probe_family(r.probe)];
     ++family.results;
     family.tested_s += r.duration_s;
-    if (r.outcome == "pass") continue;
+    const bool failed = r.outcome != "pass";
+    if (!r.class_key) {
+      ++tally.results_without_digests;
+    } else if (r.digest) {
+      VoteTally& vote = find_vote(tally, *r.class_key + '\x1f' + r.probe + '\x1f' + protos[r.run_id].config,
+                                  protos[r.run_id], *r.class_key, r.probe, device);
+      add_member(vote, *r.digest, r.golden_digest, device, failed, at);
+    }
+    if (!failed) continue;
     ++family.failures;
     family.first_failure = family.first_failure == 0 ? at : std::min(family.first_failure, at);
     ++tally.failures_by_day[{device.model, static_cast<int64_t>(std::floor(at / 86400))}];

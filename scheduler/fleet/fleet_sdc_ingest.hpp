@@ -1,8 +1,8 @@
 // Reading many nodes' files into a FleetTally: qualify and sweep JSON reports (parsed with simdjson),
-// SQLite history databases (opened read-only; they hold outcomes and durations but no digests, so
-// they count toward rates and lemons, not votes), and directories of them (a sweep's --spool-dir).
-// Files are parsed in parallel, one tally per thread. Bad input throws InputError naming the file
-// and the field.
+// SQLite history databases (opened read-only; their results vote as a report's do, except rows
+// recorded before schema 3, which kept no class or digest and count toward rates and lemons only), and directories of
+// them (a sweep's --spool-dir). Files are parsed in parallel, one tally per thread. Bad input throws InputError naming
+// the file and the field.
 #pragma once
 
 #include <string>

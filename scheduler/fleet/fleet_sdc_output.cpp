@@ -85,7 +85,8 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
     nlohmann::json digests = nlohmann::json::array();
     for (const auto& [d, t] : v.tally->digests) {
       nlohmann::json members = nlohmann::json::array();
-      for (const auto& m : t.members) members.push_back(m.device);
+      for (const auto& m : t.members)
+        members.push_back(fleet_device_key(tally.by_id[m.device]->host, tally.by_id[m.device]->uuid));
       digests.push_back({{"digest", digest_hex({d.second, d.first})}, {"devices", t.devices()}, {"members", members}});
     }
     inconclusive.push_back({{"class", v.tally->class_key}, {"probe", v.tally->probe}, {"digests", digests}});
@@ -162,6 +163,7 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
             {"results", tally.results},
             {"skipped", tally.skipped},
             {"reports_with_injections", tally.with_injections},
+            {"history_results_without_digests", tally.results_without_digests},
             {"devices", a.devices_tested},
             {"nodes", a.nodes_tested}}},
           {"votes", votes},
@@ -189,6 +191,10 @@ std::string fleet_markdown(const FleetTally& tally, const FleetAnalysis& a, cons
      << tally.reports << " reports and " << tally.histories << " histories: " << tally.results << " results ("
      << tally.skipped << " skipped) on " << a.devices_tested << " devices of " << a.nodes_tested << " nodes";
   if (tally.with_injections > 0) md << "; " << tally.with_injections << " reports ran with injected faults";
+  if (tally.results_without_digests > 0) {
+    md << "; " << tally.results_without_digests
+       << " history results predate the digests in histories (schema 3) and count in the rates, not the votes";
+  }
   md << ".\n\n## Consensus\n\n"
      << a.votes.size() << " votes: " << a.count(FleetVoteKind::kAgreed) << " agreed, "
      << a.count(FleetVoteKind::kMajority) << " by majority, " << a.count(FleetVoteKind::kGolden) << " by golden, "

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -16,10 +16,9 @@
 
 namespace sdc {
 
-// Devices named per digest of a vote, and distinct hosts counted per digest (for --golden-min-nodes):
-// beyond these a digest is counted, not named.
+// Devices named per digest of a vote, with the outcome of their run: beyond these a digest's devices
+// are counted exactly (by id, 4 bytes each) but not named as suspects.
 inline constexpr size_t kMaxNamedPerDigest = 64;
-inline constexpr size_t kMaxHostsPerDigest = 64;
 // Fault sites kept per device for the location analysis.
 inline constexpr size_t kMaxSitesPerDevice = 64;
 
@@ -42,6 +41,7 @@ struct FamilyCounts {
 };
 
 struct FleetDevice {
+  uint32_t id = 0;  // its place in FleetTally::by_id
   std::string host, uuid, pci_bus_id, model, driver, backend;
   double first_seen = 0, last_seen = 0;          // of its runs, Unix seconds
   std::map<std::string, FamilyCounts> families;  // probe family (alu, gemm, mem, sfu, ...) -> counts
@@ -53,18 +53,32 @@ struct FleetDevice {
 };
 
 struct VoteMember {
-  std::string device;   // the device key (host/uuid)
+  uint32_t device = 0;  // FleetDevice::id
   bool failed = false;  // its own checks failed this run
   double at = 0;
 };
 
-struct DigestTally {
+class DigestTally {
+ public:
   uint64_t runs = 0;                // every result with this digest
   std::vector<VoteMember> members;  // distinct devices, the first kMaxNamedPerDigest
-  bool truncated = false;           // more devices than named
-  std::set<std::string> hosts;      // distinct hosts, the first kMaxHostsPerDigest
-  // Distinct devices when all are named, else the runs (then far past any threshold).
-  uint64_t devices() const { return truncated ? runs : members.size(); }
+
+  // One run of `device`; a device that repeats the seed counts once.
+  void add(uint32_t device, bool failed, double at);
+  // Joins `o`, whose device ids `remap` translates to this tally's.
+  void merge(DigestTally&& o, const std::vector<uint32_t>& remap);
+  // The distinct devices, sorted by id: exact, however many ran. It deduplicates what is pending, so
+  // one thread at a time (each ingest thread fills its own tally).
+  const std::vector<uint32_t>& device_ids() const;
+  uint64_t devices() const { return device_ids().size(); }
+  bool truncated() const { return devices() > members.size(); }  // more devices than named
+
+ private:
+  // Appended as they come and deduplicated (sorted) when they have doubled since the last time, so
+  // they never hold more than twice the distinct devices plus 64.
+  mutable std::vector<uint32_t> ids_;
+  mutable size_t unique_ = 0;  // ids_[0, unique_) are sorted and distinct
+  void deduplicate() const;
 };
 
 struct VoteTally {
@@ -77,14 +91,24 @@ struct VoteTally {
 };
 
 struct FleetTally {
+  FleetTally() = default;
+  FleetTally(FleetTally&&) = default;
+  FleetTally& operator=(FleetTally&&) = default;
+  FleetTally(const FleetTally&) = delete;  // by_id points into devices
+  FleetTally& operator=(const FleetTally&) = delete;
+
   std::unordered_map<std::string, FleetDevice> devices;                 // host/uuid -> device
+  std::vector<FleetDevice*> by_id;                                      // FleetDevice::id -> device
   std::unordered_map<std::string, VoteTally> votes;                     // class, probe and parameters -> vote
   std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // (model, UTC day number)
   uint64_t files = 0, reports = 0, histories = 0, results = 0, skipped = 0, with_injections = 0;
+  uint64_t results_without_digests = 0;  // history rows from before schema 3: in the rates, in no vote
+  // The device of `key` (host/uuid), added with the next id when new.
+  FleetDevice& device(const std::string& key);
   void merge(FleetTally&& o);
 };
 
-std::string fleet_device_key(const std::string& host, const std::string& uuid);
+std::string fleet_device_key(std::string_view host, std::string_view uuid);
 // "gemm" for gemm.exact.fp32: the part before the first dot.
 std::string probe_family(const std::string& probe);
 

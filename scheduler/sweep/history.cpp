@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "host/error.hpp"
+#include "scheduler/consensus/consensus.hpp"
 
 namespace sdc {
 namespace {
@@ -34,6 +35,11 @@ class Stmt {
     return *this;
   }
   Stmt& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
+  Stmt& bind(int i, std::optional<uint64_t> v) {
+    if (v) return bind(i, *v);
+    check(sqlite3_bind_null(stmt_, i), "bind");
+    return *this;
+  }
   // uint64 values (seeds, counts) keep their bits in SQLite's signed 64-bit integers.
   Stmt& bind(int i, uint64_t v) { return bind(i, static_cast<int64_t>(v)); }
 
@@ -52,6 +58,7 @@ class Stmt {
   double real(int i) const { return sqlite3_column_double(stmt_, i); }
   int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
   uint64_t u64(int i) const { return static_cast<uint64_t>(sqlite3_column_int64(stmt_, i)); }
+  bool null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
 
  private:
   void check(int rc, const char* what) const {
@@ -114,9 +121,32 @@ std::string syndrome_summary(const MismatchReport& report) {
 
 const char* kResultColumns =
     "x.run_id, r.mode, x.recorded_at, x.device_uuid, x.probe, x.outcome, x.checked, x.mismatches, x.syndrome, "
-    "x.duration_s, x.seed, x.attempt, x.fault, x.reason";
+    "x.duration_s, x.seed, x.attempt, x.fault, x.reason, ";
+// The columns schema 3 added, or what a database of schema 2 reads as in their place.
+const char* kResultVoteColumns = "x.class_key, x.digest, x.golden_digest, x.params";
+const char* kResultVoteColumnsBefore3 = "NULL, '', '', '{}'";
 
-ResultRecord read_result(const Stmt& s) {
+const char* result_vote_columns(int version) { return version >= 3 ? kResultVoteColumns : kResultVoteColumnsBefore3; }
+
+// The equivalence class of `r` on its device among `devices`; none when the device is not given.
+std::optional<std::string> class_of(const std::vector<DeviceIdentity>& devices, const ResultRecord& r) {
+  for (const auto& d : devices) {
+    if (d.uuid != r.device_uuid) continue;
+    ProbeResult p;
+    p.seed = r.seed;
+    p.params = nlohmann::json::parse(r.params, nullptr, false);  // to_record's own dump
+    if (!p.params.is_object()) p.params = nlohmann::json::object();
+    return equivalence_class(d, p);
+  }
+  return std::nullopt;
+}
+
+std::optional<Digest128> digest_column(const std::string& hex) {
+  if (hex.empty()) return std::nullopt;
+  return parse_digest(hex);
+}
+
+ResultRecord read_result(const Stmt& s, const std::string& path) {
   ResultRecord r;
   r.run_id = s.integer(0);
   r.mode = s.text(1);
@@ -132,6 +162,15 @@ ResultRecord read_result(const Stmt& s) {
   r.attempt = static_cast<int>(s.integer(11));
   r.fault = s.text(12);
   r.reason = s.text(13);
+  if (!s.null(14)) r.class_key = s.text(14);
+  try {
+    r.digest = digest_column(s.text(15));
+    r.golden_digest = digest_column(s.text(16));
+  } catch (const std::invalid_argument& e) {
+    throw InputError("history database " + path + ": results: " + r.probe + " on " + r.device_uuid +
+                     ": digest: " + e.what());
+  }
+  r.params = s.text(17);
   return r;
 }
 
@@ -157,6 +196,17 @@ const std::vector<std::string>& history_migrations() {
       " released_by TEXT NOT NULL DEFAULT '');"
       "CREATE INDEX quarantine_by_device ON quarantine(device_uuid, released_at);"
       "CREATE TABLE state(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+      // 3: what fleet consensus votes with: each result's equivalence class (NULL in the rows
+      // recorded before: their digests were never kept), digests and parameters; each run's --size
+      // and --iterations (NULL: the probes' defaults); each device's driver and runtime.
+      "ALTER TABLE results ADD COLUMN class_key TEXT;"
+      "ALTER TABLE results ADD COLUMN digest TEXT NOT NULL DEFAULT '';"
+      "ALTER TABLE results ADD COLUMN golden_digest TEXT NOT NULL DEFAULT '';"
+      "ALTER TABLE results ADD COLUMN params TEXT NOT NULL DEFAULT '{}';"
+      "ALTER TABLE runs ADD COLUMN size_bytes INTEGER;"
+      "ALTER TABLE runs ADD COLUMN iterations INTEGER;"
+      "ALTER TABLE devices ADD COLUMN driver_version TEXT NOT NULL DEFAULT '';"
+      "ALTER TABLE devices ADD COLUMN runtime_version TEXT NOT NULL DEFAULT '';",
   };
   return migrations;
 }
@@ -174,6 +224,9 @@ ResultRecord to_record(const ProbeResult& result, int attempt, std::string fault
   r.attempt = attempt;
   r.fault = std::move(fault);
   r.reason = result.reason;
+  r.digest = result.digest;
+  r.golden_digest = result.golden_digest;
+  r.params = result.params.dump();
   return r;
 }
 
@@ -258,13 +311,14 @@ void History::open_read_only(int busy_timeout_ms) {
   if (!try_open("mode=ro") && (wal_present || !try_open("mode=ro&immutable=1"))) {
     throw InputError("cannot read history database " + path_ + ": " + why);
   }
-  const int version = schema_version();
-  if (version != kSchemaVersion) {
+  version_ = schema_version();
+  if (version_ < kOldestReadable || version_ > kSchemaVersion) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw InputError("history database " + path_ + " has schema version " + std::to_string(version) +
-                     "; this sdcprobe reads version " + std::to_string(kSchemaVersion) +
-                     (version < kSchemaVersion ? " (a sweep of this version migrates it)" : ""));
+    throw InputError("history database " + path_ + " has schema version " + std::to_string(version_) +
+                     "; this sdcprobe reads versions " + std::to_string(kOldestReadable) + " to " +
+                     std::to_string(kSchemaVersion) +
+                     (version_ < kSchemaVersion ? " (a sweep of this version migrates it)" : ""));
   }
 }
 
@@ -304,9 +358,12 @@ void History::migrate() {
 int64_t History::begin_run(const RunRecord& run) {
   Transaction tx(db_, path_);
   Stmt s(db_, path_,
-         "INSERT INTO runs(mode, host, seed, level, version, started_at, status) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+         "INSERT INTO runs(mode, host, seed, level, version, started_at, status, size_bytes, iterations) "
+         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   s.bind(1, run.mode).bind(2, run.host).bind(3, run.seed).bind(4, run.level).bind(5, run.version);
   s.bind(6, run.started_at).bind(7, run.status.empty() ? std::string("running") : run.status);
+  s.bind(8, run.size_bytes);
+  s.bind(9, run.iterations ? std::optional<uint64_t>(*run.iterations) : std::nullopt);
   s.step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -333,28 +390,41 @@ void History::record(int64_t run_id, const std::vector<DeviceIdentity>& devices,
                      const std::vector<ResultRecord>& results, double now) {
   Transaction tx(db_, path_);
   for (const auto& d : devices) {
-    Stmt s(
-        db_, path_,
-        "INSERT INTO devices(uuid, backend, idx, name, pci_bus_id, first_seen, last_seen) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6) ON CONFLICT(uuid) DO UPDATE SET backend = excluded.backend, "
-        "idx = excluded.idx, name = excluded.name, pci_bus_id = excluded.pci_bus_id, last_seen = excluded.last_seen");
-    s.bind(1, d.uuid).bind(2, d.backend).bind(3, d.index).bind(4, d.name).bind(5, d.pci_bus_id).bind(6, now).step();
+    Stmt s(db_, path_,
+           "INSERT INTO devices(uuid, backend, idx, name, pci_bus_id, first_seen, last_seen, driver_version, "
+           "runtime_version) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8) ON CONFLICT(uuid) DO UPDATE SET "
+           "backend = excluded.backend, idx = excluded.idx, name = excluded.name, pci_bus_id = excluded.pci_bus_id, "
+           "last_seen = excluded.last_seen, driver_version = excluded.driver_version, "
+           "runtime_version = excluded.runtime_version");
+    s.bind(1, d.uuid).bind(2, d.backend).bind(3, d.index).bind(4, d.name).bind(5, d.pci_bus_id).bind(6, now);
+    s.bind(7, d.driver_version).bind(8, d.runtime_version).step();
   }
   for (const auto& r : results) {
     Stmt s(db_, path_,
            "INSERT INTO results(run_id, recorded_at, device_uuid, probe, outcome, checked, mismatches, syndrome, "
-           "duration_s, seed, attempt, fault, reason) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+           "duration_s, seed, attempt, fault, reason, class_key, digest, golden_digest, params) "
+           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
     s.bind(1, run_id).bind(2, now).bind(3, r.device_uuid).bind(4, r.probe).bind(5, r.outcome).bind(6, r.checked);
     s.bind(7, r.mismatches).bind(8, r.syndrome).bind(9, r.duration_s).bind(10, r.seed).bind(11, r.attempt);
-    s.bind(12, r.fault).bind(13, r.reason).step();
+    s.bind(12, r.fault).bind(13, r.reason);
+    const std::optional<std::string> class_key = r.class_key ? r.class_key : class_of(devices, r);
+    if (class_key) {
+      s.bind(14, *class_key);
+    } else {
+      s.bind(14, std::optional<uint64_t>());
+    }
+    s.bind(15, r.digest ? digest_hex(*r.digest) : std::string())
+        .bind(16, r.golden_digest ? digest_hex(*r.golden_digest) : std::string());
+    s.bind(17, r.params).step();
   }
   tx.commit();
 }
 
 std::vector<RunRecord> History::runs(double since) const {
-  Stmt s(db_, path_,
-         "SELECT id, mode, host, seed, level, version, started_at, finished_at, status FROM runs "
-         "WHERE started_at >= ?1 ORDER BY id");
+  const std::string sql =
+      std::string("SELECT id, mode, host, seed, level, version, started_at, finished_at, status, ") +
+      (version_ >= 3 ? "size_bytes, iterations" : "NULL, NULL") + " FROM runs WHERE started_at >= ?1 ORDER BY id";
+  Stmt s(db_, path_, sql.c_str());
   s.bind(1, since);
   std::vector<RunRecord> out;
   while (s.step()) {
@@ -368,25 +438,29 @@ std::vector<RunRecord> History::runs(double since) const {
     r.started_at = s.real(6);
     r.finished_at = s.real(7);
     r.status = s.text(8);
+    if (!s.null(9)) r.size_bytes = s.u64(9);
+    if (!s.null(10)) r.iterations = static_cast<uint32_t>(s.u64(10));
     out.push_back(std::move(r));
   }
   return out;
 }
 
 std::vector<ResultRecord> History::results(const std::string& device_uuid, double since, int64_t run_id) const {
-  const std::string sql = std::string("SELECT ") + kResultColumns +
+  const std::string sql = std::string("SELECT ") + kResultColumns + result_vote_columns(version_) +
                           " FROM results x JOIN runs r ON r.id = x.run_id WHERE (?1 = '' OR x.device_uuid = ?1)"
                           " AND x.recorded_at >= ?2 AND (?3 = 0 OR x.run_id = ?3) ORDER BY x.id";
   Stmt s(db_, path_, sql.c_str());
   s.bind(1, device_uuid).bind(2, since).bind(3, run_id);
   std::vector<ResultRecord> out;
-  while (s.step()) out.push_back(read_result(s));
+  while (s.step()) out.push_back(read_result(s, path_));
   return out;
 }
 
 std::vector<DeviceRecord> History::devices() const {
-  Stmt s(db_, path_,
-         "SELECT uuid, backend, idx, name, pci_bus_id, first_seen, last_seen FROM devices ORDER BY backend, idx, uuid");
+  const std::string sql = std::string("SELECT uuid, backend, idx, name, pci_bus_id, first_seen, last_seen, ") +
+                          (version_ >= 3 ? "driver_version, runtime_version" : "'', ''") +
+                          " FROM devices ORDER BY backend, idx, uuid";
+  Stmt s(db_, path_, sql.c_str());
   std::vector<DeviceRecord> out;
   while (s.step()) {
     DeviceRecord d;
@@ -397,6 +471,8 @@ std::vector<DeviceRecord> History::devices() const {
     d.pci_bus_id = s.text(4);
     d.first_seen = s.real(5);
     d.last_seen = s.real(6);
+    d.driver_version = s.text(7);
+    d.runtime_version = s.text(8);
     out.push_back(std::move(d));
   }
   return out;
@@ -461,14 +537,14 @@ double History::last_release_at(const std::string& device_uuid) const {
 }
 
 std::vector<ResultRecord> History::transient_faults(const std::string& device_uuid, double since) const {
-  const std::string sql = std::string("SELECT ") + kResultColumns +
+  const std::string sql = std::string("SELECT ") + kResultColumns + result_vote_columns(version_) +
                           " FROM results x JOIN runs r ON r.id = x.run_id WHERE x.device_uuid = ?1"
                           " AND x.recorded_at >= ?2 AND x.attempt = 0 AND x.fault IN ('transient', 'device_error')"
                           " ORDER BY x.id";
   Stmt s(db_, path_, sql.c_str());
   s.bind(1, device_uuid).bind(2, since);
   std::vector<ResultRecord> out;
-  while (s.step()) out.push_back(read_result(s));
+  while (s.step()) out.push_back(read_result(s, path_));
   return out;
 }
 

@@ -39,6 +39,9 @@ struct RunRecord {
   // running | complete | interrupted (a signal, or a process that died mid-pass) | busy (idle check failed)
   // | failed (the pass ended in an error, e.g. a full disk)
   std::string status;
+  // --size and --iterations (none: the probes' defaults), which the digests depend on; schema 3 on.
+  std::optional<uint64_t> size_bytes;
+  std::optional<uint32_t> iterations;
 };
 
 struct ResultRecord {
@@ -56,6 +59,13 @@ struct ResultRecord {
   int attempt = 0;    // 0: first run; 1: the re-run with a new seed after a failure
   std::string fault;  // first attempts that failed: persistent | transient | device_error
   std::string reason;
+  // What the fleet's vote needs (schema 3 on): the device's equivalence class with the probe's
+  // parameters and seed (record() fills it from the device), the digest and golden digest where the
+  // probe has them, and the parameters as JSON. Rows recorded before schema 3 have no class (nullopt):
+  // their digests were never kept.
+  std::optional<std::string> class_key;
+  std::optional<Digest128> digest, golden_digest;
+  std::string params = "{}";
 };
 
 struct DeviceRecord {
@@ -66,6 +76,7 @@ struct DeviceRecord {
   std::string pci_bus_id;
   double first_seen = 0;
   double last_seen = 0;
+  std::string driver_version, runtime_version;  // schema 3 on; empty before
 };
 
 struct QuarantineRecord {
@@ -88,7 +99,9 @@ ResultRecord to_record(const ProbeResult& result, int attempt, std::string fault
 
 class History {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
+  // The oldest schema kReadOnly reads (as it is: rows without what later versions added).
+  static constexpr int kOldestReadable = 2;
 
   enum class Access { kReadWrite, kReadOnly };
 
@@ -96,7 +109,8 @@ class History {
   // than this build, HistoryBusy when another process holds it past `busy_timeout_ms`.
   // kReadOnly (history, status) opens an existing database and never writes it: no WAL switch, no
   // migration, no -wal or -shm file created, so it works on a read-only file or mount and for a
-  // user who may not write the state directory. Its schema must then be this build's.
+  // user who may not write the state directory. Its schema must then be kOldestReadable to this
+  // build's; an older one reads without the newer columns.
   explicit History(const std::string& path, int busy_timeout_ms = 10000, Access access = Access::kReadWrite);
   ~History();
   History(const History&) = delete;
@@ -139,6 +153,7 @@ class History {
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  int version_ = kSchemaVersion;  // of the open database
 };
 
 // The migrations, in order: migrations()[i] takes the schema from version i to i + 1.

@@ -173,6 +173,8 @@ class Sweep {
     host_ = report.host;
     const auto started = Clock::now();
     RunRecord run{0, "sweep", report.host, run_options.seed, level_name(options_.level), kVersion, unix_now(), 0, ""};
+    run.size_bytes = options_.size_bytes;
+    run.iterations = options_.iterations;
 
     if (!options_.idle_check.empty()) {
       const int rc = run_shell_command(options_.idle_check, options_.idle_check_timeout_s, stop_.fd());

@@ -128,6 +128,24 @@ TEST_F(FleetCli, SweepSpoolsEachPassWithTheFleetSeed) {
   EXPECT_GT(j["votes"]["agreed"].get<int>(), 0) << j.dump(2);
   EXPECT_TRUE(j["suspects"].empty());
   EXPECT_EQ(j["inputs"]["reports"], 1);
+
+  // The sweep's history holds the same digests under the same classes and parameters: alone it
+  // casts the same votes, and with the report beside it each device still counts once.
+  const std::string history = (dir_ / "state" / "history.db").string();
+  auto fleet_json = [&](const std::string& inputs) {
+    const std::string path = (dir_ / "out.json").string();
+    const Outcome o = sdcprobe("fleet sdc " + inputs + " --json " + path);
+    EXPECT_EQ(o.code, 0) << o.out;
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+  };
+  const nlohmann::json alone = fleet_json(history);
+  EXPECT_EQ(alone["inputs"]["histories"], 1);
+  EXPECT_EQ(alone["inputs"]["history_results_without_digests"], 0);
+  EXPECT_EQ(alone["votes"], j["votes"]) << alone.dump(2);
+  const nlohmann::json both = fleet_json(history + " " + spool.string());
+  EXPECT_EQ(both["votes"], j["votes"]) << both.dump(2);
+  EXPECT_TRUE(both["suspects"].empty());
 }
 
 TEST_F(FleetCli, BadReportIsRefusedNamingTheFileAndField) {

@@ -1,6 +1,7 @@
 // Fleet SDC over simulated fleets: reports built as qualify and sweep write them, for many hosts of
 // virtual devices, read back through the report reader and analysed.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -195,6 +196,52 @@ TEST(FleetSdc, EvenSplitIsInconclusiveAndTwoDevicesNeverOutvoteOne) {
   EXPECT_EQ(a.exit_code(), 1);
 }
 
+TEST(FleetSdc, RepeatedSeedsCountEachDeviceOnceHoweverManyDevicesAgree) {
+  // A daily seed under hourly sweeps: every device runs it again and again. 100 single-GPU nodes
+  // hand back the right digest once; 65 others a wrong one three times each. Counting runs would
+  // give the wrong digest 195 of 295; each device once, the right one wins 100 of 165.
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_repeat_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const uint64_t seed = fleet_seed("site-secret", SeedPeriod::kDay, kDay0).seed;
+  FleetTally tally;
+  for (int h = 0; h < 165; ++h) {
+    const std::string host = "r" + std::to_string(h);
+    const bool wrong = h >= 100;
+    for (int run = 0; run < (wrong ? 3 : 1); ++run) {
+      const std::string text =
+          report(host, kDay0 + 3600 * run, seed, {gpu(host, 0)}, {{{"gemm.exact.fp32", false, wrong}}});
+      ingest_report_text(host, text, tally);
+      std::ofstream(dir / (host + "-" + std::to_string(run) + ".json")) << text;
+    }
+  }
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.votes.size(), 1u);
+  EXPECT_EQ(a.votes[0].kind, FleetVoteKind::kMajority);
+  EXPECT_EQ(*a.votes[0].winner, right_digest("gemm.exact.fp32", seed));
+  EXPECT_EQ(a.votes[0].devices, 165u);
+  EXPECT_EQ(a.votes[0].majority_devices, 100u);
+  EXPECT_EQ(a.votes[0].majority_hosts, 100u);
+  // Each minority digest names its first kMaxNamedPerDigest devices; the rest are counted.
+  EXPECT_EQ(a.suspects.size(), kMaxNamedPerDigest);
+  Digest128 bad = right_digest("gemm.exact.fp32", seed);
+  bad.lo ^= 0x5a5a;
+  const DigestTally& wrong = a.votes[0].tally->digests.at({bad.hi, bad.lo});
+  EXPECT_EQ(wrong.devices(), 65u);
+  EXPECT_EQ(wrong.runs, 195u);
+  EXPECT_TRUE(wrong.truncated());
+
+  // The same files read by two threads, whose tallies are merged: the same counts.
+  const FleetTally merged = ingest_fleet({dir.string()}, 2);
+  const FleetAnalysis b = analyze_fleet(merged, {});
+  ASSERT_EQ(b.votes.size(), 1u);
+  EXPECT_EQ(b.votes[0].devices, 165u);
+  EXPECT_EQ(b.votes[0].majority_devices, 100u);
+  EXPECT_EQ(b.votes[0].majority_hosts, 100u);
+  EXPECT_EQ(b.suspects.size(), kMaxNamedPerDigest);
+  for (const auto& s : b.suspects) EXPECT_GE(std::stoi(s.device->host.substr(1)), 100) << s.device->host;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FleetSdc, PlantedLemonIsFoundAtTheStatedFdr) {
   // 250 nodes x 8 GPUs, 30 daily reports of one day-long sweep each; failures are Poisson draws at
   // the fleet's base rate, the lemon's at 300 times it.
@@ -348,6 +395,83 @@ TEST(FleetSdc, HistoriesCountTowardRatesAndRefailuresAfterRelease) {
   ASSERT_EQ(a.rates.size(), 1u);
   EXPECT_EQ(a.rates[0].failures, 2u);
   EXPECT_DOUBLE_EQ(a.rates[0].device_hours, 0.5);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FleetSdc, HistoriesVoteAsReportsDoAndNameTheDeviceWithAConsistentWrongDigest) {
+  // Six nodes' sweep histories, two GPUs each, three hourly passes with the fleet seed; GPU 1 of
+  // node3 hands back a wrong digest every time and passes its own checks. One node sent a report
+  // of the first hour instead, and one history predates the digests (schema 2).
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_histories_" + std::to_string(::getpid()));
+  std::vector<std::string> inputs;
+  for (int n = 0; n < 6; ++n) {
+    const std::string host = "node" + std::to_string(n);
+    const auto node_dir = dir / host;
+    std::filesystem::create_directories(node_dir);
+    inputs.push_back(node_dir.string());
+    History h((node_dir / kHistoryFile).string());
+    const std::vector<DeviceIdentity> devices = {gpu(host, 0), gpu(host, 1)};
+    for (int t = 0; t < 3; ++t) {
+      const double at = kDay0 + 3600 * t;
+      const uint64_t seed = fleet_seed("site-secret", SeedPeriod::kHour, static_cast<int64_t>(at)).seed;
+      const int64_t id = h.begin_run({0, "sweep", host, seed, "standard", "test", at, 0, "running"});
+      for (const DeviceIdentity& d : devices) {
+        std::vector<ResultRecord> records;
+        for (const char* p : kProbes) {
+          ProbeResult r;
+          r.probe = p;
+          r.device_uuid = d.uuid;
+          r.seed = seed;
+          r.params = {{"n", 256}};
+          r.outcome = Outcome::kPass;
+          r.duration_s = 60;
+          r.digest = right_digest(p, seed);
+          if (n == 3 && d.index == 1) r.digest->lo ^= 0x5a5a;
+          records.push_back(to_record(r, 0, ""));
+        }
+        h.record(id, {d}, records, at + 60);
+      }
+      h.finish_run(id, "complete", at + 120);
+    }
+  }
+  const uint64_t seed0 = fleet_seed("site-secret", SeedPeriod::kHour, kDay0).seed;
+  std::ofstream(dir / "reporter.json") << report("reporter", kDay0 + 60, seed0, {gpu("reporter", 0)},
+                                                 {deterministic()});
+  inputs.push_back((dir / "reporter.json").string());
+  const std::string old = (dir / "old.db").string();
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(old.c_str(), &raw), SQLITE_OK);
+    const std::string v2 =
+        history_migrations()[0] + history_migrations()[1] +
+        "PRAGMA user_version=2;"
+        "INSERT INTO runs(mode, host, seed, level, version, started_at, status) "
+        "VALUES('sweep', 'old', 5, 'standard', '0.1.0', 1796083200, 'complete');"
+        "INSERT INTO devices(uuid, backend, idx, name, pci_bus_id, first_seen, last_seen) "
+        "VALUES('GPU-old-0', 'cuda', 0, 'NVIDIA H100 80GB HBM3', '00000000:10:00.0', 1796083200, 1796083200);"
+        "INSERT INTO results(run_id, recorded_at, device_uuid, probe, outcome, checked, mismatches, syndrome, "
+        "duration_s, seed, attempt, fault, reason) "
+        "VALUES(1, 1796083260, 'GPU-old-0', 'gemm.exact.fp32', 'pass', 1000, 0, '', 60, 5, 0, '', '');";
+    ASSERT_EQ(sqlite3_exec(raw, v2.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  inputs.push_back(old);
+
+  const FleetTally tally = ingest_fleet(inputs, 2);
+  EXPECT_EQ(tally.histories, 7u);
+  EXPECT_EQ(tally.reports, 1u);
+  EXPECT_EQ(tally.results_without_digests, 1u);
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.suspects.size(), 1u);
+  EXPECT_EQ(a.suspects[0].device->host, "node3");
+  EXPECT_EQ(a.suspects[0].device->uuid, "GPU-node3-1");
+  EXPECT_EQ(a.suspects[0].device->pci_bus_id, "00000000:11:00.0");
+  EXPECT_EQ(a.suspects[0].votes_lost, 6u);         // 2 probes x 3 hours
+  EXPECT_EQ(a.suspects[0].largest_majority, 12u);  // 11 history GPUs and the reporter's in the first hour
+  EXPECT_EQ(a.count(FleetVoteKind::kMajority), 6u);
+  EXPECT_EQ(a.votes.size(), 6u);  // the report's votes are the histories' of its hour
+  EXPECT_EQ(a.devices_tested, 14u);
+  EXPECT_EQ(fleet_json(tally, a, {})["inputs"]["history_results_without_digests"], 1);
   std::filesystem::remove_all(dir);
 }
 

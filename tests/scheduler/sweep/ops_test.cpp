@@ -11,6 +11,7 @@
 
 #include "host/backend.hpp"
 #include "host/error.hpp"
+#include "scheduler/consensus/consensus.hpp"
 #include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/isolation.hpp"
 #include "scheduler/sweep/history.hpp"
@@ -117,7 +118,7 @@ TEST_F(OpsTest, OldSchemaIsMigratedAndNewerIsRefused) {
   sqlite3_close(raw);
   {
     History h(db_);
-    EXPECT_EQ(h.schema_version(), 2);
+    EXPECT_EQ(h.schema_version(), History::kSchemaVersion);
     ASSERT_EQ(h.runs().size(), 1u);
     EXPECT_EQ(h.runs()[0].host, "old");
     h.set_state("k", "v");  // a table version 2 added
@@ -131,6 +132,81 @@ TEST_F(OpsTest, OldSchemaIsMigratedAndNewerIsRefused) {
     FAIL() << "a newer schema was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(OpsTest, SchemaTwoIsUpgradedInPlaceAndItsOldRowsHaveNoDigest) {
+  // A database as schema 2 wrote it: its own migrations, and rows inserted by its own SQL.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &raw), SQLITE_OK);
+  const std::string v2 = history_migrations()[0] + history_migrations()[1] +
+                         "PRAGMA user_version=2;"
+                         "INSERT INTO runs(mode, host, seed, level, version, started_at, status) "
+                         "VALUES('sweep', 'old', 5, 'standard', '0.1.0', 100, 'complete');"
+                         "INSERT INTO devices(uuid, backend, idx, name, pci_bus_id, first_seen, last_seen) "
+                         "VALUES('CPU-00000000', 'cpu', 0, 'Test', 'cpu:0', 100, 100);"
+                         "INSERT INTO results(run_id, recorded_at, device_uuid, probe, outcome, checked, mismatches, "
+                         "syndrome, duration_s, seed, attempt, fault, reason) "
+                         "VALUES(1, 101, 'CPU-00000000', 'alu.fma32', 'pass', 100, 0, '', 0.5, 5, 0, '', '');";
+  ASSERT_EQ(sqlite3_exec(raw, v2.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  {  // Read as it is, without upgrading it: the old row has no class and no digest.
+    const History old(db_, 1000, History::Access::kReadOnly);
+    EXPECT_EQ(old.schema_version(), 2);
+    const auto rows = old.results();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_FALSE(rows[0].class_key);
+    EXPECT_FALSE(rows[0].digest);
+    EXPECT_FALSE(old.runs()[0].size_bytes);
+  }
+
+  DeviceIdentity d = device(0);
+  d.runtime_version = "gcc 14";
+  ProbeResult r = result(d, "alu.fma32", Outcome::kPass);
+  r.seed = 6;
+  r.params = {{"algorithm", "chain"}, {"n", 64}};
+  r.digest = Digest128{0x1234, 0x5678};
+  {
+    History h(db_);  // upgraded in place
+    EXPECT_EQ(h.schema_version(), 3);
+    RunRecord run{0, "sweep", "old", 6, "standard", "0.1.0", 200, 0, "running"};
+    run.size_bytes = 4096;
+    const int64_t id = h.begin_run(run);
+    h.record(id, {d}, {to_record(r, 0, "")}, 201);
+    h.finish_run(id, "complete", 202);
+    EXPECT_EQ(h.integrity_check(), "ok");
+  }
+  const History h(db_, 1000, History::Access::kReadOnly);
+  const auto rows = h.results();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].probe, "alu.fma32");  // the old row, kept as it was
+  EXPECT_FALSE(rows[0].class_key);
+  EXPECT_FALSE(rows[0].digest);
+  ASSERT_TRUE(rows[1].class_key);
+  EXPECT_EQ(*rows[1].class_key, equivalence_class(d, r));
+  EXPECT_NE(rows[1].class_key->find("chain"), std::string::npos);
+  EXPECT_EQ(rows[1].digest, r.digest);
+  EXPECT_FALSE(rows[1].golden_digest);
+  EXPECT_EQ(nlohmann::json::parse(rows[1].params), r.params);
+  const auto runs = h.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_FALSE(runs[0].size_bytes);
+  EXPECT_EQ(runs[1].size_bytes, 4096u);
+  EXPECT_FALSE(runs[1].iterations);
+  EXPECT_EQ(h.devices()[0].runtime_version, "gcc 14");
+
+  // A digest that is not one is refused, naming the database, the result and the field.
+  sqlite3* edit = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &edit), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(edit, "UPDATE results SET digest = 'xyz' WHERE digest != ''", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(edit);
+  try {
+    h.results();
+    FAIL() << "a bad digest was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(db_ + ": results: alu.fma32 on CPU-00000000: digest"), std::string::npos)
+        << e.what();
   }
 }
 
