@@ -374,6 +374,32 @@ void expect_error(const ClusterInputs& in, const std::string& needle) {
   }
 }
 
+// sacct as Slurm writes it: "meta" and "errors" around "jobs", and records that carry steps whose
+// keys repeat the record's own. Read one record at a time, keeping the record's own fields, the
+// cluster is the same as from the bare records.
+TEST(ClusterLedger, SacctRecordsAreReadOneAtATimeByTheirOwnFields) {
+  Example plain;
+  const Cluster expected = compute_cluster(plain.inputs);
+  nlohmann::json full = nlohmann::json::parse(std::ifstream(plain.inputs.sacct_path));
+  for (nlohmann::json& r : full["jobs"]) {
+    r["steps"] = {{{"job_id", 1}, {"state", "x"}, {"time", {{"start", "later"}}}, {"tres", nullptr}}};
+  }
+  const std::string text = "{\"meta\": {\"jobs\": []}, \"jobs\": " + full["jobs"].dump() + ", \"errors\": []}";
+  Example real;
+  real.inputs.sacct_path = real.dir.file("sacct.json", text);
+  const Cluster c = compute_cluster(real.inputs);
+  ASSERT_EQ(c.jobs.size(), expected.jobs.size());
+  EXPECT_EQ(c.total.wall, expected.total.wall);
+  EXPECT_EQ(c.total.productive, expected.total.productive);
+  EXPECT_EQ(c.total.ns, expected.total.ns);
+  EXPECT_EQ(c.total.unlabelled, expected.total.unlabelled);
+  for (size_t j = 0; j < c.jobs.size(); ++j) {
+    EXPECT_EQ(c.jobs[j].job_id, expected.jobs[j].job_id);
+    EXPECT_EQ(c.jobs[j].user, expected.jobs[j].user);
+    EXPECT_EQ(c.jobs[j].records.size(), expected.jobs[j].records.size());
+  }
+}
+
 TEST(ClusterLedger, BadInputNamesTheFileAndRecord) {
   TempDir dir;
   ClusterInputs in;

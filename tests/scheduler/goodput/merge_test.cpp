@@ -200,5 +200,48 @@ TEST_F(MergeTest, SacctJsonIsCheckedField_ByField) {
   EXPECT_EQ(records[0].end_s, 0);
 }
 
+// sacct's JSON is cut into its records and each is parsed alone: strings and keys that look like
+// structure, members around "jobs" (checked, then dropped) and the file's end are all read as JSON.
+TEST_F(MergeTest, SacctJsonIsReadOneRecordAtATime) {
+  const std::string t = "\"time\":{\"eligible\":1,\"start\":2,\"end\":3}";
+  const std::string tricky = "\"name\":\"a]}\\\"{[,\"";  // "a]}\"{[," inside a string
+  const auto records = read_sacct_json(write(
+      "ok.json", " {\"meta\": {\"jobs\": 5, \"x\": [\"]\"]}, \"jo\\u0062s\" :\n [ {\"job_id\":1," + tricky + "," + t +
+                     "} ,\r\n {\"job_id\":1,\"time\":{\"eligible\":3,\"start\":4,\"end\":6}}], \"errors\": [], \"n\": "
+                     "-1.5e3 }\n"));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].start_s, 2);
+  EXPECT_EQ(records[1].job_index, 1u);
+  EXPECT_EQ(records[1].end_s, 6);
+
+  auto error = [&](const std::string& text) {
+    try {
+      read_sacct_json(write("s.json", text));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string path = (dir_ / "s.json").string();
+  const std::string job = "{\"job_id\":1," + t + "}";
+  const std::string not_json = path + ": not valid JSON (expected `sacct --json` output)";
+  EXPECT_EQ(error(""), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "]} x"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "]"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + " " + job + "]}"), not_json);
+  EXPECT_EQ(error("{\"meta\":{\"a\":tru},\"jobs\":[" + job + "]}"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "],}"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + ",{\"job_id\":1,]}"), path + ": jobs[1]: not valid JSON");
+  EXPECT_EQ(error("{\"jobs\":[" + job + ",]}"), path + ": jobs[1]: not valid JSON");
+  const std::string no_jobs = path + ": no \"jobs\" array (expected `sacct --json` output)";
+  EXPECT_EQ(error("[" + job + "]"), no_jobs);
+  EXPECT_EQ(error("{\"meta\":{\"jobs\":[" + job + "]}}"), no_jobs);
+  EXPECT_EQ(error("{\"jobs\":null}"), no_jobs);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "],\"jobs\":[]}"), path + ": two \"jobs\" arrays");
+  // One record is held at a time, up to a bound: a longer one is refused by its place.
+  EXPECT_EQ(error("{\"jobs\":[" + job + ",{\"job_id\":1,\"name\":\"" + std::string((64 << 20) + 1, 'x') + "\"}]}"),
+            path + ": jobs[1] is longer than 64 MiB");
+}
+
 }  // namespace
 }  // namespace sdc::goodput
