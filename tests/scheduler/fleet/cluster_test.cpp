@@ -14,6 +14,7 @@
 #include "host/error.hpp"
 #include "scheduler/fleet/cluster_report.hpp"
 #include "scheduler/goodput/commands.hpp"
+#include "scheduler/goodput/merge.hpp"
 #include "scheduler/goodput/report.hpp"
 #include "scheduler/goodput/simulator.hpp"
 #include "tests/fuzz/mutate.hpp"
@@ -363,6 +364,15 @@ TEST(ClusterLedger, TallyOfTheLogs) {
   EXPECT_EQ(t.data_waits, (goodput::Activity{1, 3}));
   EXPECT_EQ(t.save_interval_ns, 22);
   EXPECT_EQ(t.incidents, 2);  // 52 and 53: one; 90 and 95: one
+  // The ledger's pass counts the same (fleet goodput reads the logs once), in either order given.
+  for (const std::vector<std::string>& paths : {std::vector<std::string>{rank0, rank1}, {rank1, rank0}}) {
+    goodput::Tally one_pass;
+    goodput::analyze_files(paths, {}, false, nullptr, "", &one_pass);
+    EXPECT_EQ(one_pass.saves, t.saves);
+    EXPECT_EQ(one_pass.data_waits, t.data_waits);
+    EXPECT_EQ(one_pass.save_interval_ns, t.save_interval_ns);
+    EXPECT_EQ(one_pass.incidents, t.incidents);
+  }
 }
 
 void expect_error(const ClusterInputs& in, const std::string& needle) {
