@@ -1,7 +1,7 @@
 // The cluster ledger at scale. A month of a 10,000-GPU cluster (50,000 jobs, half with summaries from
 // the simulator, the rest known to the accounting only): jobs per second and peak memory against
 // the input size. And the raw-log path: bytes per second per core against simdjson parsing the same
-// lines on one core, measured in the same run.
+// lines on one core, measured in the same iterations, and its peak memory.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 #include <simdjson.h>
