@@ -130,6 +130,9 @@ class Timeline {
   }
   // Nothing more to learn from the events.
   bool stopped() const { return failures_[kRanks] || failures_[kPlacement]; }
+  bool failed() const {
+    return std::any_of(failures_.begin(), failures_.end(), [](const auto& f) { return f.has_value(); });
+  }
 
   // The next event of the merge, in time order.
   void add(const Entry& e) {
@@ -260,7 +263,7 @@ class Timeline {
   }
 
   void feed(const Entry& e) {
-    if (failures_[kOverlap] || failures_[kLedger] || stopped()) return;
+    if (failed()) return;
     try {
       const bool was_pending = ledger_.restore_pending();
       ledger_.add(e.event);
