@@ -357,6 +357,10 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
   Timeline timeline(files, options, lenient, allocations, sacct_path);
   size_t next_held = 0;
   bool started = false;
+  // Ties: rank 0 first, then by rank, then as given, then by line.
+  auto comes_before = [&](const Entry& a, const Entry& b) {
+    return a.event.t != b.event.t ? a.event.t < b.event.t : files[a.file].order < files[b.file].order;
+  };
   // Once the streamed file's rank is known (its first event): every file's, and the merge's order.
   auto start = [&]() {
     started = true;
@@ -372,17 +376,11 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
     if (std::none_of(files.begin(), files.end(), [](const File& f) { return f.rank == 0; })) {
       return timeline.fail(Timeline::kRanks, "no file of rank 0: the job's timeline is rank 0's");
     }
-    // Ties: rank 0 first, then by rank, then as given, then by line.
     std::vector<size_t> by_rank(files.size());
     std::iota(by_rank.begin(), by_rank.end(), 0);
     std::stable_sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return files[a].rank < files[b].rank; });
     for (size_t k = 0; k < by_rank.size(); ++k) files[by_rank[k]].order = k;
-    std::stable_sort(held.begin(), held.end(), [&](const Entry& a, const Entry& b) {
-      return a.event.t != b.event.t ? a.event.t < b.event.t : files[a.file].order < files[b.file].order;
-    });
-  };
-  auto comes_before = [&](const Entry& a, const Entry& b) {
-    return a.event.t != b.event.t ? a.event.t < b.event.t : files[a.file].order < files[b.file].order;
+    std::stable_sort(held.begin(), held.end(), comes_before);  // each file's in line order already
   };
   read_file(files[streamed], streamed, lenient, tally, [&](const Entry& e) {
     if (!started) start();
