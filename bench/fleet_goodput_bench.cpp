@@ -1,14 +1,13 @@
 // The cluster ledger at scale. A month of a 10,000-GPU cluster (50,000 jobs, half with summaries from
 // the simulator, the rest known to the accounting only): jobs per second and peak memory against
 // the input size. And the raw-log path: bytes per second per core against simdjson parsing the same
-// lines on one core, measured in the same run.
+// lines on one core, measured in the same iterations, and its peak memory.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 #include <simdjson.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -93,18 +92,26 @@ const Month& month() {
   return m;
 }
 
-// Peak resident memory of summing the month in a fresh process (this program re-run with
-// --memory-of DIR), in bytes: the set-up's memory does not count, the program's own does.
-double fresh_process_peak_rss(const fs::path& dir) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/proc/self/exe", "fleet_goodput_bench", "--memory-of", dir.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
+// Peak resident memory of computing a cluster ledger in a fresh process (this program re-run with
+// --memory-of KIND DIR), in bytes: its own high-water mark (VmHWM, which the set-up's memory, forked
+// with the child, does not reach), as the child reports it.
+double fresh_process_peak_rss(const char* kind, const fs::path& dir) {
+  const std::string self = fs::read_symlink("/proc/self/exe").string();  // the shell's own, once in it
+  const std::string command = "'" + self + "' --memory-of " + kind + " '" + dir.string() + "'";
+  FILE* child = ::popen(command.c_str(), "r");
+  if (child == nullptr) return -1;
+  double kib = -1;
+  if (std::fscanf(child, "%lf", &kib) != 1) kib = -1;
+  return ::pclose(child) == 0 && kib > 0 ? kib * 1024.0 : -1;
+}
+
+// The child's VmHWM in KiB.
+long own_peak_rss_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
   }
-  int status = 0;
-  rusage usage{};
-  ::wait4(pid, &status, 0, &usage);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? static_cast<double>(usage.ru_maxrss) * 1024.0 : -1;
+  return -1;
 }
 
 sdc::fleet::ClusterInputs month_inputs(const fs::path& dir) {
@@ -117,7 +124,7 @@ sdc::fleet::ClusterInputs month_inputs(const fs::path& dir) {
 void BM_ClusterMonthFromSummaries(benchmark::State& state) {
   const Month& m = month();
   const sdc::fleet::ClusterInputs in = month_inputs(m.dir);
-  const double rss = fresh_process_peak_rss(m.dir);
+  const double rss = fresh_process_peak_rss("summaries", m.dir);
   for (auto _ : state) {
     const sdc::fleet::Cluster c = sdc::fleet::compute_cluster(in);
     const auto work = sdc::fleet::work_list(c, sdc::fleet::GroupBy::kUser, 5);
@@ -178,10 +185,9 @@ double cpu_seconds(clockid_t clock) {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// simdjson on-demand over every line on one core, touching every field: bytes per CPU-second (the
-// machine is shared: wall time would measure the neighbours).
-double simdjson_bytes_per_second(const std::string& text) {
-  simdjson::padded_string padded(text);
+// simdjson on-demand over every line on one core, touching every field: its CPU seconds (the machine
+// is shared: wall time would measure the neighbours).
+double simdjson_cpu_seconds(const simdjson::padded_string& padded) {
   simdjson::ondemand::parser parser;
   uint64_t sink = 0;
   const double t0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
@@ -204,33 +210,49 @@ double simdjson_bytes_per_second(const std::string& text) {
     p += len + 1;
   }
   benchmark::DoNotOptimize(sink);
-  return static_cast<double>(text.size()) / (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - t0);
+  return cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
 }
 
+sdc::fleet::ClusterInputs logs_inputs(const fs::path& dir) {
+  sdc::fleet::ClusterInputs in;
+  in.sacct_path = (dir / "sacct.json").string();
+  in.logs_template = (dir / "{job_id}/events.rank*.jsonl").string();
+  return in;
+}
+
+// The cluster's CPU time on all threads against simdjson's on one core, each iteration measuring
+// both on the same bytes, so that both see the same load from the neighbours.
 void BM_ClusterFromLogs(benchmark::State& state) {
   const Logs& l = logs();
-  sdc::fleet::ClusterInputs in;
-  in.sacct_path = (l.dir / "sacct.json").string();
-  in.logs_template = (l.dir / "{job_id}/events.rank*.jsonl").string();
-  double cpu = 0;  // all threads' CPU time: the rate per core
+  const sdc::fleet::ClusterInputs in = logs_inputs(l.dir);
+  const simdjson::padded_string padded(l.text);
+  const double rss = fresh_process_peak_rss("logs", l.dir);
+  double cluster_cpu = 0, simdjson_cpu = 0;
   for (auto _ : state) {
+    simdjson_cpu += simdjson_cpu_seconds(padded);
     const double t0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     benchmark::DoNotOptimize(sdc::fleet::compute_cluster(in).total.wall);
-    cpu += cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - t0;
+    cluster_cpu += cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - t0;
   }
-  const double per_core = static_cast<double>(l.text.size()) * static_cast<double>(state.iterations()) / cpu;
-  const double ceiling = simdjson_bytes_per_second(l.text);
-  state.counters["bytes_per_s_per_core"] = per_core;
-  state.counters["vs_simdjson_parse_per_core"] = per_core / ceiling;
+  const double bytes = static_cast<double>(l.text.size()) * static_cast<double>(state.iterations());
+  state.counters["bytes_per_s_per_core"] = bytes / cluster_cpu;
+  state.counters["vs_simdjson_parse_per_core"] = simdjson_cpu / cluster_cpu;
+  state.counters["input_bytes"] = static_cast<double>(l.text.size());
+  state.counters["peak_rss_bytes"] = rss;
+  state.counters["peak_rss_over_input"] = rss / static_cast<double>(l.text.size());
   state.counters["threads"] = omp_get_max_threads();
 }
-BENCHMARK(BM_ClusterFromLogs)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(2);
+BENCHMARK(BM_ClusterFromLogs)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(5);
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string(argv[1]) == "--memory-of") {  // the child of fresh_process_peak_rss
-    return sdc::fleet::compute_cluster(month_inputs(argv[2])).total.balanced() ? 0 : 1;
+  if (argc == 4 && std::string(argv[1]) == "--memory-of") {  // the child of fresh_process_peak_rss
+    const bool logs = std::string(argv[2]) == "logs";
+    const bool balanced =
+        sdc::fleet::compute_cluster(logs ? logs_inputs(argv[3]) : month_inputs(argv[3])).total.balanced();
+    std::printf("%ld\n", own_peak_rss_kib());
+    return balanced ? 0 : 1;
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

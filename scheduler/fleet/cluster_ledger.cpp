@@ -263,7 +263,9 @@ Cluster compute_cluster(const ClusterInputs& in) {
   std::vector<std::optional<JobResult>> results(c.jobs.size());
   std::vector<std::exception_ptr> errors(c.jobs.size());
   const goodput::LedgerOptions ledger = in.ledger;
-#pragma omp parallel for schedule(dynamic, 8)
+  // One job at a time: a job with logs costs as much as thousands without, and chunks of them would
+  // leave a thread idle at the end.
+#pragma omp parallel for schedule(dynamic, 1)
   for (size_t j = 0; j < c.jobs.size(); ++j) {
     try {
       const ClusterJob& job = c.jobs[j];
@@ -315,8 +317,9 @@ Cluster compute_cluster(const ClusterInputs& in) {
         for (const ClusterRecord& rec : job.records) {
           if (rec.start_s != 0) records.push_back({rec.eligible_s, rec.start_s, rec.end_s});
         }
-        b = goodput::analyze_files(logs, ledger, false, &records, in.sacct_path).breakdown;
-        r.tally = goodput::tally_files(logs, false);
+        goodput::Tally measured;
+        b = goodput::analyze_files(logs, ledger, false, &records, in.sacct_path, &measured).breakdown;
+        r.tally = measured;
       }
       r.gpu.add_ledger(b, gpus);
       results[j] = std::move(r);

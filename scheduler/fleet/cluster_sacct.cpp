@@ -1,12 +1,11 @@
 #include "scheduler/fleet/cluster_sacct.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "host/error.hpp"
+#include "scheduler/goodput/sacct.hpp"
 
 namespace sdc::fleet {
 namespace {
@@ -96,48 +95,40 @@ bool ended_in_failure(const std::string& state) {
 }
 
 std::vector<ClusterJob> read_cluster_sacct(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path);
   // Keeps only what the ledger reads: a real record also carries its steps, limits, TRES usage and
   // more, ten times the size; the rest is dropped while parsing.
   const nlohmann::json::parser_callback_t keep = [](int depth, nlohmann::json::parse_event_t event,
                                                     nlohmann::json& parsed) {
-    if (event != nlohmann::json::parse_event_t::key) return true;
-    if (depth == 1) return parsed == "jobs";
-    if (depth != 3) return true;
+    if (event != nlohmann::json::parse_event_t::key || depth != 1) return true;
     static const char* kKept[] = {"job_id", "user", "account", "partition", "state", "time", "tres"};
     return std::any_of(std::begin(kKept), std::end(kKept), [&](const char* k) { return parsed == k; });
   };
-  const nlohmann::json doc = nlohmann::json::parse(in, keep, false);
-  if (doc.is_discarded()) throw InputError(path + ": not valid JSON (expected `sacct --json` output)");
-  if (!doc.is_object() || !doc.contains("jobs") || !doc.at("jobs").is_array()) {
-    throw InputError(path + ": no \"jobs\" array (expected `sacct --json` output)");
-  }
-  const nlohmann::json& records = doc.at("jobs");
   std::vector<ClusterJob> jobs;
   std::unordered_map<int64_t, size_t> by_id;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const std::string where = path + ": jobs[" + std::to_string(i) + "]";
-    const nlohmann::json& r = records[i];
-    if (!r.is_object() || !r.contains("job_id")) throw InputError(where + ".job_id is missing");
-    const int64_t id = slurm_number(r.at("job_id"), where + ".job_id", INT64_MAX);
-    if (!r.contains("time") || !r.at("time").is_object()) throw InputError(where + ".time is missing");
-    const nlohmann::json& time = r.at("time");
-    ClusterRecord record{seconds(time, "eligible", where),
-                         seconds(time, "start", where),
-                         seconds(time, "end", where),
-                         gpus(r, where),
-                         state(r, where),
-                         i};
-    if (record.start_s != 0 && record.end_s != 0 && record.end_s < record.start_s) {
-      throw InputError(where + ": end before start");
-    }
-    if (record.start_s == 0 && record.end_s != 0) record.end_s = 0;  // cancelled while pending: no run
-    const auto [it, fresh] = by_id.emplace(id, jobs.size());
-    if (fresh) jobs.push_back({id, text(r, "user", where), text(r, "account", where), text(r, "partition", where), {}});
-    jobs[it->second].records.push_back(std::move(record));
-  }
+  goodput::for_each_sacct_record(
+      path,
+      [&](size_t i, const nlohmann::json& r) {
+        const std::string where = path + ": jobs[" + std::to_string(i) + "]";
+        if (!r.is_object() || !r.contains("job_id")) throw InputError(where + ".job_id is missing");
+        const int64_t id = slurm_number(r.at("job_id"), where + ".job_id", INT64_MAX);
+        if (!r.contains("time") || !r.at("time").is_object()) throw InputError(where + ".time is missing");
+        const nlohmann::json& time = r.at("time");
+        ClusterRecord record{seconds(time, "eligible", where),
+                             seconds(time, "start", where),
+                             seconds(time, "end", where),
+                             gpus(r, where),
+                             state(r, where),
+                             i};
+        if (record.start_s != 0 && record.end_s != 0 && record.end_s < record.start_s) {
+          throw InputError(where + ": end before start");
+        }
+        if (record.start_s == 0 && record.end_s != 0) record.end_s = 0;  // cancelled while pending: no run
+        const auto [it, fresh] = by_id.emplace(id, jobs.size());
+        if (fresh)
+          jobs.push_back({id, text(r, "user", where), text(r, "account", where), text(r, "partition", where), {}});
+        jobs[it->second].records.push_back(std::move(record));
+      },
+      keep);
   for (ClusterJob& job : jobs) {
     auto& rs = job.records;
     // Started records by start; a record not started yet (at most one: the job's current state) last.

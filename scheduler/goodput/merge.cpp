@@ -3,11 +3,13 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+#include <optional>
 #include <regex>
 #include <set>
-#include <utility>
 
 #include "host/error.hpp"
 
@@ -18,14 +20,15 @@ namespace fs = std::filesystem;
 
 struct Entry {
   Event event;
-  size_t file;    // index into the sorted files, or kScheduler
+  size_t file;    // index into the files as given, or kScheduler
   uint64_t line;  // in its file; for the scheduler's events, the index of the record in sacct's "jobs"
 };
 
 struct File {
   std::string path;
   int64_t rank = -1;
-  std::vector<Entry> entries;
+  size_t order = 0;  // its place in the merge: by rank, then as given
+  EventReader::Stats stats;
 };
 
 bool is_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
@@ -41,18 +44,21 @@ int64_t rank_from_name(const std::string& path) {
   return rank;
 }
 
-File read_file(const std::string& path, bool lenient, EventReader::Stats& stats) {
+// Reads one file in a single pass: checks that it is in time order, takes its rank from its first
+// event's field, counts its events into `tally` and hands each to `take`.
+template <class Take>
+void read_file(File& file, size_t index, bool lenient, TallyCounter& tally, const Take& take) {
+  const std::string& path = file.path;
   if (fs::is_directory(path)) throw InputError(path + ": is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path);
-  File file;
-  file.path = path;
   EventReader reader(lenient);
   int64_t last_t = 0;
   bool first = true;
-  EventReader::Stats s;
+  tally.start_file(index);
   try {
-    s = reader.read(in, [&](const Event& e) {
+    file.stats = reader.read(in, [&](const Event& e) {
+      tally.add(e);  // as tally_files counts: every event read
       // Thrown here, the reader adds the line number (or skips the line in lenient mode).
       if (e.t < last_t) throw InputError("time goes backwards in this file");
       // Only the first event says whose file it is: a later "rank" may mean something else (the
@@ -60,15 +66,13 @@ File read_file(const std::string& path, bool lenient, EventReader::Stats& stats)
       if (first && e.rank) file.rank = *e.rank;
       first = false;
       last_t = e.t;
-      file.entries.push_back({e, 0, reader.line()});
+      take({e, index, reader.line()});
     });
   } catch (const InputError& e) {
     throw InputError(path + ": " + e.what());
   }
-  stats.events += s.events;
-  if (s.skipped > 0 && stats.skipped == 0) stats.first_skip = path + ": " + s.first_skip;
-  stats.skipped += s.skipped;
-  return file;
+  tally.end_file();
+  if (file.stats.skipped > 0) file.stats.first_skip = path + ": " + file.stats.first_skip;
 }
 
 // Training activity of rank 0 that a fault on another rank cuts short: the collective it waits on
@@ -99,64 +103,198 @@ bool is_restart(EventKind kind) {
 constexpr size_t kScheduler = SIZE_MAX;  // Entry::file of the events made from Slurm's records
 constexpr int64_t kNsPerS = 1'000'000'000;
 
-// Puts the scheduler's events around the loop's (docs/goodput.md, "Slurm accounting"): each event
-// belongs to the allocation with the latest Start at most 1 s after it and must come before that
-// allocation's End + 1 s (Slurm keeps whole seconds, cut down). The allocation is granted at the
-// earlier of Start and its first event and released at the later of End and its last event.
-std::vector<Entry> place_allocations(const std::vector<Entry>& timeline, const std::vector<File>& files,
-                                     const std::vector<SlurmRecord>& records, const std::string& sacct_path) {
-  if (records.empty()) throw InputError(sacct_path + ": no record of the job started");
-  const size_t n = records.size();
-  std::vector<int64_t> granted(n), released(n);
-  for (size_t i = 0; i < n; ++i) {
-    granted[i] = records[i].start_s * kNsPerS;
-    released[i] = records[i].end_s == 0 ? -1 : records[i].end_s * kNsPerS;
+// The job's timeline, built in one pass over the merged events and fed to the ledger as it goes:
+// rank 0's events and the other ranks' faults, by the rules above, with the scheduler's events
+// placed around them (docs/goodput.md, "Slurm accounting"). Errors are kept, not thrown, and the
+// first reported as a merge of whole files would: any error in reading a line first, then the ranks'
+// (`kRanks`), the placing of all loop events in the allocations (`kPlacement`), the allocations'
+// order (`kOverlap`), and last the ledger's (`kLedger`). After one of the last two, the events are
+// still placed, but the ledger is fed no more.
+class Timeline {
+ public:
+  enum Failure { kRanks, kPlacement, kOverlap, kLedger, kFailures };
+
+  Timeline(const std::vector<File>& files, const LedgerOptions& options, bool lenient,
+           const std::vector<SlurmRecord>* allocations, const std::string& sacct_path)
+      : files_(files), ledger_(options), lenient_(lenient), allocations_(allocations), sacct_path_(sacct_path) {
+    if (allocations_ == nullptr) return;
+    if (allocations_->empty()) fail(kPlacement, sacct_path_ + ": no record of the job started");
+    for (const SlurmRecord& r : *allocations_) {
+      granted_.push_back(r.start_s * kNsPerS);
+      released_.push_back(r.end_s == 0 ? -1 : r.end_s * kNsPerS);
+    }
   }
-  for (const Entry& e : timeline) {
+
+  void fail(Failure kind, const std::string& message) {
+    if (!failures_[kind]) failures_[kind] = message;
+  }
+  // Nothing more to learn from the events.
+  bool stopped() const { return failures_[kRanks] || failures_[kPlacement]; }
+  bool failed() const {
+    return std::any_of(failures_.begin(), failures_.end(), [](const auto& f) { return f.has_value(); });
+  }
+
+  // The next event of the merge, in time order.
+  void add(const Entry& e) {
+    if (stopped()) return;
+    const int64_t rank = files_[e.file].rank;
+    const EventKind kind = e.event.kind;
+    const bool fault = kind == EventKind::kFaultDetected || kind == EventKind::kSdcDetected;
+    if (ended_ && rank != 0) return;  // after the job's end, only rank 0's own (an error) count
+    if (rank != 0) {
+      if (!fault) return;
+      dying_ = true;
+    } else if (dying_ && is_progress(kind)) {
+      return;
+    } else if (is_restart(kind)) {
+      dying_ = false;
+    }
+    if (rank == 0 && kind == EventKind::kJobEnd) {
+      ended_ = true;
+      // The scheduler's last End ends the job, when it has one.
+      if (allocations_ != nullptr && !allocations_->empty() && allocations_->back().end_s != 0) return;
+    }
+    if (allocations_ != nullptr) place(e);
+    feed(e);
+  }
+
+  // After the last event: the ledger's breakdown, or the first error.
+  Analysis finish(EventReader::Stats stats) {
+    if (allocations_ != nullptr && !stopped()) place_rest();
+    for (const auto& failure : failures_) {
+      if (failure) throw InputError(*failure);
+    }
+    if (ledger_skipped_ > 0 && stats.skipped == 0) stats.first_skip = ledger_first_skip_;
+    stats.skipped += ledger_skipped_;
+    stats.events = fed_;
+    Analysis out;
+    out.stats = stats;
+    out.breakdown = finish_ledger(ledger_, restore_asked_at_, lenient_, out.stats);
+    return out;
+  }
+
+ private:
+  // The scheduler's events, made from Slurm's records: each loop event belongs to the allocation
+  // with the latest Start at most 1 s after it and must come before that allocation's End + 1 s
+  // (Slurm keeps whole seconds, cut down). The allocation is granted at the earlier of Start and its
+  // first event and released at the later of End and its last event. Ties: the job becomes eligible
+  // and is granted before the loop's events at the same time, and released after them.
+  struct Pending {
+    int64_t t;
+    int order;   // 0: before the loop's events at the same time, 2: after
+    size_t seq;  // job_eligible, then each allocation's grant and release
+    EventKind kind;
+    size_t record;
+    bool operator<(const Pending& o) const {
+      return t != o.t ? t < o.t : order != o.order ? order < o.order : seq < o.seq;
+    }
+  };
+
+  void place(const Entry& e) {
+    const std::vector<SlurmRecord>& records = *allocations_;
     const int64_t t = e.event.t;
-    size_t i = n;
-    while (i > 0 && records[i - 1].start_s * kNsPerS - kNsPerS > t) --i;
+    while (entered_ < records.size() && records[entered_].start_s * kNsPerS - kNsPerS <= t) ++entered_;
+    const size_t i = entered_;  // the event's allocation is i - 1
     const bool after_end = i > 0 && records[i - 1].end_s != 0 && t >= (records[i - 1].end_s + 1) * kNsPerS;
     if (i == 0 || after_end) {
-      throw InputError(files[e.file].path + ": line " + std::to_string(e.line) + ": time " + std::to_string(t) +
-                       " ns lies outside the job's allocations in " + sacct_path +
-                       " (Slurm's Start to End, 1 s either side): the clocks differ, or the log is another job's");
+      return fail(kPlacement,
+                  files_[e.file].path + ": line " + std::to_string(e.line) + ": time " + std::to_string(t) +
+                      " ns lies outside the job's allocations in " + sacct_path_ +
+                      " (Slurm's Start to End, 1 s either side): the clocks differ, or the log is another job's");
     }
-    granted[i - 1] = std::min(granted[i - 1], t);
-    if (records[i - 1].end_s != 0) released[i - 1] = std::max(released[i - 1], t);
-  }
-  for (size_t i = 0; i + 1 < n; ++i) {
-    if (released[i] > granted[i + 1]) {
-      throw InputError(sacct_path + ": the loop's events make allocation " + std::to_string(i + 1) +
-                       " end after allocation " + std::to_string(i + 2) + " starts");
-    }
-  }
-  // Ties: the job becomes eligible and is granted before the loop's events at the same time, and
-  // released after them.
-  std::vector<std::pair<int, Entry>> all;
-  auto add = [&](int order, int64_t t, EventKind kind, const SlurmRecord& record) {
-    Entry e;
-    e.event.t = t;
-    e.event.kind = kind;
-    e.file = kScheduler;
-    e.line = record.job_index;
-    all.push_back({order, e});
-  };
-  add(0, std::min(records[0].eligible_s * kNsPerS, granted[0]), EventKind::kJobEligible, records[0]);
-  for (size_t i = 0; i < n; ++i) {
-    add(0, granted[i], EventKind::kAllocGranted, records[i]);
-    if (released[i] >= 0) {
-      add(2, released[i], i + 1 == n ? EventKind::kJobEnd : EventKind::kAllocReleased, records[i]);
+    granted_[i - 1] = std::min(granted_[i - 1], t);
+    if (records[i - 1].end_s != 0) released_[i - 1] = std::max(released_[i - 1], t);
+    settle(i - 1);  // the allocations before have had all of their events
+    if (granted_queued_ < i) queue_grant(i - 1);
+    // The scheduler's events before this one, in the order of the ties above.
+    while (!pending_.empty() && (pending_.front().t < t || (pending_.front().t == t && pending_.front().order == 0))) {
+      feed_pending();
     }
   }
-  for (const Entry& e : timeline) all.push_back({1, e});
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.second.event.t != b.second.event.t ? a.second.event.t < b.second.event.t : a.first < b.first;
-  });
-  std::vector<Entry> out;
-  for (const auto& [order, e] : all) out.push_back(e);
-  return out;
-}
+
+  // After the last event: every allocation is settled and its events fed.
+  void place_rest() {
+    settle(allocations_->size());
+    while (!pending_.empty()) feed_pending();
+  }
+
+  // Allocations before `end` have had all of their events: their grants and releases are known and
+  // queued, and each must be released before the next is granted.
+  void settle(size_t end) {
+    const std::vector<SlurmRecord>& records = *allocations_;
+    for (; settled_ < end; ++settled_) {
+      const size_t k = settled_;
+      if (granted_queued_ <= k) queue_grant(k);
+      if (released_[k] >= 0) {
+        const EventKind kind = k + 1 == records.size() ? EventKind::kJobEnd : EventKind::kAllocReleased;
+        queue({released_[k], 2, 2 + 2 * k, kind, k});
+      }
+      if (k + 1 < records.size() && released_[k] > granted_[k + 1]) {
+        fail(kOverlap, sacct_path_ + ": the loop's events make allocation " + std::to_string(k + 1) +
+                           " end after allocation " + std::to_string(k + 2) + " starts");
+      }
+    }
+  }
+
+  void queue_grant(size_t k) {
+    if (k == 0)
+      queue({std::min((*allocations_)[0].eligible_s * kNsPerS, granted_[0]), 0, 0, EventKind::kJobEligible, 0});
+    queue({granted_[k], 0, 1 + 2 * k, EventKind::kAllocGranted, k});
+    granted_queued_ = k + 1;
+  }
+
+  void queue(const Pending& p) { pending_.insert(std::upper_bound(pending_.begin(), pending_.end(), p), p); }
+
+  void feed_pending() {
+    const Pending p = pending_.front();
+    pending_.erase(pending_.begin());
+    Entry s;
+    s.event.t = p.t;
+    s.event.kind = p.kind;
+    s.file = kScheduler;
+    s.line = (*allocations_)[p.record].job_index;
+    feed(s);
+  }
+
+  // "events.rank0.jsonl: line 7", or the sacct record "sacct.json: jobs[2]" the event was made from.
+  std::string where(const Entry& e) const {
+    return e.file == kScheduler ? sacct_path_ + ": jobs[" + std::to_string(e.line) + "]"
+                                : files_[e.file].path + ": line " + std::to_string(e.line);
+  }
+
+  void feed(const Entry& e) {
+    if (failed()) return;
+    try {
+      const bool was_pending = ledger_.restore_pending();
+      ledger_.add(e.event);
+      if (!was_pending && ledger_.restore_pending()) restore_asked_at_ = where(e);
+      ++fed_;
+    } catch (const InputError& error) {
+      const std::string message = where(e) + ": " + error.what();
+      if (!lenient_) return fail(kLedger, message);
+      if (ledger_skipped_++ == 0) ledger_first_skip_ = message;
+    }
+  }
+
+  const std::vector<File>& files_;
+  Ledger ledger_;
+  bool lenient_;
+  const std::vector<SlurmRecord>* allocations_;
+  const std::string& sacct_path_;
+  std::array<std::optional<std::string>, kFailures> failures_;
+  bool dying_ = false;  // another rank reported a fault; rank 0 has not started over yet
+  bool ended_ = false;  // rank 0 logged job_end
+  uint64_t fed_ = 0;
+  std::string restore_asked_at_;  // the event that left a restore pending
+  uint64_t ledger_skipped_ = 0;
+  std::string ledger_first_skip_;
+  // Slurm's allocations: when each is granted and released (-1: never); how many the events have
+  // entered, how many are settled, how many grants are queued; the queued scheduler's events not fed
+  // yet, in order.
+  std::vector<int64_t> granted_, released_;
+  size_t entered_ = 0, settled_ = 0, granted_queued_ = 0;
+  std::vector<Pending> pending_;
+};
 
 }  // namespace
 
@@ -187,82 +325,80 @@ std::vector<std::string> expand_event_paths(const std::vector<std::string>& argu
 }
 
 Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOptions& options, bool lenient,
-                       const std::vector<SlurmRecord>* allocations, const std::string& sacct_path) {
-  Analysis out;
-  EventReader::Stats read_stats;
-  std::vector<File> files;
-  for (const auto& path : paths) files.push_back(read_file(path, lenient, read_stats));
-  for (auto& f : files) {
-    if (f.rank < 0) f.rank = rank_from_name(f.path);
-    if (f.rank < 0 && files.size() == 1) f.rank = 0;  // one file: it is the timeline
-    if (f.rank < 0) {
-      throw InputError(f.path + ": rank unknown: give its events a \"rank\" field or name it events.rank<N>.jsonl");
-    }
+                       const std::vector<SlurmRecord>* allocations, const std::string& sacct_path, Tally* measured) {
+  std::vector<File> files(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) files[i].path = paths[i];
+  // One file is streamed through the ledger, merged with what the others hold: rank 0's file when
+  // its name says so. The others are read first, keeping what the merge takes from them: every
+  // event of a file of rank 0, the faults of another rank's.
+  size_t streamed = 0;
+  for (size_t i = paths.size(); i-- > 0;) {
+    if (rank_from_name(paths[i]) == 0) streamed = i;
   }
-  if (std::none_of(files.begin(), files.end(), [](const File& f) { return f.rank == 0; })) {
-    throw InputError("no file of rank 0: the job's timeline is rank 0's");
-  }
-  std::stable_sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.rank < b.rank; });
-  std::vector<Entry> merged;
-  for (size_t i = 0; i < files.size(); ++i) {
-    for (auto& e : files[i].entries) {
-      e.file = i;
-      merged.push_back(e);
-    }
-    files[i].entries.clear();
-  }
-  // Ties keep the order above: rank 0 first, then by rank, then as given, then by line.
-  std::stable_sort(merged.begin(), merged.end(), [](const Entry& a, const Entry& b) { return a.event.t < b.event.t; });
-
-  // The job's timeline: rank 0's events and the other ranks' faults, by the rules above.
-  std::vector<Entry> timeline;
-  bool dying = false;  // another rank reported a fault; rank 0 has not started over yet
-  bool ended = false;  // rank 0 logged job_end
-  for (const Entry& e : merged) {
-    const int64_t rank = files[e.file].rank;
-    const EventKind kind = e.event.kind;
-    const bool fault = kind == EventKind::kFaultDetected || kind == EventKind::kSdcDetected;
-    if (ended && rank != 0) continue;  // after the job's end, only rank 0's own (an error) count
-    if (rank != 0) {
-      if (!fault) continue;
-      dying = true;
-    } else if (dying && is_progress(kind)) {
-      continue;
-    } else if (is_restart(kind)) {
-      dying = false;
-    }
-    if (rank == 0 && kind == EventKind::kJobEnd) {
-      ended = true;
-      // The scheduler's last End ends the job, when it has one.
-      if (allocations != nullptr && !allocations->empty() && allocations->back().end_s != 0) continue;
-    }
-    timeline.push_back(e);
-  }
-  if (allocations != nullptr) timeline = place_allocations(timeline, files, *allocations, sacct_path);
-
-  // "events.rank0.jsonl: line 7", or the sacct record "sacct.json: jobs[2]" the event was made from.
-  auto where = [&](const Entry& e) {
-    return e.file == kScheduler ? sacct_path + ": jobs[" + std::to_string(e.line) + "]"
-                                : files[e.file].path + ": line " + std::to_string(e.line);
-  };
-  Ledger ledger(options);
-  uint64_t fed = 0;
-  std::string restore_asked_at;  // the event that left a restore pending
-  for (const Entry& e : timeline) {
+  TallyCounter tally;
+  std::vector<Entry> held;
+  // The error of a file given after the streamed one, which reports its own error first.
+  std::optional<InputError> later_error;
+  for (size_t i = 0; i < files.size() && !later_error; ++i) {
+    if (i == streamed) continue;
+    const int64_t name_rank = rank_from_name(files[i].path);
     try {
-      const bool was_pending = ledger.restore_pending();
-      ledger.add(e.event);
-      if (!was_pending && ledger.restore_pending()) restore_asked_at = where(e);
-      ++fed;
-    } catch (const InputError& error) {
-      const std::string message = where(e) + ": " + error.what();
-      if (!lenient) throw InputError(message);
-      if (read_stats.skipped++ == 0) read_stats.first_skip = message;
+      read_file(files[i], i, lenient, tally, [&](const Entry& e) {
+        const int64_t rank = files[i].rank >= 0 ? files[i].rank : name_rank;
+        const EventKind kind = e.event.kind;
+        if (rank == 0 || kind == EventKind::kFaultDetected || kind == EventKind::kSdcDetected) held.push_back(e);
+      });
+    } catch (const InputError& e) {
+      if (i < streamed) throw;
+      later_error = e;
     }
   }
-  out.stats = read_stats;
-  out.stats.events = fed;
-  out.breakdown = finish_ledger(ledger, restore_asked_at, lenient, out.stats);
+
+  Timeline timeline(files, options, lenient, allocations, sacct_path);
+  size_t next_held = 0;
+  bool started = false;
+  // Ties: rank 0 first, then by rank, then as given, then by line.
+  auto comes_before = [&](const Entry& a, const Entry& b) {
+    return a.event.t != b.event.t ? a.event.t < b.event.t : files[a.file].order < files[b.file].order;
+  };
+  // Once the streamed file's rank is known (its first event): every file's, and the merge's order.
+  auto start = [&]() {
+    started = true;
+    for (File& f : files) {
+      if (f.rank < 0) f.rank = rank_from_name(f.path);
+      if (f.rank < 0 && files.size() == 1) f.rank = 0;  // one file: it is the timeline
+      if (f.rank < 0) {
+        return timeline.fail(
+            Timeline::kRanks,
+            f.path + ": rank unknown: give its events a \"rank\" field or name it events.rank<N>.jsonl");
+      }
+    }
+    if (std::none_of(files.begin(), files.end(), [](const File& f) { return f.rank == 0; })) {
+      return timeline.fail(Timeline::kRanks, "no file of rank 0: the job's timeline is rank 0's");
+    }
+    std::vector<size_t> by_rank(files.size());
+    std::iota(by_rank.begin(), by_rank.end(), 0);
+    std::stable_sort(by_rank.begin(), by_rank.end(), [&](size_t a, size_t b) { return files[a].rank < files[b].rank; });
+    for (size_t k = 0; k < by_rank.size(); ++k) files[by_rank[k]].order = k;
+    std::stable_sort(held.begin(), held.end(), comes_before);  // each file's in line order already
+  };
+  read_file(files[streamed], streamed, lenient, tally, [&](const Entry& e) {
+    if (!started) start();
+    if (timeline.stopped()) return;
+    while (next_held < held.size() && comes_before(held[next_held], e)) timeline.add(held[next_held++]);
+    timeline.add(e);
+  });
+  if (later_error) throw *later_error;
+  if (!started) start();
+  while (!timeline.stopped() && next_held < held.size()) timeline.add(held[next_held++]);
+
+  EventReader::Stats read_stats;  // the files' skipped lines, in the order given
+  for (const File& f : files) {
+    if (f.stats.skipped > 0 && read_stats.skipped == 0) read_stats.first_skip = f.stats.first_skip;
+    read_stats.skipped += f.stats.skipped;
+  }
+  Analysis out = timeline.finish(read_stats);
+  if (measured != nullptr) *measured = tally.finish();
   return out;
 }
 

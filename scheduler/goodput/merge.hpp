@@ -7,6 +7,7 @@
 
 #include "scheduler/goodput/analyze.hpp"
 #include "scheduler/goodput/sacct.hpp"
+#include "scheduler/goodput/tally.hpp"
 
 namespace sdc::goodput {
 
@@ -17,13 +18,16 @@ std::vector<std::string> expand_event_paths(const std::vector<std::string>& argu
 // The rank of a file: the "rank" field of its first event, else the number after "rank" in the
 // file name (events.rank3.jsonl), else 0 when it is the only file. Throws InputError naming the
 // file otherwise.
-// Reads the files whole (memory grows with the logs, unlike the single-file path), checks that each
-// is in time order, merges them by time (ties: rank 0's files first, then by rank, then in the
-// order given, then by line) and runs the result through the ledger. Errors name the file and line.
-// With `allocations` (Slurm's records of the job, read from `sacct_path`), the scheduler's eligible,
-// start and end times are merged in as job_eligible, alloc_granted and alloc_released (job_end for
-// the last), and the loop's own job_end is dropped.
+// Reads each file once, checks that each is in time order, merges them by time (ties: rank 0's
+// files first, then by rank, then in the order given, then by line) and runs the result through the
+// ledger as it goes. Rank 0's file is streamed; of the others only the faults are held (all of a
+// second file of rank 0), so memory grows with the faults, not the logs. Errors name the file and
+// line. With `allocations` (Slurm's records of the job, read from `sacct_path`), the scheduler's
+// eligible, start and end times are merged in as job_eligible, alloc_granted and alloc_released
+// (job_end for the last), and the loop's own job_end is dropped. With `measured`, the same pass
+// counts what tally_files would.
 Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOptions& options = {}, bool lenient = false,
-                       const std::vector<SlurmRecord>* allocations = nullptr, const std::string& sacct_path = "");
+                       const std::vector<SlurmRecord>* allocations = nullptr, const std::string& sacct_path = "",
+                       Tally* measured = nullptr);
 
 }  // namespace sdc::goodput

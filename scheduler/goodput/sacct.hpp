@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,15 @@ struct SlurmRecord {
   int64_t end_s = 0;
   size_t job_index = 0;  // its place in sacct's "jobs" array, for errors
 };
+
+// Calls `record` with each element of the "jobs" array of sacct's JSON at `path`, in order, each
+// parsed alone (through `keep`, nlohmann's parser callback, when given: it may drop a record's keys
+// while parsing), so memory holds one record however long the file. The rest of the file is checked
+// to be JSON and dropped. Throws InputError naming the file: not JSON (naming `jobs[i]` when the
+// record is the bad part), no "jobs" array, a record longer than 64 MiB.
+using SacctRecordSink = std::function<void(size_t index, const nlohmann::json& record)>;
+void for_each_sacct_record(const std::string& path, const SacctRecordSink& record,
+                           const nlohmann::json::parser_callback_t& keep = nullptr);
 
 // Parses sacct's JSON (the "jobs" array; times as integers, as Slurm 22.05 writes them, or as
 // {"set": true, "number": N} objects, as later versions do). Every record must belong to one job.

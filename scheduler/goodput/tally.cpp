@@ -5,72 +5,91 @@
 #include <fstream>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/event.hpp"
 
 namespace sdc::goodput {
+namespace {
+
+void close(int64_t& begin, int64_t t, Activity& a) {
+  if (begin < 0) return;
+  ++a.count;
+  a.ns += t - begin;
+  begin = -1;
+}
+
+}  // namespace
+
+void TallyCounter::start_file(size_t order) {
+  order_ = order;
+  save_begin_ = wait_begin_ = eval_begin_ = probe_begin_ = -1;
+  saves_ = first_save_end_ = last_save_end_ = 0;
+}
+
+void TallyCounter::add(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kCkptBegin: save_begin_ = e.t; break;
+    case EventKind::kCkptEnd:
+      if (save_begin_ >= 0) {
+        if (saves_++ == 0) first_save_end_ = e.t;
+        last_save_end_ = e.t;
+      }
+      close(save_begin_, e.t, tally_.saves);
+      break;
+    case EventKind::kDataWaitBegin: wait_begin_ = e.t; break;
+    case EventKind::kDataWaitEnd: close(wait_begin_, e.t, tally_.data_waits); break;
+    case EventKind::kEvalBegin: eval_begin_ = e.t; break;
+    case EventKind::kEvalEnd: close(eval_begin_, e.t, tally_.evals); break;
+    case EventKind::kProbeBegin: probe_begin_ = e.t; break;
+    case EventKind::kProbeEnd: close(probe_begin_, e.t, tally_.probes); break;
+    case EventKind::kStepEnd: step_ends_.push_back(e.t); break;
+    case EventKind::kFaultDetected:
+    case EventKind::kSdcDetected:
+      faults_.push_back(e.t);
+      // A fault ends what was running; a late end from the dying process is not a duration.
+      save_begin_ = wait_begin_ = eval_begin_ = probe_begin_ = -1;
+      break;
+    default: break;
+  }
+}
+
+void TallyCounter::end_file() {
+  if (saves_ > most_saves_ || (saves_ > 0 && saves_ == most_saves_ && order_ < most_saves_order_)) {
+    most_saves_ = saves_;
+    most_saves_order_ = order_;
+    tally_.save_interval_ns = saves_ > 1 ? (last_save_end_ - first_save_end_) / (saves_ - 1) : 0;
+  }
+}
+
+Tally TallyCounter::finish() {
+  // Each file's are in time order: one file's need no sort.
+  if (!std::is_sorted(faults_.begin(), faults_.end())) std::sort(faults_.begin(), faults_.end());
+  if (!std::is_sorted(step_ends_.begin(), step_ends_.end())) std::sort(step_ends_.begin(), step_ends_.end());
+  tally_.incidents = 0;
+  for (size_t i = 0; i < faults_.size(); ++i) {
+    // A new incident unless the previous report came after the last step that ended before this one.
+    const auto last_step = std::upper_bound(step_ends_.begin(), step_ends_.end(), faults_[i]);
+    const bool progressed = last_step != step_ends_.begin() && *(last_step - 1) > (i > 0 ? faults_[i - 1] : -1);
+    if (i == 0 || progressed) ++tally_.incidents;
+  }
+  return tally_;
+}
 
 Tally tally_files(const std::vector<std::string>& paths, bool lenient) {
-  Tally tally;
-  std::vector<int64_t> faults, step_ends;
-  int64_t most_saves = 0;
-  for (const std::string& path : paths) {
+  TallyCounter counter;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
     if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError("cannot read " + path);
-    // The begin time of each open activity of this file; -1 when none is open.
-    int64_t save_begin = -1, wait_begin = -1, eval_begin = -1, probe_begin = -1;
-    int64_t saves = 0, first_save_end = 0, last_save_end = 0;
-    auto close = [](int64_t& begin, int64_t t, Activity& a) {
-      if (begin < 0) return;
-      ++a.count;
-      a.ns += t - begin;
-      begin = -1;
-    };
+    counter.start_file(i);
     EventReader reader(lenient);
     try {
-      reader.read(in, [&](const Event& e) {
-        switch (e.kind) {
-          case EventKind::kCkptBegin: save_begin = e.t; break;
-          case EventKind::kCkptEnd:
-            if (save_begin >= 0) {
-              if (saves++ == 0) first_save_end = e.t;
-              last_save_end = e.t;
-            }
-            close(save_begin, e.t, tally.saves);
-            break;
-          case EventKind::kDataWaitBegin: wait_begin = e.t; break;
-          case EventKind::kDataWaitEnd: close(wait_begin, e.t, tally.data_waits); break;
-          case EventKind::kEvalBegin: eval_begin = e.t; break;
-          case EventKind::kEvalEnd: close(eval_begin, e.t, tally.evals); break;
-          case EventKind::kProbeBegin: probe_begin = e.t; break;
-          case EventKind::kProbeEnd: close(probe_begin, e.t, tally.probes); break;
-          case EventKind::kStepEnd: step_ends.push_back(e.t); break;
-          case EventKind::kFaultDetected:
-          case EventKind::kSdcDetected:
-            faults.push_back(e.t);
-            // A fault ends what was running; a late end from the dying process is not a duration.
-            save_begin = wait_begin = eval_begin = probe_begin = -1;
-            break;
-          default: break;
-        }
-      });
+      reader.read(in, [&](const Event& e) { counter.add(e); });
     } catch (const InputError& e) {
       throw InputError(path + ": " + e.what());
     }
-    if (saves > most_saves) {
-      most_saves = saves;
-      tally.save_interval_ns = saves > 1 ? (last_save_end - first_save_end) / (saves - 1) : 0;
-    }
+    counter.end_file();
   }
-  std::sort(faults.begin(), faults.end());
-  std::sort(step_ends.begin(), step_ends.end());
-  for (size_t i = 0; i < faults.size(); ++i) {
-    // A new incident unless the previous report came after the last step that ended before this one.
-    const auto last_step = std::upper_bound(step_ends.begin(), step_ends.end(), faults[i]);
-    const bool progressed = last_step != step_ends.begin() && *(last_step - 1) > (i > 0 ? faults[i - 1] : -1);
-    if (i == 0 || progressed) ++tally.incidents;
-  }
-  return tally;
+  return counter.finish();
 }
 
 }  // namespace sdc::goodput

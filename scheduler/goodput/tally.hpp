@@ -4,9 +4,12 @@
 // would pick (docs/goodput.md, "Cluster").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "scheduler/goodput/event.hpp"
 
 namespace sdc::goodput {
 
@@ -26,8 +29,31 @@ struct Tally {
   int64_t incidents = 0;
 };
 
-// Reads the files again (the ledger's pass does not keep these). Throws InputError naming the file
-// and line on bad input unless `lenient`.
+// Counts a Tally from the events of a job's files, one file after another, each in its own order.
+// Keeps 8 bytes per step_end and fault of all files (incidents are counted over all of them).
+class TallyCounter {
+ public:
+  // `order`: the file's place among the files as given; of files with as many saves, the first
+  // given sets the save interval.
+  void start_file(size_t order);
+  void add(const Event& e);
+  void end_file();
+  Tally finish();
+
+ private:
+  Tally tally_;
+  std::vector<int64_t> faults_, step_ends_;
+  // The file being counted: the begin time of each open activity (-1: none), and its saves.
+  int64_t save_begin_ = -1, wait_begin_ = -1, eval_begin_ = -1, probe_begin_ = -1;
+  int64_t saves_ = 0, first_save_end_ = 0, last_save_end_ = 0;
+  size_t order_ = 0;
+  // The file with the most saves so far.
+  int64_t most_saves_ = 0;
+  size_t most_saves_order_ = 0;
+};
+
+// Reads the files on their own (analyze_files counts the same in its pass). Throws InputError
+// naming the file and line on bad input unless `lenient`.
 Tally tally_files(const std::vector<std::string>& paths, bool lenient);
 
 }  // namespace sdc::goodput

@@ -14,6 +14,7 @@
 #include "host/error.hpp"
 #include "scheduler/fleet/cluster_report.hpp"
 #include "scheduler/goodput/commands.hpp"
+#include "scheduler/goodput/merge.hpp"
 #include "scheduler/goodput/report.hpp"
 #include "scheduler/goodput/simulator.hpp"
 #include "tests/fuzz/mutate.hpp"
@@ -363,6 +364,15 @@ TEST(ClusterLedger, TallyOfTheLogs) {
   EXPECT_EQ(t.data_waits, (goodput::Activity{1, 3}));
   EXPECT_EQ(t.save_interval_ns, 22);
   EXPECT_EQ(t.incidents, 2);  // 52 and 53: one; 90 and 95: one
+  // The ledger's pass counts the same (fleet goodput reads the logs once), in either order given.
+  for (const std::vector<std::string>& paths : {std::vector<std::string>{rank0, rank1}, {rank1, rank0}}) {
+    goodput::Tally one_pass;
+    goodput::analyze_files(paths, {}, false, nullptr, "", &one_pass);
+    EXPECT_EQ(one_pass.saves, t.saves);
+    EXPECT_EQ(one_pass.data_waits, t.data_waits);
+    EXPECT_EQ(one_pass.save_interval_ns, t.save_interval_ns);
+    EXPECT_EQ(one_pass.incidents, t.incidents);
+  }
 }
 
 void expect_error(const ClusterInputs& in, const std::string& needle) {
@@ -371,6 +381,32 @@ void expect_error(const ClusterInputs& in, const std::string& needle) {
     ADD_FAILURE() << "no error, expected " << needle;
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// sacct as Slurm writes it: "meta" and "errors" around "jobs", and records that carry steps whose
+// keys repeat the record's own. Read one record at a time, keeping the record's own fields, the
+// cluster is the same as from the bare records.
+TEST(ClusterLedger, SacctRecordsAreReadOneAtATimeByTheirOwnFields) {
+  Example plain;
+  const Cluster expected = compute_cluster(plain.inputs);
+  nlohmann::json full = nlohmann::json::parse(std::ifstream(plain.inputs.sacct_path));
+  for (nlohmann::json& r : full["jobs"]) {
+    r["steps"] = {{{"job_id", 1}, {"state", "x"}, {"time", {{"start", "later"}}}, {"tres", nullptr}}};
+  }
+  const std::string text = "{\"meta\": {\"jobs\": []}, \"jobs\": " + full["jobs"].dump() + ", \"errors\": []}";
+  Example real;
+  real.inputs.sacct_path = real.dir.file("sacct.json", text);
+  const Cluster c = compute_cluster(real.inputs);
+  ASSERT_EQ(c.jobs.size(), expected.jobs.size());
+  EXPECT_EQ(c.total.wall, expected.total.wall);
+  EXPECT_EQ(c.total.productive, expected.total.productive);
+  EXPECT_EQ(c.total.ns, expected.total.ns);
+  EXPECT_EQ(c.total.unlabelled, expected.total.unlabelled);
+  for (size_t j = 0; j < c.jobs.size(); ++j) {
+    EXPECT_EQ(c.jobs[j].job_id, expected.jobs[j].job_id);
+    EXPECT_EQ(c.jobs[j].user, expected.jobs[j].user);
+    EXPECT_EQ(c.jobs[j].records.size(), expected.jobs[j].records.size());
   }
 }
 

@@ -97,6 +97,45 @@ TEST_F(MergeTest, RanksFromFieldsOrNamesAndTheirErrors) {
   EXPECT_THROW(expand_event_paths({(dir_ / "none*.jsonl").string()}), InputError);
 }
 
+// The files are read once: rank 0's streamed, the others' faults held. Neither the order they are
+// given in nor a rank 0 log split over two files changes the timeline; with several bad files, the
+// first given reports its error, as when every file was read whole before the merge.
+TEST_F(MergeTest, OnePassMergeIsTheSameInAnyOrder) {
+  const std::vector<std::string> lines = {
+      "0 process_start",  "0 step_begin 0",    "10 step_end 0",    "10 ckpt_begin 0",
+      "12 ckpt_end 0",    "12 ckpt_commit 0",  "12 step_begin 1",  "20 step_end 1",
+      "20 step_begin 2",  "60 fault_detected", "70 process_start", "70 restore_begin",
+      "75 restore_end 0", "75 step_begin 1",   "85 step_end 1",    "85 job_end"};
+  const auto r0 = write("events.rank0.jsonl", log(lines));
+  const auto r1 = write("events.rank1.jsonl", log({"0 process_start", "5 step_begin 0", "25 fault_detected"}));
+  const auto r2 = write("events.rank2.jsonl", log({"0 process_start", "26 fault_detected", "86 step_end 9"}));
+  const Analysis given = analyze_files({r0, r1, r2});
+  EXPECT_EQ(given.breakdown.wall_ns, 85 * kS);
+  // Rank 1's fault at 25 stops the job, not rank 0's own at 60: 25-70 is detection & teardown; rank
+  // 2's at 26 is the same incident.
+  EXPECT_EQ(given.breakdown[Category::kDetectionTeardown].ns, 45 * kS);
+  // Alone, rank 0's fault at 60 finds step 2 hung since 20: rework for the median step (8 s), then
+  // detection & teardown to 70.
+  EXPECT_EQ(analyze_files({r0}).breakdown[Category::kDetectionTeardown].ns, 42 * kS);
+  for (const std::vector<std::string>& order : {std::vector<std::string>{r2, r1, r0}, {r1, r0, r2}}) {
+    const Analysis a = analyze_files(order);
+    EXPECT_TRUE(a.breakdown.same_labels(given.breakdown));
+    EXPECT_EQ(a.breakdown.rollbacks, given.breakdown.rollbacks);
+    EXPECT_EQ(a.stats.events, given.stats.events);
+  }
+  // Rank 0's log in two files, before and after the fault: one is held whole, and merged by time.
+  const std::vector<std::string> before(lines.begin(), lines.begin() + 9), after(lines.begin() + 9, lines.end());
+  const auto a = write("a.jsonl", log(before, ",\"rank\":0")), b = write("b.jsonl", log(after, ",\"rank\":0"));
+  for (const std::vector<std::string>& order : {std::vector<std::string>{a, b, r1, r2}, {r2, b, r1, a}}) {
+    EXPECT_TRUE(analyze_files(order).breakdown.same_labels(given.breakdown));
+  }
+
+  const auto bad0 = write("bad.rank0.jsonl", log({"0 process_start", "1 step_begin 0"}) + "{\n");
+  const auto bad1 = write("bad.rank1.jsonl", "x\n");
+  EXPECT_EQ(thrown({bad0, bad1}), bad0 + ": line 3: not valid JSON");
+  EXPECT_EQ(thrown({bad1, bad0}), bad1 + ": line 1: not valid JSON");
+}
+
 TEST_F(MergeTest, RealSacctRecordsOfARequeuedJob) {
   // Slurm 22.05's `sacct -j 1 --duplicates --json` for a job requeued while running, trimmed to
   // the fields read, and the job's own GoodputLog; both from deploy.slurm_sacct_real's setup.
@@ -198,6 +237,49 @@ TEST_F(MergeTest, SacctJsonIsCheckedField_ByField) {
   EXPECT_EQ(records[0].eligible_s, 10);
   EXPECT_EQ(records[0].start_s, 12);
   EXPECT_EQ(records[0].end_s, 0);
+}
+
+// sacct's JSON is cut into its records and each is parsed alone: strings and keys that look like
+// structure, members around "jobs" (checked, then dropped) and the file's end are all read as JSON.
+TEST_F(MergeTest, SacctJsonIsReadOneRecordAtATime) {
+  const std::string t = "\"time\":{\"eligible\":1,\"start\":2,\"end\":3}";
+  const std::string tricky = "\"name\":\"a]}\\\"{[,\"";  // "a]}\"{[," inside a string
+  const auto records = read_sacct_json(write(
+      "ok.json", " {\"meta\": {\"jobs\": 5, \"x\": [\"]\"]}, \"jo\\u0062s\" :\n [ {\"job_id\":1," + tricky + "," + t +
+                     "} ,\r\n {\"job_id\":1,\"time\":{\"eligible\":3,\"start\":4,\"end\":6}}], \"errors\": [], \"n\": "
+                     "-1.5e3 }\n"));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].start_s, 2);
+  EXPECT_EQ(records[1].job_index, 1u);
+  EXPECT_EQ(records[1].end_s, 6);
+
+  auto error = [&](const std::string& text) {
+    try {
+      read_sacct_json(write("s.json", text));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string path = (dir_ / "s.json").string();
+  const std::string job = "{\"job_id\":1," + t + "}";
+  const std::string not_json = path + ": not valid JSON (expected `sacct --json` output)";
+  EXPECT_EQ(error(""), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "]} x"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "]"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + " " + job + "]}"), not_json);
+  EXPECT_EQ(error("{\"meta\":{\"a\":tru},\"jobs\":[" + job + "]}"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "],}"), not_json);
+  EXPECT_EQ(error("{\"jobs\":[" + job + ",{\"job_id\":1,]}"), path + ": jobs[1]: not valid JSON");
+  EXPECT_EQ(error("{\"jobs\":[" + job + ",]}"), path + ": jobs[1]: not valid JSON");
+  const std::string no_jobs = path + ": no \"jobs\" array (expected `sacct --json` output)";
+  EXPECT_EQ(error("[" + job + "]"), no_jobs);
+  EXPECT_EQ(error("{\"meta\":{\"jobs\":[" + job + "]}}"), no_jobs);
+  EXPECT_EQ(error("{\"jobs\":null}"), no_jobs);
+  EXPECT_EQ(error("{\"jobs\":[" + job + "],\"jobs\":[]}"), path + ": two \"jobs\" arrays");
+  // One record is held at a time, up to a bound: a longer one is refused by its place.
+  EXPECT_EQ(error("{\"jobs\":[" + job + ",{\"job_id\":1,\"name\":\"" + std::string((64 << 20) + 1, 'x') + "\"}]}"),
+            path + ": jobs[1] is longer than 64 MiB");
 }
 
 }  // namespace
