@@ -174,8 +174,9 @@ void InlineProbe::start_rotation(Done& first) {
   const auto carrier =
       std::find_if(probes_.begin(), probes_.end(), [](const Probe* p) { return is_memory_probe(p->id()); });
   if (carrier == probes_.end()) return;
-  // The memory probes' own rate in the run just made, over their in-cache buffer: above the rate
-  // of device memory, so the slice errs large (plan_rotation caps it at the cache).
+  // The memory probes' own rate in the run just made, over their in-cache buffer, is above the rate
+  // of device memory, and that run's cost includes setting up the buffers: both make the slice err
+  // large, and plan_rotation caps it at the cache.
   double bytes = 0, seconds = 0;
   for (const auto& r : first.results) {
     if (!is_memory_probe(r["probe"].get<std::string>())) continue;
