@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -19,6 +20,7 @@
 #include "host/cpu_patterns.hpp"
 #include "host/error.hpp"
 #include "host/parse_number.hpp"
+#include "host/pci_inventory.hpp"
 #include "kernels/common/chains.hpp"
 #include "kernels/common/corruption.hpp"
 
@@ -125,6 +127,7 @@ DeviceIdentity cpu_identity(int index, const std::vector<int>& cores) {
   id.compute_units = static_cast<int>(cores.size());
   id.compute_capability = instruction_set();
   id.memory_bytes = read_meminfo_kib("MemTotal:") * 1024;
+  id.cache_bytes = cpu_cache_bytes(system_root(), cores);
   struct utsname u {};
   if (::uname(&u) == 0) id.driver_version = std::string("linux ") + u.release;
   id.runtime_version = "openmp " + std::to_string(_OPENMP);
@@ -140,6 +143,39 @@ CpuDevice::CpuDevice(int index, std::vector<int> cores, int sharing)
     host_memory_bytes_ = parse_size(kHostMemoryVariable, text, uint64_t{1} << 20, uint64_t{1} << 48);
   }
 }
+
+uint64_t cpu_cache_bytes(const std::string& root, const std::vector<int>& cores) {
+  namespace fs = std::filesystem;
+  std::map<std::string, uint64_t> caches;  // by the list of cores that share each
+  for (int core : cores) {
+    const fs::path dir = fs::path(root) / "sys/devices/system/cpu" / ("cpu" + std::to_string(core)) / "cache";
+    uint64_t level = 0, size = 0;
+    std::string shared;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().filename().string().rfind("index", 0) != 0) continue;
+      const std::optional<uint64_t> l = parse_unsigned(read_sysfs_value(it->path() / "level"));
+      uint64_t s = 0;
+      try {
+        s = parse_size("cache size", read_sysfs_value(it->path() / "size"), 1, uint64_t{1} << 40);
+      } catch (const InputError&) {
+        return 0;
+      }
+      if (!l) return 0;
+      if (*l > level || (*l == level && s > size)) {
+        level = *l;
+        size = s;
+        shared = read_sysfs_value(it->path() / "shared_cpu_list");
+      }
+    }
+    if (size == 0) return 0;
+    caches[shared.empty() ? std::to_string(core) : shared] = size;
+  }
+  uint64_t total = 0;
+  for (const auto& [cores_sharing, bytes] : caches) total += bytes;
+  return total;
+}
+
 
 uint64_t CpuDevice::free_memory_bytes() const { return read_meminfo_kib("MemAvailable:") * 1024; }
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "host/device.hpp"
@@ -53,6 +54,12 @@ class CpuDevice : public Device {
 // together: a byte count with an optional K, M or G (`--host-memory` sets it for its process and
 // the workers it starts). Unset: half of MemAvailable.
 inline constexpr const char* kHostMemoryVariable = "SDCPROBE_HOST_MEMORY";
+
+// The last-level cache of `cores`, from root/sys/devices/system/cpu/cpuN/cache/index*/ (level, size,
+// shared_cpu_list): each core's highest-level cache, each cache counted once however many of the
+// cores share it, so that a device spanning several dies counts every die's cache. 0 (unknown) when
+// any core's cache directory is missing or holds an entry that cannot be read.
+uint64_t cpu_cache_bytes(const std::string& root, const std::vector<int>& cores);
 
 // SIMD lanes the CPU chain kernels use for elements of `width_bits` (8 x fp32 on AVX2).
 unsigned cpu_simd_lanes(unsigned width_bits);

@@ -27,6 +27,9 @@ struct DeviceIdentity {
   int compute_units = 0;           // SMs, or cores
   std::string compute_capability;  // "9.0"; CPU: the instruction set the vector paths use
   uint64_t memory_bytes = 0;
+  // The last-level cache that memory tests must exceed to reach memory: a GPU's L2; a CPU device's
+  // largest cache level, each cache its cores share counted once. 0: unknown.
+  uint64_t cache_bytes = 0;
   std::string driver_version;
   std::string runtime_version;
   std::vector<int> cores;  // CPU only

@@ -64,6 +64,8 @@ std::string system_root() {
   return root != nullptr && *root != '\0' ? root : "/";
 }
 
+std::string read_sysfs_value(const std::string& path) { return std::string(trim(read_small_file(path))); }
+
 std::optional<unsigned> parse_sysfs_hex(std::string_view text) {
   text = trim(text);
   if (text.size() < 3 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) return std::nullopt;

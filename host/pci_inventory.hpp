@@ -23,6 +23,8 @@ struct PciGpu {
 
 // The root that holds sys/ and proc/: $SDCPROBE_SYSFS_ROOT (a test seam), "/" by default.
 std::string system_root();
+// A sysfs attribute's text without surrounding whitespace; empty when it cannot be read.
+std::string read_sysfs_value(const std::string& path);
 
 // Every NVIDIA display or 3D controller (PCI class 0x03xxxx) under root/sys/bus/pci/devices, and
 // every GPU under root/proc/driver/nvidia/gpus, once each, sorted by bus id. NVSwitches and the GPUs'

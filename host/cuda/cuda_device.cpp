@@ -388,6 +388,7 @@ DeviceIdentity identify(int ordinal, int index, const std::string& driver, const
   id.compute_units = prop.multiProcessorCount;
   id.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
   id.memory_bytes = prop.totalGlobalMem;
+  id.cache_bytes = static_cast<uint64_t>(prop.l2CacheSize);  // cudaDevAttrL2CacheSize
   id.driver_version = driver;
   id.runtime_version = runtime;
   return id;

@@ -93,6 +93,37 @@ class InlineProbeTest(unittest.TestCase):
         self.assertEqual(detected[0]["step"], 10)
         self.assertTrue(detected[0]["device"].startswith("CPU-"))
 
+    def test_verdict_reports_the_memory_rotation(self):
+        # Every core shares one 1 MiB last-level cache (a fake sysfs tree): 3 slices of 1 MiB.
+        root = os.path.join(self.dir.name, "root")
+        for core in os.sched_getaffinity(0):
+            cache = os.path.join(root, "sys/devices/system/cpu/cpu%d/cache/index3" % core)
+            os.makedirs(cache)
+            for name, text in (("level", "3"), ("size", "1024K"), ("shared_cpu_list", "0-1023")):
+                with open(os.path.join(cache, name), "w") as f:
+                    f.write(text + "\n")
+        os.environ["SDCPROBE_SYSFS_ROOT"] = root
+        try:
+            probe = InlineProbe(backend="cpu", every=1, seed=3, probes="mem.random_blocks")
+        finally:
+            del os.environ["SDCPROBE_SYSFS_ROOT"]
+        for step in range(7):
+            wait_idle(probe)
+            probe.step(step)
+        probe.close()
+        v = probe.verdict
+        self.assertEqual(v["verdict"], "pass")
+        self.assertEqual(v["memory_rotation"], {
+            "probe": "mem.random_blocks", "cache_bytes": 1 << 20, "cache": "device", "region_bytes": 3 << 20,
+            "region_cache_multiple": 3.0, "slice_bytes": 1 << 20, "slices": 3, "cycle_steps": 3,
+            "slices_checked": 7})
+        self.assertIn("a 3.0 MiB region (3.00x the 1.0 MiB cache) in 3 slices", v["cadence"])
+        rotation = [r for r in v["results"] if r["probe"] == "mem.random_blocks"][0]["params"]["rotation"]
+        self.assertEqual((rotation["slice"], rotation["checked"], rotation["mismatches"]), (0, (1 << 20) // 8, 0))
+        # Without a memory probe there is no region.
+        with InlineProbe(backend="cpu", every=1, seed=3, probes="alu.fma32") as alu_only:
+            self.assertIsNone(alu_only.verdict["memory_rotation"])
+
     def test_bad_config_is_a_clear_error(self):
         with self.assertRaisesRegex(SDCProbeError, "backend 'tpu'"):
             InlineProbe(backend="tpu")

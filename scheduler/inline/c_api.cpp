@@ -180,7 +180,8 @@ sdc_status sdc_device_identity(const char* backend, int32_t device, char* buf, s
                               {"index", device},
                               {"name", id.name},
                               {"uuid", id.uuid},
-                              {"pci_bus_id", id.pci_bus_id}};
+                              {"pci_bus_id", id.pci_bus_id},
+                              {"cache_bytes", id.cache_bytes}};
     return copy_out(j.dump(), buf, len, needed);
   });
 }

@@ -18,7 +18,8 @@ namespace {
 constexpr double kSecondsPerDay = 86400.0;
 
 // Inline probes are small: they run between steps, within a fraction of a step. Memory probes
-// take the quick level's passes over a small buffer; chains are shortened.
+// take the quick level's passes over a small buffer, which stays in cache (the rotation,
+// memory_rotation.hpp, is what reaches device memory); chains are shortened.
 constexpr uint64_t kInlineBufferBytes = 4u << 20;
 constexpr uint32_t kInlineChainIterations = 256;
 // The goodput reader's line limit.
@@ -137,6 +138,11 @@ InlineProbe::InlineProbe(InlineConfig config)
                                device_->identity().label() + ": " + r.value("reason", ""));
     }
   }
+  start_rotation(first);
+  if (!auto_every_) {
+    cadence_note_ = "probe every " + std::to_string(every_) + " steps (fixed)";
+    if (rotation_) cadence_note_ += "; " + rotation_note();
+  }
   collect(std::move(first));
   options_.injector = injector_.get();
   worker_ = std::thread([this] { worker_loop(); });
@@ -164,6 +170,65 @@ void InlineProbe::check_stream(void* stream) {
   }
 }
 
+void InlineProbe::start_rotation(Done& first) {
+  const auto carrier =
+      std::find_if(probes_.begin(), probes_.end(), [](const Probe* p) { return is_memory_probe(p->id()); });
+  if (carrier == probes_.end()) return;
+  // The memory probes' own rate in the run just made, over their in-cache buffer, is above the rate
+  // of device memory, and that run's cost includes setting up the buffers: both make the slice err
+  // large, and plan_rotation caps it at the cache.
+  double bytes = 0, seconds = 0;
+  for (const auto& r : first.results) {
+    if (!is_memory_probe(r["probe"].get<std::string>())) continue;
+    bytes += r["bytes"].get<double>();
+    seconds += r["duration_s"].get<double>() - r["setup_s"].get<double>();
+  }
+  const RotationPlan plan =
+      plan_rotation(device_->identity().cache_bytes, first.seconds, seconds > 0 ? bytes / seconds : 0);
+  rotation_ = std::make_unique<MemoryRotation>(*device_, plan, probe_seed(options_.seed, (*carrier)->id()));
+  // Every slice's first visit, which only writes: from the first probe on, each visit checks one.
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t s = 0; s < plan.slices; ++s) rotation_->visit_next();
+  const double write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A later visit reads and writes one slice: about twice a first visit, in the cost the cadence starts from.
+  first.seconds += 2 * write_s / static_cast<double>(plan.slices);
+  rotating_probe_ = std::make_unique<RotatingMemoryProbe>(**carrier, *rotation_);
+  *carrier = rotating_probe_.get();
+}
+
+int64_t InlineProbe::cycle_steps() const {
+  const auto slices = static_cast<int64_t>(rotation_->plan().slices);
+  return every_ > std::numeric_limits<int64_t>::max() / slices ? std::numeric_limits<int64_t>::max() : every_ * slices;
+}
+
+std::string InlineProbe::rotation_note() const {
+  const RotationPlan& plan = rotation_->plan();
+  const auto mib = [](uint64_t b) { return static_cast<double>(b) / (1 << 20); };
+  char note[256];
+  std::snprintf(note, sizeof(note),
+                "memory: a %.1f MiB region (%.2fx the %.1f MiB cache%s) in %llu slices of %.1f MiB, one per "
+                "probe: each slice is checked every %lld steps",
+                mib(plan.region_bytes()),
+                static_cast<double>(plan.region_bytes()) / static_cast<double>(plan.cache_bytes), mib(plan.cache_bytes),
+                plan.cache_assumed ? ", assumed" : "", static_cast<unsigned long long>(plan.slices),
+                mib(plan.slice_bytes), static_cast<long long>(cycle_steps()));
+  return note;
+}
+
+nlohmann::json InlineProbe::rotation_json() const {
+  if (!rotation_) return nullptr;
+  const RotationPlan& plan = rotation_->plan();
+  return {{"probe", rotating_probe_->id()},
+          {"cache_bytes", plan.cache_bytes},
+          {"cache", plan.cache_assumed ? "assumed" : "device"},
+          {"region_bytes", plan.region_bytes()},
+          {"region_cache_multiple", static_cast<double>(plan.region_bytes()) / static_cast<double>(plan.cache_bytes)},
+          {"slice_bytes", plan.slice_bytes},
+          {"slices", plan.slices},
+          {"cycle_steps", cycle_steps()},
+          {"slices_checked", slices_checked_}};
+}
+
 void InlineProbe::choose_cadence() {
   std::vector<double> steps = step_times_;
   std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
@@ -180,14 +245,15 @@ void InlineProbe::choose_cadence() {
   const double optimal_steps =
       goodput::optimal_probe_interval(config_.sdc_rate_per_device_day / kSecondsPerDay, cost) / step_s_;
   const double budget_steps = cost / (kBudgetMargin * config_.budget_fraction * step_s_);
-  char note[512];
+  char note[384];
   std::snprintf(note, sizeof(note),
                 "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day, budget %.3g): "
                 "the planner's optimum is %.4g steps, the budget allows one probe per %.4g steps; the larger wins",
                 static_cast<long long>(every_), step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction,
                 optimal_steps, budget_steps);
   cadence_note_ = note;
-  std::fprintf(stderr, "sdcprobe inline: %s\n", note);
+  if (rotation_) cadence_note_ += "; " + rotation_note();
+  std::fprintf(stderr, "sdcprobe inline: %s\n", cadence_note_.c_str());
 }
 
 void InlineProbe::step(int64_t step, void* stream) {
@@ -308,6 +374,7 @@ InlineProbe::Done InlineProbe::run_probes(int64_t step, bool log_events) {
     }
     done.fault = done.fault || r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError;
     done.skipped = done.skipped || r.outcome == Outcome::kSkipped;
+    if (r.params.contains("rotation")) done.slice_checked = r.params["rotation"]["checked"].get<uint64_t>() > 0;
     done.results.push_back(to_json(r));
   }
   done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -316,6 +383,7 @@ InlineProbe::Done InlineProbe::run_probes(int64_t step, bool log_events) {
 
 void InlineProbe::collect(Done done) {
   ++probes_run_;
+  if (done.slice_checked) ++slices_checked_;
   probe_costs_.push_back(done.seconds);
   last_results_ = std::move(done.results);
   if (done.fault) {
@@ -351,6 +419,7 @@ nlohmann::json InlineProbe::verdict() const {
                       {"auto", auto_every_},
                       {"step_seconds", step_s_},
                       {"cadence", cadence_note_},
+                      {"memory_rotation", rotation_json()},
                       {"results", last_results_}};
   return j;
 }

@@ -18,6 +18,7 @@
 #include "host/device.hpp"
 #include "probes/probe.hpp"
 #include "scheduler/inline/event_log.hpp"
+#include "scheduler/inline/memory_rotation.hpp"
 #include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
@@ -82,6 +83,7 @@ class InlineProbe {
     bool skipped = false;  // a probe could not run: no verdict, and no SDC either
     double seconds = 0;
     nlohmann::json results = nlohmann::json::array();
+    bool slice_checked = false;  // the memory rotation checked a slice
   };
 
   void worker_loop();
@@ -89,10 +91,18 @@ class InlineProbe {
   void collect(Done done);
   void choose_cadence();
   void check_stream(void* stream);
+  void start_rotation(Done& first);
+  int64_t cycle_steps() const;  // slices x every: the steps between two checks of one slice
+  std::string rotation_note() const;
+  nlohmann::json rotation_json() const;
 
   InlineConfig config_;
   std::unique_ptr<Device> device_;
   std::vector<const Probe*> probes_;
+  // With a memory probe in the set: the region it rotates through (after device_, which it uses),
+  // and that probe with the rotation's visit added, in place of the plain one in probes_.
+  std::unique_ptr<MemoryRotation> rotation_;
+  std::unique_ptr<RotatingMemoryProbe> rotating_probe_;
   std::unique_ptr<Injector> injector_;
   RunOptions options_;
   EventLog log_;
@@ -112,6 +122,7 @@ class InlineProbe {
   int64_t probes_skipped_busy_ = 0;
   int64_t probes_skipped_capturing_ = 0;
   int64_t failures_ = 0;
+  int64_t slices_checked_ = 0;
   int64_t last_step_ = -1;
   std::string verdict_ = "none";
   nlohmann::json last_results_ = nlohmann::json::array();

@@ -181,6 +181,7 @@ nlohmann::json identity_to_json(const DeviceIdentity& d) {
                       {"compute_units", d.compute_units},
                       {"compute_capability", d.compute_capability},
                       {"memory_bytes", d.memory_bytes},
+                      {"cache_bytes", d.cache_bytes},
                       {"driver_version", d.driver_version},
                       {"runtime_version", d.runtime_version}};
   if (!d.cores.empty()) j["cores"] = d.cores;
@@ -198,6 +199,7 @@ DeviceIdentity identity_from_json(const nlohmann::json& j) {
   d.compute_units = j.at("compute_units").get<int>();
   d.compute_capability = j.at("compute_capability").get<std::string>();
   d.memory_bytes = j.at("memory_bytes").get<uint64_t>();
+  d.cache_bytes = j.value("cache_bytes", uint64_t{0});  // absent from reports before it was added
   d.driver_version = j.at("driver_version").get<std::string>();
   d.runtime_version = j.at("runtime_version").get<std::string>();
   if (j.contains("cores")) d.cores = j.at("cores").get<std::vector<int>>();

@@ -2,10 +2,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
+#include "host/cpu_parallel.hpp"
+#include "host/parse_number.hpp"
 #include "kernels/common/chains.hpp"
 #include "probes/chain_probe.hpp"
+#include "tests/fuzz/mutate.hpp"
 
 namespace sdc {
 namespace {
@@ -222,6 +229,93 @@ TEST(CpuDevices, PreFaultingALargeBufferBeatsTheHeartbeat) {
 }
 
 TEST(CpuDevices, RejectsZeroDevices) { EXPECT_THROW(make_cpu_devices(0), std::exception); }
+
+// A fake root/sys/devices/system/cpu tree: per core, cache entries of (level, size, shared cores).
+class CpuCacheTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("sdcprobe-cpu-cache-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+  }
+  void TearDown() override {
+    ::unsetenv("SDCPROBE_SYSFS_ROOT");
+    std::filesystem::remove_all(root_);
+  }
+  void cache(int core, int index, const std::string& level, const std::string& size, const std::string& shared) {
+    const auto dir =
+        root_ / "sys/devices/system/cpu" / ("cpu" + std::to_string(core)) / "cache" / ("index" + std::to_string(index));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "level") << level << "\n";
+    std::ofstream(dir / "size") << size << "\n";
+    std::ofstream(dir / "shared_cpu_list") << shared << "\n";
+  }
+  // Two dies of two cores: private 32K L1 and 1M L2, a 32M L3 per die.
+  void two_dies() {
+    for (int core = 0; core < 4; ++core) {
+      const std::string die = core < 2 ? "0-1" : "2-3";
+      cache(core, 0, "1", "32K", std::to_string(core));
+      cache(core, 2, "2", "1024K", std::to_string(core));
+      cache(core, 3, "3", "32768K", die);
+    }
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(CpuCacheTree, CountsEachLastLevelCacheOnceAcrossTheDevicesCores) {
+  two_dies();
+  EXPECT_EQ(cpu_cache_bytes(root_, {0}), 32ULL << 20);
+  EXPECT_EQ(cpu_cache_bytes(root_, {0, 1}), 32ULL << 20);  // one L3 shared by both
+  EXPECT_EQ(cpu_cache_bytes(root_, {1, 2}), 64ULL << 20);  // a core on each die: both L3s
+  EXPECT_EQ(cpu_cache_bytes(root_, {0, 1, 2, 3}), 64ULL << 20);
+}
+
+TEST_F(CpuCacheTree, UnknownWhenAnyCoresCacheIsMissingOrUnreadable) {
+  two_dies();
+  EXPECT_EQ(cpu_cache_bytes(root_, {0, 7}), 0u);  // no cpu7
+  cache(3, 3, "3", "32768X", "2-3");
+  EXPECT_EQ(cpu_cache_bytes(root_, {2, 3}), 0u);
+  cache(3, 3, "three", "32768K", "2-3");
+  EXPECT_EQ(cpu_cache_bytes(root_, {3}), 0u);
+  cache(3, 3, "3", "", "2-3");
+  EXPECT_EQ(cpu_cache_bytes(root_, {3}), 0u);
+  // Core 3's unreadable L3 never lets its L2 pass for the last level; the other die still reads.
+  EXPECT_EQ(cpu_cache_bytes(root_, {0, 1}), 32ULL << 20);
+}
+
+// The identity reads the tree under SDCPROBE_SYSFS_ROOT, as the PCI inventory does.
+TEST_F(CpuCacheTree, IdentityReadsTheCacheUnderTheSysfsRoot) {
+  const std::vector<int> cores = available_cores();
+  for (int core : cores) cache(core, 3, "3", "2048K", "0-1023");
+  ::setenv("SDCPROBE_SYSFS_ROOT", root_.c_str(), 1);
+  EXPECT_EQ(make_cpu_devices(1)[0]->identity().cache_bytes, 2ULL << 20);
+  std::filesystem::remove_all(root_);
+  EXPECT_EQ(make_cpu_devices(1)[0]->identity().cache_bytes, 0u);  // absent: unknown
+}
+
+// Seeded mutations of the level and size files: the answer is the size the files still say, or 0,
+// never a crash or a number read from a malformed file.
+TEST_F(CpuCacheTree, MutatedCacheFilesGiveTheirSizeOrUnknown) {
+  constexpr uint64_t kSeed = 20261201;
+  fuzz::Mutator mutator(kSeed);
+  int read = 0, unknown = 0;
+  for (int i = 0; i < 200; ++i) {
+    const std::string level = i % 2 == 0 ? mutator.mutate("3") : "3";
+    const std::string size = i % 2 == 1 ? mutator.mutate("32768K", {"K", "M", "G"}) : "32768K";
+    cache(0, 3, level, size, "0");
+    const uint64_t got = cpu_cache_bytes(root_, {0});
+    ++(got != 0 ? read : unknown);
+    SCOPED_TRACE("seed " + std::to_string(kSeed) + " case " + std::to_string(i) + ": level '" + level + "' size '" +
+                 size + "'");
+    if (got != 0) {
+      const size_t begin = size.find_first_not_of(" \t\r\n"), end = size.find_last_not_of(" \t\r\n");
+      ASSERT_NE(begin, std::string::npos);
+      EXPECT_EQ(got, parse_size("size", size.substr(begin, end + 1 - begin), 1, 1ULL << 40));
+    }
+  }
+  EXPECT_GT(read, 0);  // the mutations left some files readable and broke others
+  EXPECT_GT(unknown, 0);
+}
 
 }  // namespace
 }  // namespace sdc

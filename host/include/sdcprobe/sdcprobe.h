@@ -63,7 +63,9 @@ typedef struct sdc_inline sdc_inline;
 /* Fills `config` with defaults. */
 SDC_API void sdc_inline_config_init(sdc_inline_config* config);
 
-/* Opens the device (that one alone) and allocates every probe buffer once. */
+/* Opens the device (that one alone) and allocates every probe buffer once; with a mem.* probe in the
+ * set, also the region the inline memory rotation checks (more than twice the device's last-level
+ * cache, docs/inline.md): SDC_ERR_INTERNAL, saying how much it needs, when the device cannot spare it. */
 SDC_API sdc_status sdc_inline_create(const sdc_inline_config* config, sdc_inline** out);
 
 /* Call once per training step (step >= 0), after the step's work is enqueued. Never blocks: on a
@@ -119,8 +121,9 @@ SDC_API sdc_status sdc_digest_host(const void* data, size_t bytes, sdc_digest* o
 SDC_API sdc_status sdc_digest_cuda(const void* data, size_t bytes, sdc_digest* device_out, void* stream);
 
 /* The identity of `device` of `backend` ("cpu" or "cuda"; NULL or "auto": CUDA when present) as a
- * NUL-terminated JSON object {"backend", "index", "name", "uuid", "pci_bus_id"} into buf (capacity
- * len): a GPU's UUID and PCI bus id in nvidia-smi's forms; a CPU's "CPU-..." id and "cpu:<cores>".
+ * NUL-terminated JSON object {"backend", "index", "name", "uuid", "pci_bus_id", "cache_bytes"} into
+ * buf (capacity len): a GPU's UUID and PCI bus id in nvidia-smi's forms; a CPU's "CPU-..." id and
+ * "cpu:<cores>"; the last-level cache (a GPU's L2), 0 when unknown.
  * *needed, when not NULL, receives the size required including the NUL; SDC_ERR_BUFFER_TOO_SMALL
  * when it does not fit. */
 SDC_API sdc_status sdc_device_identity(const char* backend, int32_t device, char* buf, size_t len, size_t* needed);

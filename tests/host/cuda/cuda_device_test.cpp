@@ -77,6 +77,9 @@ TEST_F(CudaDeviceTest, IdentityIsInNvidiaSmiForm) {
     EXPECT_TRUE(std::regex_match(id.compute_capability, std::regex("[0-9]+\\.[0-9]+"))) << id.compute_capability;
     EXPECT_GT(id.memory_bytes, 0u);
     EXPECT_LE(gpus_[i]->free_memory_bytes(), id.memory_bytes);
+    // The L2 the inline memory rotation must exceed: MiBs on every GPU the project supports.
+    EXPECT_GE(id.cache_bytes, 1u << 20);
+    EXPECT_LT(id.cache_bytes, id.memory_bytes);
     EXPECT_FALSE(id.driver_version.empty());
     EXPECT_NE(id.runtime_version.find("cuBLAS"), std::string::npos) << id.runtime_version;
   }

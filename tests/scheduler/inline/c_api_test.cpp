@@ -1,12 +1,14 @@
 // The inline probe's C ABI, through the shared library exactly as a training job loads it.
 #include <gtest/gtest.h>
 
+#include <sched.h>
 #include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -402,6 +404,165 @@ TEST(InlineAbiThreads, CloseFromAnotherThreadWhileOneSteps) {
   trainer.join();
   EXPECT_EQ(final_verdict["verdict"], "pass");
   EXPECT_EQ(final_verdict["in_flight"], false);
+}
+
+// A sysfs tree in which every core of this process shares one last-level cache of `size` (sysfs's
+// form: "1024K"), named by SDCPROBE_SYSFS_ROOT while the object lives.
+class FakeCacheRoot {
+ public:
+  explicit FakeCacheRoot(const std::string& size)
+      : root_(std::filesystem::temp_directory_path() / ("sdcprobe-inline-cache-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(root_);
+    cpu_set_t set;
+    EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+    for (int core = 0; core < CPU_SETSIZE; ++core) {
+      if (!CPU_ISSET(core, &set)) continue;
+      const auto dir = root_ / "sys/devices/system/cpu" / ("cpu" + std::to_string(core)) / "cache/index3";
+      std::filesystem::create_directories(dir);
+      std::ofstream(dir / "level") << "3\n";
+      std::ofstream(dir / "size") << size << "\n";
+      std::ofstream(dir / "shared_cpu_list") << "0-1023\n";
+    }
+    ::setenv("SDCPROBE_SYSFS_ROOT", root_.c_str(), 1);
+  }
+  ~FakeCacheRoot() {
+    ::unsetenv("SDCPROBE_SYSFS_ROOT");
+    std::filesystem::remove_all(root_);
+  }
+
+ private:
+  std::filesystem::path root_;
+};
+
+// The mem.random_blocks result of a verdict's results.
+nlohmann::json memory_result(const nlohmann::json& verdict) {
+  for (const auto& r : verdict["results"]) {
+    if (r["probe"] == "mem.random_blocks") return r;
+  }
+  ADD_FAILURE() << "no mem.random_blocks result: " << verdict.dump();
+  return nlohmann::json::object();
+}
+
+constexpr uint64_t kFakeCache = 1 << 20;
+
+sdc_inline_config rotating_config() {
+  sdc_inline_config c = cpu_config();
+  c.probes = "mem.random_blocks";
+  c.every = 1;
+  return c;
+}
+
+// With a 1 MiB cache the region is 3 slices of 1 MiB; every probe checks the next slice against the
+// pattern its previous visit wrote (the probe at create wrote them all), three cycles without a
+// false alarm, and the verdict and the cadence note say what the region covers.
+TEST(InlineAbi, MemoryRotationChecksEachSliceOnceACycleWithoutFalseAlarms) {
+  FakeCacheRoot cache("1024K");
+  sdc_inline_config c = rotating_config();
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  auto v = poll(p);
+  const auto& rotation = v["memory_rotation"];
+  EXPECT_EQ(rotation["probe"], "mem.random_blocks");
+  EXPECT_EQ(rotation["cache_bytes"], kFakeCache);
+  EXPECT_EQ(rotation["cache"], "device");
+  EXPECT_EQ(rotation["slice_bytes"], kFakeCache);
+  EXPECT_EQ(rotation["slices"], 3);
+  EXPECT_EQ(rotation["region_bytes"], 3 * kFakeCache);
+  EXPECT_DOUBLE_EQ(rotation["region_cache_multiple"].get<double>(), 3.0);
+  EXPECT_EQ(rotation["cycle_steps"], 3);  // 3 slices x every 1
+  EXPECT_EQ(rotation["slices_checked"], 0);
+  const std::string note = v["cadence"];
+  EXPECT_NE(note.find("a 3.0 MiB region (3.00x the 1.0 MiB cache) in 3 slices of 1.0 MiB"), std::string::npos) << note;
+  EXPECT_NE(note.find("each slice is checked every 3 steps"), std::string::npos) << note;
+
+  constexpr int64_t kSteps = 3 * 3 + 1;
+  for (int64_t step = 0; step <= kSteps; ++step) {
+    wait_idle(p);
+    ASSERT_EQ(sdc_inline_step(p, step, nullptr), SDC_OK);  // collects the probe of step - 1
+    if (step == 0) continue;
+    const auto r = memory_result(poll(p));
+    EXPECT_EQ(r["outcome"], "pass") << r.dump();
+    EXPECT_EQ(r["params"]["rotation"]["slice"], (step - 1) % 3);
+    EXPECT_EQ(r["params"]["rotation"]["visit"], (step - 1) / 3 + 1);
+    EXPECT_EQ(r["params"]["rotation"]["checked"], kFakeCache / 8);
+    EXPECT_EQ(r["params"]["rotation"]["mismatches"], 0);
+  }
+  ASSERT_EQ(sdc_inline_finish(p), SDC_OK);
+  v = poll(p);
+  EXPECT_EQ(v["verdict"], "pass");
+  EXPECT_EQ(v["failures"], 0);
+  EXPECT_EQ(v["memory_rotation"]["slices_checked"], kSteps + 1);
+  sdc_inline_destroy(p);
+}
+
+// A bit flipped in the region is caught by that slice's next check and reported as the memory
+// probe, at that step; the check rewrote the slice, so its next visit is clean again.
+TEST(InlineAbi, FaultInTheMemoryRotationIsCaughtOnTheSlicesNextVisit) {
+  FakeCacheRoot cache("1024K");
+  const std::string log = ::testing::TempDir() + "inline_rotation_" + std::to_string(::getpid()) + ".jsonl";
+  std::remove(log.c_str());
+  sdc_inline_config c = rotating_config();
+  c.event_log = log.c_str();
+  // mem.random_blocks at the quick level checks its in-cache buffer twice (a pattern, then its
+  // inverse) before the rotation's check: injection point 3k + 2 is the rotation's check at step k.
+  // after=14: step 4, slice 1 on its third visit.
+  c.inject = "probe=mem.random_blocks,model=bitflip,mode=transient,after=14,bit=5,index=77";
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  for (int64_t step = 0; step <= 8; ++step) {
+    wait_idle(p);
+    ASSERT_EQ(sdc_inline_step(p, step, nullptr), SDC_OK);
+    if (step == 0) continue;
+    const auto r = memory_result(poll(p));
+    const auto& rotation = r["params"]["rotation"];
+    EXPECT_EQ(rotation["slice"], (step - 1) % 3);
+    if (step - 1 == 4) {
+      EXPECT_EQ(r["outcome"], "fail");
+      EXPECT_EQ(r["mismatches"], 1);  // the rotation's alone: the in-cache checks were clean
+      EXPECT_EQ(rotation["mismatches"], 1);
+      EXPECT_EQ(rotation["visit"], 2);
+      ASSERT_EQ(rotation["records"].size(), 1u);
+      EXPECT_EQ(rotation["records"][0]["byte_offset"], kFakeCache + 77 * 8);  // in slice 1
+      EXPECT_EQ(rotation["records"][0]["bits"], nlohmann::json::array({5}));
+    } else {
+      EXPECT_EQ(r["outcome"], "pass") << "step " << step - 1;
+      EXPECT_EQ(rotation["checked"], kFakeCache / 8);
+    }
+  }
+  const auto v = poll(p);
+  EXPECT_EQ(v["verdict"], "fail");
+  EXPECT_EQ(v["failures"], 1);
+  sdc_inline_destroy(p);
+  int detected = 0;
+  for (const auto& e : read_events(log)) {
+    if (e["event"] != "sdc_detected") continue;
+    ++detected;
+    EXPECT_EQ(e["step"], 4);
+    EXPECT_EQ(e["last_good_step"], 3);
+  }
+  EXPECT_EQ(detected, 1);
+  std::remove(log.c_str());
+}
+
+// A region the device cannot spare fails create, saying what it needs; no memory probe, no region.
+TEST(InlineAbi, MemoryRotationTheDeviceCannotSpareFailsCreate) {
+  {
+    FakeCacheRoot cache("1073741824K");  // 1 TiB: a region of more than 2 TiB
+    sdc_inline_config c = rotating_config();
+    sdc_inline* p = reinterpret_cast<sdc_inline*>(0x1);
+    EXPECT_EQ(sdc_inline_create(&c, &p), SDC_ERR_INTERNAL);
+    EXPECT_EQ(p, nullptr);
+    const std::string error = sdc_last_error();
+    EXPECT_NE(error.find("the inline memory rotation needs"), std::string::npos) << error;
+    EXPECT_NE(error.find("more than twice the 1048576.0 MiB cache) on cpu0"), std::string::npos) << error;
+    EXPECT_NE(error.find("more than a quarter of its"), std::string::npos) << error;
+    EXPECT_NE(error.find("leave mem.* out of the inline probes"), std::string::npos) << error;
+  }
+  sdc_inline_config c = cpu_config();
+  sdc_inline* p = nullptr;
+  ASSERT_EQ(sdc_inline_create(&c, &p), SDC_OK) << sdc_last_error();
+  EXPECT_TRUE(poll(p)["memory_rotation"].is_null());
+  sdc_inline_destroy(p);
 }
 
 TEST(InlineAbi, CudaWithoutADeviceIsNoDevice) {

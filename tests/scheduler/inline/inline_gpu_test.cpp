@@ -75,6 +75,40 @@ TEST(InlineGpu, ProbesTheRequestedOrdinal) {
   EXPECT_EQ(probe.verdict()["verdict"], "pass");
 }
 
+// The memory rotation over HBM: a region of more than twice the L2 that CUDA reports, every slice
+// checked clean once a cycle, and a bit flipped in the region caught at its slice's next check.
+TEST(InlineGpu, MemoryRotationCoversTwiceTheL2AndCatchesAFault) {
+  if (gpu_count() < 1) GTEST_SKIP() << "no CUDA device";
+  int l2 = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), cudaSuccess);
+  InlineConfig c = gpu_config(0);
+  // mem.random_blocks checks its in-cache buffer twice, then the rotation checks a slice: point
+  // 3k + 2 is the rotation's check at step k (after=8: step 2).
+  c.inject = "probe=mem.random_blocks,model=bitflip,mode=transient,after=8,bit=9";
+  InlineProbe probe(c);
+  nlohmann::json v = probe.verdict();
+  const auto& rotation = v["memory_rotation"];
+  EXPECT_EQ(rotation["cache_bytes"], static_cast<uint64_t>(l2));
+  EXPECT_EQ(rotation["cache"], "device");
+  EXPECT_GE(rotation["region_bytes"].get<uint64_t>(), 2 * static_cast<uint64_t>(l2));
+  const int64_t slices = rotation["slices"];
+  for (int64_t step = 0; step <= 2 * slices; ++step) {
+    wait_idle(probe);
+    probe.step(step, nullptr);
+    if (step == 0) continue;
+    for (const auto& r : probe.verdict()["results"]) {
+      if (r["probe"] != "mem.random_blocks") continue;
+      EXPECT_EQ(r["params"]["rotation"]["checked"], rotation["slice_bytes"].get<uint64_t>() / 8);
+      EXPECT_EQ(r["params"]["rotation"]["mismatches"], step - 1 == 2 ? 1 : 0) << "step " << step - 1;
+    }
+  }
+  probe.finish();
+  v = probe.verdict();
+  EXPECT_EQ(v["verdict"], "fail");
+  EXPECT_EQ(v["failures"], 1);
+  EXPECT_EQ(v["memory_rotation"]["slices_checked"], 2 * slices + 1);
+}
+
 TEST(InlineGpu, OpensNoContextOnTheOtherGpus) {
   const int n = gpu_count();
   if (n < 2) GTEST_SKIP() << "needs two GPUs";
