@@ -33,7 +33,7 @@ constexpr size_t kLineWords = 8;
 // and TLB misses for the memory probes' large sequential passes.
 constexpr size_t kHugePage = 2u << 20;
 constexpr size_t kPage = 4096;
-// Bytes each core pre-faults between two heartbeats (about 0.2 s at the slowest rate measured).
+// Bytes each core pre-faults between two heartbeats: under half a second at the slowest rate seen.
 constexpr size_t kPrefaultRoundBytes = 64u << 20;
 
 class CpuBuffer : public DeviceBuffer {
