@@ -176,7 +176,6 @@ uint64_t cpu_cache_bytes(const std::string& root, const std::vector<int>& cores)
   return total;
 }
 
-
 uint64_t CpuDevice::free_memory_bytes() const { return read_meminfo_kib("MemAvailable:") * 1024; }
 
 uint64_t CpuDevice::spare_memory_bytes() const {

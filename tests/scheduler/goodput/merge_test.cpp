@@ -26,6 +26,15 @@ class MergeTest : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
+  // What read_sacct_json says of `text` written to s.json: its error, or "(no error)".
+  std::string sacct_error(const std::string& text) {
+    try {
+      read_sacct_json(write("s.json", text));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
   std::string write(const std::string& name, const std::string& text) {
     const fs::path p = dir_ / name;
     std::ofstream(p, std::ios::binary) << text;
@@ -185,45 +194,39 @@ TEST_F(MergeTest, SacctPlacementAndErrors) {
 }
 
 TEST_F(MergeTest, SacctJsonIsCheckedField_ByField) {
-  auto error = [&](const std::string& text) {
-    try {
-      read_sacct_json(write("s.json", text));
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
-  EXPECT_NE(error("{").find("not valid JSON"), std::string::npos);
-  EXPECT_NE(error("{\"jobs\":{}}").find("no \"jobs\" array"), std::string::npos);
-  EXPECT_NE(error("{\"jobs\":[]}").find("no job records"), std::string::npos);
+  EXPECT_NE(sacct_error("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(sacct_error("{\"jobs\":{}}").find("no \"jobs\" array"), std::string::npos);
+  EXPECT_NE(sacct_error("{\"jobs\":[]}").find("no job records"), std::string::npos);
   const std::string t = "\"time\":{\"eligible\":1,\"start\":2,\"end\":3}";
-  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1," + t + "},{\"job_id\":2," + t + "}]}").find("jobs[1]: job 2 after job 1"),
-            std::string::npos);
-  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":\"2\",\"end\":3}}]}")
+  EXPECT_NE(
+      sacct_error("{\"jobs\":[{\"job_id\":1," + t + "},{\"job_id\":2," + t + "}]}").find("jobs[1]: job 2 after job 1"),
+      std::string::npos);
+  EXPECT_NE(sacct_error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":\"2\",\"end\":3}}]}")
                 .find("jobs[0].time.start must be an integer"),
             std::string::npos);
-  EXPECT_NE(
-      error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":5,\"end\":3}}]}").find("end before start"),
-      std::string::npos);
-  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":-1,\"start\":5,\"end\":6}}]}").find("out of range"),
+  EXPECT_NE(sacct_error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":5,\"end\":3}}]}")
+                .find("end before start"),
             std::string::npos);
   EXPECT_NE(
-      error("{\"jobs\":[{\"job_id\":1," + t + "},{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":2,\"end\":4}}]}")
-          .find("overlap"),
+      sacct_error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":-1,\"start\":5,\"end\":6}}]}").find("out of range"),
       std::string::npos);
+  EXPECT_NE(sacct_error("{\"jobs\":[{\"job_id\":1," + t +
+                        "},{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":2,\"end\":4}}]}")
+                .find("overlap"),
+            std::string::npos);
   // Found by coverage-guided fuzzing: an End whose + 1 s overflowed nanoseconds in the merge, and
   // job ids that skipped the one-job check.
-  EXPECT_NE(error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":5,\"end\":9223372036}}]}")
+  EXPECT_NE(sacct_error("{\"jobs\":[{\"job_id\":1,\"time\":{\"eligible\":1,\"start\":5,\"end\":9223372036}}]}")
                 .find("jobs[0].time.end 9223372036 is out of range (0 to 9223372035 Unix seconds)"),
             std::string::npos);
   for (const std::string id : {"-1", "1.5", "\"1\""}) {
-    EXPECT_NE(error("{\"jobs\":[{\"job_id\":" + id + "," + t + "},{\"job_id\":2," + t + "}]}")
+    EXPECT_NE(sacct_error("{\"jobs\":[{\"job_id\":" + id + "," + t + "},{\"job_id\":2," + t + "}]}")
                   .find("jobs[0].job_id is missing or not a non-negative integer"),
               std::string::npos)
         << id;
   }
   for (const std::string id : {"0", "9223372036854775808"}) {
-    EXPECT_NE(error("{\"jobs\":[{\"job_id\":" + id + "," + t + "},{\"job_id\":2," + t + "}]}")
+    EXPECT_NE(sacct_error("{\"jobs\":[{\"job_id\":" + id + "," + t + "},{\"job_id\":2," + t + "}]}")
                   .find("jobs[1]: job 2 after job " + id),
               std::string::npos)
         << id;
@@ -253,33 +256,26 @@ TEST_F(MergeTest, SacctJsonIsReadOneRecordAtATime) {
   EXPECT_EQ(records[1].job_index, 1u);
   EXPECT_EQ(records[1].end_s, 6);
 
-  auto error = [&](const std::string& text) {
-    try {
-      read_sacct_json(write("s.json", text));
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
   const std::string path = (dir_ / "s.json").string();
   const std::string job = "{\"job_id\":1," + t + "}";
   const std::string not_json = path + ": not valid JSON (expected `sacct --json` output)";
-  EXPECT_EQ(error(""), not_json);
-  EXPECT_EQ(error("{\"jobs\":[" + job + "]} x"), not_json);
-  EXPECT_EQ(error("{\"jobs\":[" + job + "]"), not_json);
-  EXPECT_EQ(error("{\"jobs\":[" + job + " " + job + "]}"), not_json);
-  EXPECT_EQ(error("{\"meta\":{\"a\":tru},\"jobs\":[" + job + "]}"), not_json);
-  EXPECT_EQ(error("{\"jobs\":[" + job + "],}"), not_json);
-  EXPECT_EQ(error("{\"jobs\":[" + job + ",{\"job_id\":1,]}"), path + ": jobs[1]: not valid JSON");
-  EXPECT_EQ(error("{\"jobs\":[" + job + ",]}"), path + ": jobs[1]: not valid JSON");
+  EXPECT_EQ(sacct_error(""), not_json);
+  EXPECT_EQ(sacct_error("{\"jobs\":[" + job + "]} x"), not_json);
+  EXPECT_EQ(sacct_error("{\"jobs\":[" + job + "]"), not_json);
+  EXPECT_EQ(sacct_error("{\"jobs\":[" + job + " " + job + "]}"), not_json);
+  EXPECT_EQ(sacct_error("{\"meta\":{\"a\":tru},\"jobs\":[" + job + "]}"), not_json);
+  EXPECT_EQ(sacct_error("{\"jobs\":[" + job + "],}"), not_json);
+  EXPECT_EQ(sacct_error("{\"jobs\":[" + job + ",{\"job_id\":1,]}"), path + ": jobs[1]: not valid JSON");
+  EXPECT_EQ(sacct_error("{\"jobs\":[" + job + ",]}"), path + ": jobs[1]: not valid JSON");
   const std::string no_jobs = path + ": no \"jobs\" array (expected `sacct --json` output)";
-  EXPECT_EQ(error("[" + job + "]"), no_jobs);
-  EXPECT_EQ(error("{\"meta\":{\"jobs\":[" + job + "]}}"), no_jobs);
-  EXPECT_EQ(error("{\"jobs\":null}"), no_jobs);
-  EXPECT_EQ(error("{\"jobs\":[" + job + "],\"jobs\":[]}"), path + ": two \"jobs\" arrays");
+  EXPECT_EQ(sacct_error("[" + job + "]"), no_jobs);
+  EXPECT_EQ(sacct_error("{\"meta\":{\"jobs\":[" + job + "]}}"), no_jobs);
+  EXPECT_EQ(sacct_error("{\"jobs\":null}"), no_jobs);
+  EXPECT_EQ(sacct_error("{\"jobs\":[" + job + "],\"jobs\":[]}"), path + ": two \"jobs\" arrays");
   // One record is held at a time, up to a bound: a longer one is refused by its place.
-  EXPECT_EQ(error("{\"jobs\":[" + job + ",{\"job_id\":1,\"name\":\"" + std::string((64 << 20) + 1, 'x') + "\"}]}"),
-            path + ": jobs[1] is longer than 64 MiB");
+  EXPECT_EQ(
+      sacct_error("{\"jobs\":[" + job + ",{\"job_id\":1,\"name\":\"" + std::string((64 << 20) + 1, 'x') + "\"}]}"),
+      path + ": jobs[1] is longer than 64 MiB");
 }
 
 }  // namespace
