@@ -64,7 +64,9 @@ int64_t parse_rfc3339_ns(std::string_view text);
 // wrong, without a line number.
 Event parse_event(std::string_view line);
 
-// Parses JSON Lines with simdjson, one line at a time, so memory does not grow with the input.
+// Parses JSON Lines with simdjson, a piece of the input at a time, so memory does not grow with the
+// input. Each piece's lines are read together; what they give is what reading each line alone
+// gives, the same events, errors and line numbers.
 class EventReader {
  public:
   struct Stats {

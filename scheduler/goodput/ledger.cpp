@@ -51,9 +51,9 @@ void StepMedian::add(int64_t duration_ns) {
 
 int64_t StepMedian::median() const {
   if (ring_.empty()) return 0;
-  std::vector<int64_t> copy = ring_;
-  auto mid = copy.begin() + static_cast<std::ptrdiff_t>((copy.size() - 1) / 2);
-  std::nth_element(copy.begin(), mid, copy.end());
+  scratch_.assign(ring_.begin(), ring_.end());
+  auto mid = scratch_.begin() + static_cast<std::ptrdiff_t>((scratch_.size() - 1) / 2);
+  std::nth_element(scratch_.begin(), mid, scratch_.end());
   return *mid;
 }
 
@@ -180,7 +180,11 @@ void Ledger::label_until(int64_t t) {
       if (!pending_.empty() && pending_.back().work == work && pending_.back().end == a) {
         pending_.back().end = t;
       } else {
-        pending_.push_back({a, t, work});
+        // Built in place: a temporary copied in stalled on reading its one-byte field back.
+        Segment& s = pending_.emplace_back();
+        s.begin = a;
+        s.end = t;
+        s.work = work;
       }
       break;
     }
@@ -401,7 +405,10 @@ void Ledger::add(const Event& event) {
       if (phase_ != Phase::kTraining || bit == kOverlapBit) break;
       commit_pending();
       if (event.kind == EventKind::kStepEnd) {
-        records_.push_back({*event.step, train_ns_, block_ns_, false});
+        Record& r = records_.emplace_back();  // in place, as a segment is
+        r.step = *event.step;
+        r.train_ns = train_ns_;
+        r.block_ns = block_ns_;
       } else if (event.kind == EventKind::kCkptEnd && !records_.empty() && records_.back().step == *event.step) {
         records_.back().train_ns = train_ns_;  // the cut moves to the end of the blocking save
         records_.back().block_ns = block_ns_;

@@ -34,6 +34,7 @@ class StepMedian {
  private:
   std::vector<int64_t> ring_;
   size_t next_ = 0;
+  mutable std::vector<int64_t> scratch_;  // median's working copy, kept to save an allocation a call
 };
 
 class Ledger {

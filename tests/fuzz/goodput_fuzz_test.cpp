@@ -23,6 +23,7 @@
 #include "scheduler/goodput/analyze.hpp"
 #include "scheduler/goodput/merge.hpp"
 #include "scheduler/goodput/sacct.hpp"
+#include "tests/fuzz/line_reading.hpp"
 #include "tests/fuzz/mutate.hpp"
 
 namespace sdc::goodput {
@@ -237,6 +238,61 @@ TEST(GoodputFuzz, MutatedLogsAreReadExactlyOrRejectedWithTheirLine) {
   for (int i = 0; i < kCases; ++i) {
     check_in_process(mutator.mutate(seeds[static_cast<size_t>(i) % seeds.size()]), i);
     if (::testing::Test::HasFailure()) break;  // one reproducible case is enough to report
+  }
+}
+
+// The reader indexes whole pieces of a log at once and falls back to reading a line alone where a
+// piece is not one event a line. Whatever a log holds, it must give what reading each line alone
+// gives: the same events from the same lines, the same error or skips. The sink refuses some events,
+// as the ledger would. Besides the usual mutations, these join and split lines, add blank lines,
+// white space and a second value on a line, which is what the pieces' reading must notice.
+TEST(GoodputFuzz, TheReaderGivesWhatReadingEachLineAloneGives) {
+  using fuzz::read_each_line_alone;
+  using fuzz::read_with_reader;
+  using fuzz::Reading;
+  const std::vector<std::string> seeds = corpus();
+  Mutator mutator(kSeed + 2);
+  std::mt19937_64 rng(kSeed + 2);
+  int differing_lines = 0;  // cases where a piece could not be read whole: both paths must be tried
+  for (int i = 0; i < kCases; ++i) {
+    std::string log = mutator.mutate(seeds[static_cast<size_t>(i) % seeds.size()]);
+    for (int k = static_cast<int>(rng() % 3); k > 0 && !log.empty(); --k) {
+      const size_t at = rng() % log.size();
+      switch (rng() % 6) {
+        case 0: {  // two lines joined
+          const size_t nl = log.find('\n', at);
+          if (nl != std::string::npos && nl + 1 < log.size()) log.erase(nl, 1);
+          break;
+        }
+        case 1: log.insert(at, "\n"); break;  // a line split
+        case 2:
+          log.insert(log.find('\n', at) == std::string::npos ? log.size() : log.find('\n', at) + 1, "\n \t\r\n");
+          break;
+        case 3: log.insert(log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1, "  "); break;
+        case 4: {  // a second value after a line's object
+          const size_t nl = log.find('\n', at);
+          log.insert(nl == std::string::npos ? log.size() : nl,
+                     rng() % 2 ? " {\"t\":1,\"event\":\"init_begin\"}" : ",1");
+          break;
+        }
+        default: log.insert(at, rng() % 2 ? "[" : "]"); break;
+      }
+    }
+    for (const bool lenient : {false, true}) {
+      const Reading expected = read_each_line_alone(log, lenient);
+      const Reading got = read_with_reader(log, lenient);
+      if (!expected.error.empty() || expected.skipped > 0) ++differing_lines;
+      ASSERT_TRUE(fuzz::same(expected, got))
+          << "case " << i << (lenient ? " (lenient)" : "") << ": expected \"" << expected.error << "\", "
+          << expected.events.size() << " events, " << expected.skipped << " skipped; got \"" << got.error << "\", "
+          << got.events.size() << " events, " << got.skipped << " skipped\n"
+          << log;
+    }
+  }
+  EXPECT_GT(differing_lines, kCases / 4);
+  // And clean logs, which the pieces read whole.
+  for (const std::string& log : seeds) {
+    EXPECT_TRUE(fuzz::same(read_each_line_alone(log, false), read_with_reader(log, false)));
   }
 }
 

@@ -2,7 +2,8 @@
 // --keep-checkpoints (1 to 4, or the default 64) so that restores to forgotten checkpoints are
 // reached. Properties: a breakdown always sums exactly; a strict error names a line of the log;
 // lenient reading accounts for every line (read or skipped) and agrees with a strict read that
-// succeeded.
+// succeeded; and the reader, which reads a piece of lines at once, gives what reading each line alone
+// gives, strict and lenient.
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "host/error.hpp"
 #include "scheduler/goodput/analyze.hpp"
 #include "tests/fuzz/libfuzzer/harness.hpp"
+#include "tests/fuzz/line_reading.hpp"
 #include "tests/fuzz/properties.hpp"
 
 namespace {
@@ -68,6 +70,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const InputError& e) {
     // Only a line longer than the reader's limit stops a lenient read.
     SDC_FUZZ_CHECK(std::string(e.what()).find("line longer than 1 MiB") != std::string::npos, e.what());
+  }
+  for (const bool lenient_read : {false, true}) {
+    SDC_FUZZ_CHECK(fuzz::same(fuzz::read_each_line_alone(log, lenient_read), fuzz::read_with_reader(log, lenient_read)),
+                   lenient_read ? "the lenient reader differs from reading each line alone"
+                                : "the reader differs from reading each line alone");
   }
   return 0;
 }

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "host/error.hpp"
 #include "scheduler/goodput/analyze.hpp"
@@ -237,6 +240,101 @@ TEST(GoodputBadInput, CorruptedLogsFailCleanly) {
     std::istringstream again(log);
     EXPECT_NO_THROW(analyze(again, {}, true));
   }
+}
+
+// Integer fields read as JSON says. The answer here comes from the text alone: an integer by JSON's
+// grammar, then the int64 range, then the field's own rule.
+std::string step_read_from(const std::string& token) {
+  static const std::regex kInteger("-?(0|[1-9][0-9]*)");
+  const std::string number = token.substr(0, token.find_last_not_of(" \t") + 1);
+  if (!std::regex_match(number, kInteger)) return "\"step\" must be an integer";
+  const bool negative = number[0] == '-';
+  const std::string digits = number.substr(negative ? 1 : 0);
+  const std::string limit = negative ? "9223372036854775808" : "9223372036854775807";
+  if (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit)) {
+    return "\"step\" must be an integer";
+  }
+  if (negative && digits != "0") return "\"step\" must not be negative";
+  return "step " + (negative ? std::string("0") : digits);
+}
+
+std::string step_read_by_reader(const std::string& line) {
+  try {
+    const Event e = parse_event(line);
+    return e.step ? "step " + std::to_string(*e.step) : "no step";
+  } catch (const InputError& error) {
+    return error.what();
+  }
+}
+
+TEST(GoodputBadInput, IntegerTokensAreReadAsJsonSays) {
+  std::vector<std::string> tokens = {"0",
+                                     "7",
+                                     "10",
+                                     "99999999",
+                                     "100000000",
+                                     "1234567890123456",
+                                     "12345678901234567",
+                                     "1798848000000000000",
+                                     "9223372036854775807",
+                                     "9223372036854775808",
+                                     "9999999999999999999",
+                                     "10000000000000000000",
+                                     "123456789012345678901234",
+                                     "00",
+                                     "01",
+                                     "-0",
+                                     "-1",
+                                     "-9223372036854775808",
+                                     "-9223372036854775809",
+                                     "1.0",
+                                     "1e3",
+                                     "12x",
+                                     "+1",
+                                     "-",
+                                     "12 ",
+                                     "12\t"};
+  std::mt19937_64 rng(20261201);
+  const std::string suffixes[] = {"", "", "", ".5", "e2", "x", " ", "0", "-"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string token = rng() % 5 == 0 ? "-" : "";
+    const size_t length = rng() % 23;
+    for (size_t k = 0; k < length; ++k) token += static_cast<char>('0' + rng() % 10);
+    token += suffixes[rng() % std::size(suffixes)];
+    tokens.push_back(token);
+  }
+  for (const std::string& token : tokens) {
+    const std::string expected = step_read_from(token);
+    // Last in the line and in the middle.
+    EXPECT_EQ(step_read_by_reader("{\"t\":0,\"event\":\"init_begin\",\"step\":" + token + "}"), expected) << token;
+    EXPECT_EQ(step_read_by_reader("{\"t\":0,\"step\":" + token + ",\"event\":\"init_begin\"}"), expected) << token;
+  }
+  // The time, and a number followed by another value.
+  EXPECT_EQ(parse_event("{\"t\":1798848000000000123,\"event\":\"init_begin\"}").t, 1798848000000000123);
+  EXPECT_EQ(parse_event("{\"event\":\"init_begin\",\"t\":9223372036854775807}").t, INT64_MAX);
+  EXPECT_EQ(step_read_by_reader("{\"t\":0,\"event\":\"init_begin\",\"step\":12 3}"), "not valid JSON");
+}
+
+// Names are matched in the line itself, and those with an escape after unescaping.
+TEST(GoodputBadInput, EventNamesAreReadAsJsonSays) {
+  for (int k = 0; k <= static_cast<int>(EventKind::kNodeQuarantined); ++k) {
+    const auto kind = static_cast<EventKind>(k);
+    const std::string line = "{\"t\":0,\"event\":\"" + std::string(event_name(kind)) + "\",\"step\":1}";
+    EXPECT_EQ(parse_event(line).kind, kind) << line;
+    EXPECT_EQ(event_kind(event_name(kind)), kind);
+  }
+  // Escaped names mean what they unescape to.
+  EXPECT_EQ(parse_event(R"({"t":0,"event":"step\u005fbegin","step":1})").kind, EventKind::kStepBegin);
+  EXPECT_EQ(parse_event(R"({"t":0,"event":"\u0073tep_end","step":1})").kind, EventKind::kStepEnd);
+  EXPECT_EQ(parse_event(R"({"t":0,"event" : "ckpt_commit" ,"step":1})").kind, EventKind::kCkptCommit);
+  const std::string unknown[] = {"step_beginx", "step_begi",   "Step_begin",        "", "s",
+                                 "zzz",         "step_begin ", "step_begin\\u0000", "é"};
+  for (const std::string& name : unknown) {
+    EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"" + name + "\"}", 2)).rfind("line 2: unknown event \"", 0), 0u)
+        << name;
+    EXPECT_FALSE(event_kind(name)) << name;
+  }
+  EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":7}", 2)), "line 2: \"event\" must be a string");
 }
 
 // An event padded with spaces to exactly `size` bytes.
