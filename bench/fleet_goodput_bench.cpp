@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "scheduler/fleet/cluster_report.hpp"
-#include "scheduler/goodput/report.hpp"
-#include "scheduler/goodput/simulator.hpp"
+#include "goodput/report.hpp"
+#include "goodput/simulator.hpp"
 
 namespace {
 

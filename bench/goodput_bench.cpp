@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/goodput/analyze.hpp"
-#include "scheduler/goodput/simulator.hpp"
+#include "goodput/analyze.hpp"
+#include "goodput/simulator.hpp"
 
 namespace {
 

@@ -1,11 +1,11 @@
 // `sdcprobe goodput`, `plan` and `simulate`: argument parsing only; the work is in
-// scheduler/goodput/commands.cpp.
+// goodput/commands.cpp.
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
-#include "scheduler/goodput/commands.hpp"
+#include "goodput/commands.hpp"
 
 namespace sdc::cli {
 namespace {

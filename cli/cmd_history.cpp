@@ -10,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "host/error.hpp"
-#include "scheduler/goodput/event.hpp"
+#include "goodput/event.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 #include "scheduler/sweep/sweep.hpp"

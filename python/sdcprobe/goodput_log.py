@@ -24,7 +24,7 @@ import time
 
 from sdcprobe.inline import INT64_MAX, _int_in
 
-# The schema's events (docs/goodput.md, scheduler/goodput/event.cpp), those that need "step", and
+# The schema's events (docs/goodput.md, goodput/event.cpp), those that need "step", and
 # those worth an fsync.
 _EVENTS = frozenset([
     "job_eligible", "alloc_granted", "alloc_released", "job_end", "process_start", "init_begin", "init_end",

@@ -6,7 +6,7 @@
 #include "host/error.hpp"
 #include "scheduler/duration.hpp"
 #include "scheduler/fleet/cluster_report.hpp"
-#include "scheduler/goodput/event.hpp"
+#include "goodput/event.hpp"
 
 namespace sdc::fleet {
 namespace {

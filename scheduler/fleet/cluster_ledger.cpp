@@ -10,7 +10,7 @@
 
 #include "host/error.hpp"
 #include "scheduler/fleet/cluster_summary.hpp"
-#include "scheduler/goodput/merge.hpp"
+#include "goodput/merge.hpp"
 
 namespace sdc::fleet {
 namespace {

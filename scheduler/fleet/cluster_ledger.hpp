@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "scheduler/fleet/cluster_sacct.hpp"
-#include "scheduler/goodput/breakdown.hpp"
-#include "scheduler/goodput/ledger.hpp"
-#include "scheduler/goodput/tally.hpp"
+#include "goodput/breakdown.hpp"
+#include "goodput/ledger.hpp"
+#include "goodput/tally.hpp"
 
 namespace sdc::fleet {
 

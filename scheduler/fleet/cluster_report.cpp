@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/planner.hpp"
+#include "goodput/planner.hpp"
 
 namespace sdc::fleet {
 namespace {

@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/sacct.hpp"
+#include "goodput/sacct.hpp"
 
 namespace sdc::fleet {
 namespace {

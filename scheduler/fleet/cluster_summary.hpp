@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "scheduler/goodput/breakdown.hpp"
-#include "scheduler/goodput/tally.hpp"
+#include "goodput/breakdown.hpp"
+#include "goodput/tally.hpp"
 
 namespace sdc::fleet {
 

@@ -8,8 +8,8 @@
 
 #include "host/backend.hpp"
 #include "host/error.hpp"
-#include "scheduler/goodput/event.hpp"
-#include "scheduler/goodput/planner.hpp"
+#include "goodput/event.hpp"
+#include "goodput/planner.hpp"
 #include "scheduler/qualify/catalogue.hpp"
 
 namespace sdc {

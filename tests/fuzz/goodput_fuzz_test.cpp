@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/analyze.hpp"
-#include "scheduler/goodput/merge.hpp"
-#include "scheduler/goodput/sacct.hpp"
+#include "goodput/analyze.hpp"
+#include "goodput/merge.hpp"
+#include "goodput/sacct.hpp"
 #include "tests/fuzz/line_reading.hpp"
 #include "tests/fuzz/mutate.hpp"
 
@@ -365,7 +365,7 @@ TEST(GoodputFuzz, MergedRankFilesAreReadExactlyOrRejectedWithFileAndLine) {
 // records a ledger can place (started, ordered, each ended before the next starts) or an InputError
 // that names the file; never another exception.
 TEST(GoodputFuzz, MutatedSacctJsonIsReadOrRejectedNamingTheFile) {
-  std::ifstream in(fs::path(SDC_SOURCE_DIR) / "tests/scheduler/goodput/data/sacct_requeue_22.05.json");
+  std::ifstream in(fs::path(SDC_SOURCE_DIR) / "tests/goodput/data/sacct_requeue_22.05.json");
   const std::string seed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(seed.empty());
   const std::vector<std::string> dictionary = {"{\"set\": true, \"infinite\": false, \"number\": 1796100300}",

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/event.hpp"
+#include "goodput/event.hpp"
 
 namespace sdc::fuzz {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/merge.hpp"
-#include "scheduler/goodput/sacct.hpp"
+#include "goodput/merge.hpp"
+#include "goodput/sacct.hpp"
 #include "tests/fuzz/libfuzzer/harness.hpp"
 
 namespace {

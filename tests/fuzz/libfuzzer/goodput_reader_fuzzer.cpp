@@ -10,7 +10,7 @@
 #include <string>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/analyze.hpp"
+#include "goodput/analyze.hpp"
 #include "tests/fuzz/libfuzzer/harness.hpp"
 #include "tests/fuzz/line_reading.hpp"
 #include "tests/fuzz/properties.hpp"

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "scheduler/goodput/breakdown.hpp"
+#include "goodput/breakdown.hpp"
 
 #define SDC_FUZZ_CHECK(condition, message)                                                         \
   do {                                                                                             \

@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-#include "scheduler/goodput/event.hpp"
+#include "goodput/event.hpp"
 #include "sdcprobe/sdcprobe.h"
 #include "tests/fuzz/libfuzzer/harness.hpp"
 

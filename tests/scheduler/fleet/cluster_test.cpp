@@ -13,10 +13,10 @@
 
 #include "host/error.hpp"
 #include "scheduler/fleet/cluster_report.hpp"
-#include "scheduler/goodput/commands.hpp"
-#include "scheduler/goodput/merge.hpp"
-#include "scheduler/goodput/report.hpp"
-#include "scheduler/goodput/simulator.hpp"
+#include "goodput/commands.hpp"
+#include "goodput/merge.hpp"
+#include "goodput/report.hpp"
+#include "goodput/simulator.hpp"
 #include "tests/fuzz/mutate.hpp"
 
 namespace sdc::fleet {

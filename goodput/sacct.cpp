@@ -1,4 +1,4 @@
-#include "scheduler/goodput/sacct.hpp"
+#include "goodput/sacct.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "scheduler/goodput/analyze.hpp"
+#include "goodput/analyze.hpp"
 
 #include <string>
 

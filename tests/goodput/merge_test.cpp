@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/merge.hpp"
-#include "scheduler/goodput/sacct.hpp"
+#include "goodput/merge.hpp"
+#include "goodput/sacct.hpp"
 
 namespace sdc::goodput {
 namespace {
 
 namespace fs = std::filesystem;
 constexpr int64_t kS = 1'000'000'000;
-const fs::path kData = fs::path(SDC_SOURCE_DIR) / "tests/scheduler/goodput/data";
+const fs::path kData = fs::path(SDC_SOURCE_DIR) / "tests/goodput/data";
 
 class MergeTest : public ::testing::Test {
  protected:

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "scheduler/goodput/breakdown.hpp"
+#include "goodput/breakdown.hpp"
 
 namespace sdc::goodput {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/goodput/analyze.hpp"
-#include "scheduler/goodput/sacct.hpp"
-#include "scheduler/goodput/tally.hpp"
+#include "goodput/analyze.hpp"
+#include "goodput/sacct.hpp"
+#include "goodput/tally.hpp"
 
 namespace sdc::goodput {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "scheduler/goodput/planner.hpp"
+#include "goodput/planner.hpp"
 
 namespace sdc::goodput {
 namespace {

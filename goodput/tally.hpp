@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/goodput/event.hpp"
+#include "goodput/event.hpp"
 
 namespace sdc::goodput {
 

@@ -1,4 +1,4 @@
-#include "scheduler/goodput/tally.hpp"
+#include "goodput/tally.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,11 +1,11 @@
-#include "scheduler/goodput/planner.hpp"
+#include "goodput/planner.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/simulator.hpp"
+#include "goodput/simulator.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/goodput/ledger.hpp"
+#include "goodput/ledger.hpp"
 
 #include <algorithm>
 #include <stdexcept>

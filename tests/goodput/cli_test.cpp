@@ -11,7 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "host/error.hpp"
-#include "scheduler/goodput/commands.hpp"
+#include "goodput/commands.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/goodput/simulator.hpp"
+#include "goodput/simulator.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/ledger.hpp"
+#include "goodput/ledger.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -8,8 +8,8 @@
 #include <deque>
 #include <vector>
 
-#include "scheduler/goodput/breakdown.hpp"
-#include "scheduler/goodput/event.hpp"
+#include "goodput/breakdown.hpp"
+#include "goodput/event.hpp"
 
 namespace sdc::goodput {
 

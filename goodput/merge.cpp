@@ -1,4 +1,4 @@
-#include "scheduler/goodput/merge.hpp"
+#include "goodput/merge.hpp"
 
 #include <glob.h>
 

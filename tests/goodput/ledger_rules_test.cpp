@@ -6,7 +6,7 @@
 #include <string>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/analyze.hpp"
+#include "goodput/analyze.hpp"
 
 namespace sdc::goodput {
 namespace {

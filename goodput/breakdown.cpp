@@ -1,4 +1,4 @@
-#include "scheduler/goodput/breakdown.hpp"
+#include "goodput/breakdown.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "scheduler/goodput/analyze.hpp"
-#include "scheduler/goodput/report.hpp"
+#include "goodput/analyze.hpp"
+#include "goodput/report.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/goodput/event.hpp"
+#include "goodput/event.hpp"
 
 #include <simdjson.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/goodput/commands.hpp"
+#include "goodput/commands.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -9,10 +9,10 @@
 
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
-#include "scheduler/goodput/analyze.hpp"
-#include "scheduler/goodput/merge.hpp"
-#include "scheduler/goodput/report.hpp"
-#include "scheduler/goodput/tally.hpp"
+#include "goodput/analyze.hpp"
+#include "goodput/merge.hpp"
+#include "goodput/report.hpp"
+#include "goodput/tally.hpp"
 
 namespace sdc::goodput {
 namespace {

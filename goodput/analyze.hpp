@@ -4,9 +4,9 @@
 #include <istream>
 #include <string>
 
-#include "scheduler/goodput/breakdown.hpp"
-#include "scheduler/goodput/event.hpp"
-#include "scheduler/goodput/ledger.hpp"
+#include "goodput/breakdown.hpp"
+#include "goodput/event.hpp"
+#include "goodput/ledger.hpp"
 
 namespace sdc::goodput {
 

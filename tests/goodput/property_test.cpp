@@ -6,9 +6,9 @@
 #include <sstream>
 #include <string>
 
-#include "scheduler/goodput/analyze.hpp"
-#include "scheduler/goodput/event.hpp"
-#include "scheduler/goodput/simulator.hpp"
+#include "goodput/analyze.hpp"
+#include "goodput/event.hpp"
+#include "goodput/simulator.hpp"
 
 namespace sdc::goodput {
 namespace {

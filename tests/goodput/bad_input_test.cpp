@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "host/error.hpp"
-#include "scheduler/goodput/analyze.hpp"
+#include "goodput/analyze.hpp"
 
 namespace sdc::goodput {
 namespace {

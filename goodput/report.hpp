@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "scheduler/goodput/analyze.hpp"
-#include "scheduler/goodput/breakdown.hpp"
+#include "goodput/analyze.hpp"
+#include "goodput/breakdown.hpp"
 
 namespace sdc::goodput {
 

@@ -1,4 +1,4 @@
-#include "scheduler/goodput/report.hpp"
+#include "goodput/report.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/goodput/ledger.hpp"
-#include "scheduler/goodput/planner.hpp"
-#include "scheduler/goodput/simulator.hpp"
+#include "goodput/ledger.hpp"
+#include "goodput/planner.hpp"
+#include "goodput/simulator.hpp"
 
 namespace sdc::goodput {
 
 struct GoodputOptions {
   // Event logs or glob patterns; "-" reads standard input. Several files are merged by rank
-  // (scheduler/goodput/merge.hpp).
+  // (goodput/merge.hpp).
   std::vector<std::string> events_paths;
   std::string sacct_path;  // `sacct -j JOBID --duplicates --json` output; empty: none
   bool json = false;
