@@ -1,5 +1,4 @@
 // history, status and release: what the sweep has recorded, and the operator's side of quarantine.
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "host/error.hpp"
+#include "host/time.hpp"
 #include "goodput/event.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "scheduler/sweep/quarantine.hpp"
@@ -18,7 +18,6 @@
 namespace sdc::cli {
 namespace {
 
-double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // The history of `state_dir`; reading commands never create one, and open it read-only.
 std::unique_ptr<History> open_history(const std::string& state_dir, History::Access access) {
@@ -35,7 +34,7 @@ double parse_since(const std::string& text) {
   const bool date_only = text.size() == 10 && text[4] == '-' && text[7] == '-';
   if (date_only || text.find('T') != std::string::npos) {
     try {
-      return static_cast<double>(goodput::parse_rfc3339_ns(date_only ? text + "T00:00:00Z" : text)) / 1e9;
+      return static_cast<double>(parse_rfc3339_ns(date_only ? text + "T00:00:00Z" : text)) / 1e9;
     } catch (const InputError&) {
       throw InputError("--since: '" + text + "' is not a valid UTC date (2026-11-28, 2026-11-28T10:00:00Z)");
     }
@@ -77,7 +76,7 @@ void add_history_commands(CLI::App& app, int& exit_code) {
         for (const auto& r : rows) {
           out.push_back({{"run", r.run_id},
                          {"mode", r.mode},
-                         {"time", format_time(r.recorded_at)},
+                         {"time", format_utc(r.recorded_at)},
                          {"device_uuid", r.device_uuid},
                          {"probe", r.probe},
                          {"outcome", r.outcome},
@@ -95,7 +94,7 @@ void add_history_commands(CLI::App& app, int& exit_code) {
         std::printf("%-20s %5s %-7s %-42s %-24s %-12s %10s %-12s %9s\n", "TIME", "RUN", "MODE", "DEVICE", "PROBE",
                     "OUTCOME", "MISMATCHES", "FAULT", "TIME_S");
         for (const auto& r : rows) {
-          std::printf("%-20s %5lld %-7s %-42s %-24s %-12s %10llu %-12s %9.3f\n", format_time(r.recorded_at).c_str(),
+          std::printf("%-20s %5lld %-7s %-42s %-24s %-12s %10llu %-12s %9.3f\n", format_utc(r.recorded_at).c_str(),
                       static_cast<long long>(r.run_id), r.mode.c_str(), r.device_uuid.c_str(),
                       (r.probe + (r.attempt > 0 ? " (re-run)" : "")).c_str(), r.outcome.c_str(),
                       static_cast<unsigned long long>(r.mismatches), r.fault.c_str(), r.duration_s);

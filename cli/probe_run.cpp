@@ -9,7 +9,7 @@
 #include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "host/parse_number.hpp"
-#include "scheduler/duration.hpp"
+#include "host/time.hpp"
 
 namespace sdc::cli {
 

@@ -63,22 +63,6 @@ bool needs_step(EventKind kind) {
   }
 }
 
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's civil-date algorithm).
-int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-bool leap_year(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-int64_t days_in_month(int64_t y, int64_t m) {
-  constexpr int64_t kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && leap_year(y) ? 29 : kDays[m - 1];
-}
 
 // A string token without an escape: simdjson's unescaping could only copy it.
 bool plain_string(std::string_view token) {
@@ -281,72 +265,6 @@ std::string_view event_name(EventKind kind) { return kNames[static_cast<size_t>(
 
 std::optional<EventKind> event_kind(std::string_view name) { return kind_at_front(name, 0); }
 
-int64_t parse_rfc3339_ns(std::string_view s) {
-  auto fail = [&]() { throw InputError("bad RFC 3339 time \"" + std::string(s) + "\""); };
-  auto digits = [&](size_t pos, size_t n) {
-    if (pos + n > s.size()) fail();
-    int64_t v = 0;
-    for (size_t i = pos; i < pos + n; ++i) {
-      if (s[i] < '0' || s[i] > '9') fail();
-      v = v * 10 + (s[i] - '0');
-    }
-    return v;
-  };
-  auto expect = [&](size_t pos, const char* any_of) {
-    // strchr finds the terminator too: a NUL (from "\u0000") is no separator.
-    if (pos >= s.size() || s[pos] == '\0' || std::strchr(any_of, s[pos]) == nullptr) fail();
-  };
-  const int64_t year = digits(0, 4);
-  expect(4, "-");
-  const int64_t month = digits(5, 2);
-  expect(7, "-");
-  const int64_t day = digits(8, 2);
-  expect(10, "Tt ");
-  const int64_t hour = digits(11, 2);
-  expect(13, ":");
-  const int64_t minute = digits(14, 2);
-  expect(16, ":");
-  const int64_t second = digits(17, 2);
-  if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 || minute > 59 ||
-      second > 60) {
-    fail();
-  }
-  size_t pos = 19;
-  int64_t frac_ns = 0;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    int64_t scale = 100000000;
-    const size_t start = pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      frac_ns += (s[pos] - '0') * scale;  // digits beyond nanoseconds are truncated
-      scale /= 10;
-      ++pos;
-    }
-    if (pos == start) fail();
-  }
-  int64_t offset_s = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    const int64_t sign = s[pos] == '-' ? -1 : 1;
-    const int64_t oh = digits(pos + 1, 2);
-    expect(pos + 3, ":");
-    const int64_t om = digits(pos + 4, 2);
-    if (oh > 23 || om > 59) fail();
-    offset_s = sign * (oh * 3600 + om * 60);
-    pos += 6;
-  } else {
-    fail();
-  }
-  if (pos != s.size()) fail();
-  // Four-digit years keep `secs` far from overflow; the nanoseconds must fit the event time range.
-  const int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_s;
-  constexpr int64_t kNsPerS = 1000000000;
-  if (secs < 0 || secs > (INT64_MAX - frac_ns) / kNsPerS) {
-    throw InputError("time \"" + std::string(s) + "\" is out of range " + std::string(kTimeRange));
-  }
-  return secs * kNsPerS + frac_ns;
-}
 
 Event parse_event(std::string_view line) {
   simdjson::ondemand::parser parser;

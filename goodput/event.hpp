@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "host/time.hpp"  // kTimeRange, parse_rfc3339_ns
+
 namespace sdc::goodput {
 
 enum class EventKind : uint8_t {
@@ -52,13 +54,6 @@ struct Event {
   std::optional<int64_t> rank;            // the writer's rank, for merging per-rank files; >= 0
   std::optional<bool> blocking;           // probe_begin/probe_end: whether the loop waits for the probe
 };
-
-// Event times are non-negative int64 Unix nanoseconds: this range, both ends included.
-inline constexpr std::string_view kTimeRange = "(1970-01-01T00:00:00Z to 2262-04-11T23:47:16.854775807Z)";
-
-// "2026-11-29T15:51:31.123456789Z" or with a "+02:00" offset; throws InputError when malformed, when
-// the date does not exist (2027-02-31) or when the time is outside kTimeRange.
-int64_t parse_rfc3339_ns(std::string_view text);
 
 // Parses one line of a log (without its newline) by the schema; throws InputError saying what is
 // wrong, without a line number.

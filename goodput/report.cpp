@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "host/time.hpp"
+
 namespace sdc::goodput {
 namespace {
 
@@ -74,62 +76,37 @@ const char* dark_colour(int index) {
 
 }  // namespace
 
-std::string format_duration(int64_t ns) {
-  const bool negative = ns < 0;
-  const double v = static_cast<double>(negative ? -ns : ns);
-  std::string s;
-  const int64_t abs = negative ? -ns : ns;
-  const int64_t secs = abs / 1'000'000'000;
-  if (secs >= 86400) {
-    s = printf_string("%.0fd %02.0fh %02.0fm", static_cast<double>(secs / 86400),
-                      static_cast<double>(secs % 86400 / 3600), static_cast<double>(secs % 3600 / 60));
-  } else if (secs >= 3600) {
-    s = printf_string("%.0fh %02.0fm %02.0fs", static_cast<double>(secs / 3600), static_cast<double>(secs % 3600 / 60),
-                      static_cast<double>(secs % 60));
-  } else if (secs >= 60) {
-    s = printf_string("%.0fm %04.1fs", static_cast<double>(secs / 60), std::fmod(v / 1e9, 60.0));
-  } else if (abs >= 1'000'000'000) {
-    s = printf_string("%.3fs", v / 1e9);
-  } else if (abs >= 1'000'000) {
-    s = printf_string("%.1fms", v / 1e6);
-  } else if (abs >= 1'000) {
-    s = printf_string("%.1fus", v / 1e3);
-  } else {
-    s = std::to_string(abs) + "ns";
-  }
-  return negative ? "-" + s : s;
-}
 
 std::string text_report(const Analysis& a, bool diagnostics) {
   const Breakdown& b = a.breakdown;
   std::ostringstream out;
   out << "Effective training time ratio (ETTR): " << printf_string("%.4f", b.ettr()) << "  (productive "
-      << format_duration(b.productive_ns) << " of " << format_duration(b.wall_ns) << " wall)\n\n";
+      << format_duration_ns(b.productive_ns) << " of " << format_duration_ns(b.wall_ns) << " wall)\n\n";
   out << pad("category", 22) << pad("time", 16, true) << pad("share", 9, true) << pad("of it SDC", 16, true) << "\n";
-  out << pad("productive", 22) << pad(format_duration(b.productive_ns), 16, true)
+  out << pad("productive", 22) << pad(format_duration_ns(b.productive_ns), 16, true)
       << pad(percent(b.productive_ns, b.wall_ns), 9, true) << "\n";
   for (Category c : kCategories) {
-    out << pad(std::string(category_title(c)), 22) << pad(format_duration(b[c].ns), 16, true)
-        << pad(percent(b[c].ns, b.wall_ns), 9, true) << pad(format_duration(b[c].sdc_ns), 16, true) << "\n";
+    out << pad(std::string(category_title(c)), 22) << pad(format_duration_ns(b[c].ns), 16, true)
+        << pad(percent(b[c].ns, b.wall_ns), 9, true) << pad(format_duration_ns(b[c].sdc_ns), 16, true) << "\n";
   }
-  out << pad("wall", 22) << pad(format_duration(b.wall_ns), 16, true) << pad(percent(b.wall_ns, b.wall_ns), 9, true)
+  out << pad("wall", 22) << pad(format_duration_ns(b.wall_ns), 16, true) << pad(percent(b.wall_ns, b.wall_ns), 9, true)
       << "\n\n";
-  out << "SDC time lost: " << format_duration(b.sdc_lost_ns()) << " (" << percent(b.sdc_lost_ns(), b.wall_ns)
+  out << "SDC time lost: " << format_duration_ns(b.sdc_lost_ns()) << " (" << percent(b.sdc_lost_ns(), b.wall_ns)
       << " of wall; probes, SDC triage, restarts and rework after SDC)\n\n";
   out << "Work list (largest loss first):\n";
   int rank = 1;
   for (Category c : ranked(b)) {
     if (b[c].ns == 0) continue;
-    out << "  " << rank++ << ". " << category_title(c) << ": " << format_duration(b[c].ns) << " ("
+    out << "  " << rank++ << ". " << category_title(c) << ": " << format_duration_ns(b[c].ns) << " ("
         << percent(b[c].ns, b.wall_ns) << ")\n     owner: " << category_owner(c)
         << "\n     lever: " << category_lever(c) << "\n";
   }
   if (rank == 1) out << "  nothing lost\n";
   if (!diagnostics) return out.str();
-  out << "\nDiagnostics: " << b.gap_count << " gaps (" << format_duration(b.gap_ns) << "), " << b.rollbacks
+  out << "\nDiagnostics: " << b.gap_count << " gaps (" << format_duration_ns(b.gap_ns) << "), " << b.rollbacks
       << " rollbacks, " << a.stats.events << " events, " << a.stats.skipped << " lines skipped\n";
   if (b.overlapped_probe_ns > 0) {
-    out << "  overlapped probe time: " << format_duration(b.overlapped_probe_ns)
+    out << "  overlapped probe time: " << format_duration_ns(b.overlapped_probe_ns)
         << " (SDC probes the loop did not wait for; the steps they overlapped keep their labels)\n";
   }
   if (a.stats.skipped > 0) out << "  first skipped: " << a.stats.first_skip << "\n";
@@ -158,9 +135,9 @@ std::string svg_report(const Breakdown& b) {
   s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s << "<text x=\"20\" y=\"32\" font-size=\"20\" font-weight=\"bold\">Where the wall time went: ETTR "
     << printf_string("%.1f%%", 100.0 * b.ettr()) << "</text>\n";
-  s << "<text x=\"20\" y=\"54\" fill=\"#444\">wall " << escape_xml(format_duration(b.wall_ns)) << ", productive "
-    << escape_xml(format_duration(b.productive_ns)) << ", lost " << escape_xml(format_duration(b.lost_ns()))
-    << ", of it SDC " << escape_xml(format_duration(b.sdc_lost_ns())) << "</text>\n";
+  s << "<text x=\"20\" y=\"54\" fill=\"#444\">wall " << escape_xml(format_duration_ns(b.wall_ns)) << ", productive "
+    << escape_xml(format_duration_ns(b.productive_ns)) << ", lost " << escape_xml(format_duration_ns(b.lost_ns()))
+    << ", of it SDC " << escape_xml(format_duration_ns(b.sdc_lost_ns())) << "</text>\n";
 
   // 1. The whole wall time as one stacked bar.
   const double wall = b.wall_ns > 0 ? static_cast<double>(b.wall_ns) : 1.0;
@@ -172,9 +149,9 @@ std::string svg_report(const Breakdown& b) {
       << escape_xml(title) << "</title></rect>\n";
     x += w;
   };
-  segment(0, b.productive_ns, "productive " + format_duration(b.productive_ns));
+  segment(0, b.productive_ns, "productive " + format_duration_ns(b.productive_ns));
   for (Category c : kCategories) {
-    segment(static_cast<int>(c) + 1, b[c].ns, std::string(category_title(c)) + " " + format_duration(b[c].ns));
+    segment(static_cast<int>(c) + 1, b[c].ns, std::string(category_title(c)) + " " + format_duration_ns(b[c].ns));
   }
   // Legend under the bar.
   double lx = 20;
@@ -202,8 +179,8 @@ std::string svg_report(const Breakdown& b) {
       << "\"/>\n";
     s << "<rect x=\"" << kLeft << "\" y=\"" << y << "\" width=\"" << ws << "\" height=\"30\" fill=\""
       << dark_colour(index) << "\"/>\n";
-    std::string label = format_duration(b[c].ns) + " = " + percent(b[c].ns, b.wall_ns) + " of wall";
-    if (b[c].sdc_ns > 0) label += "  (SDC " + format_duration(b[c].sdc_ns) + ")";
+    std::string label = format_duration_ns(b[c].ns) + " = " + percent(b[c].ns, b.wall_ns) + " of wall";
+    if (b[c].sdc_ns > 0) label += "  (SDC " + format_duration_ns(b[c].sdc_ns) + ")";
     s << "<text x=\"" << kLeft + w + 8 << "\" y=\"" << y + 20 << "\">" << escape_xml(label) << "</text>\n";
     y += 44;
   }

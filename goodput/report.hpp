@@ -9,9 +9,6 @@
 
 namespace sdc::goodput {
 
-// "3d 04h 05m", "4h 05m 06s", "5m 06.2s", "1.250s", "12.0ms", "250ns".
-std::string format_duration(int64_t ns);
-
 // ETTR, the breakdown table, SDC time lost, the work list and (for a ledger's result) diagnostics.
 std::string text_report(const Analysis& analysis, bool diagnostics = true);
 // The keys of docs/goodput.md: wall_ns, productive_ns, ettr, sdc_lost_ns, categories, diagnostics.

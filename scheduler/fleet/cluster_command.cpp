@@ -4,7 +4,7 @@
 
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
-#include "scheduler/duration.hpp"
+#include "host/time.hpp"
 #include "scheduler/fleet/cluster_report.hpp"
 #include "goodput/event.hpp"
 
@@ -17,7 +17,7 @@ constexpr int64_t kNsPerS = 1'000'000'000;
 int64_t whole_seconds(const std::string& field, const std::string& text) {
   int64_t ns = 0;
   try {
-    ns = goodput::parse_rfc3339_ns(text);
+    ns = parse_rfc3339_ns(text);
   } catch (const InputError& e) {
     throw InputError(field + ": " + e.what());
   }

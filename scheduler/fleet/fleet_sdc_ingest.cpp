@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,6 +14,7 @@
 
 #include "host/device.hpp"
 #include "host/error.hpp"
+#include "host/time.hpp"
 #include "probes/result.hpp"
 #include "scheduler/consensus/consensus.hpp"
 #include "scheduler/sweep/history.hpp"
@@ -102,11 +102,11 @@ class ReportReader {
     }
   }
   double utc_time(dom::object o, const char* key, const At& at) const {
-    const std::string t(text(o, key, at));
-    std::tm tm{};
-    const char* end = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (end == nullptr || *end != '\0') throw bad(at.text() + key, "expected a UTC time like 2026-12-01T15:00:00Z");
-    return static_cast<double>(timegm(&tm));
+    try {
+      return static_cast<double>(parse_rfc3339_ns(text(o, key, at))) / 1e9;
+    } catch (const InputError&) {
+      throw bad(at.text() + key, "expected a UTC time like 2026-12-01T15:00:00Z");
+    }
   }
 
  private:

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 
 #include "host/error.hpp"
+#include "host/time.hpp"
 
 namespace sdc {
 
@@ -43,22 +43,6 @@ const char* health_name(Health h) {
   return "?";
 }
 
-std::string format_time(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-std::string format_duration(double seconds) {
-  const long long s = std::llround(seconds);
-  if (s % 86400 == 0 && s > 0) return std::to_string(s / 86400) + "d";
-  if (s % 3600 == 0 && s > 0) return std::to_string(s / 3600) + "h";
-  if (s % 60 == 0 && s > 0) return std::to_string(s / 60) + "m";
-  return std::to_string(s) + "s";
-}
 
 namespace {
 
@@ -74,7 +58,7 @@ DeviceStatus status_of(const History& history, const QuarantinePolicy& policy, c
   if (const auto q = history.active_quarantine(device.uuid)) {
     st.health = Health::kQuarantined;
     st.clean_sweeps = history.clean_sweeps_since(device.uuid, q->since);
-    st.why = q->reason + " (since " + format_time(q->since) + "); " + std::to_string(st.clean_sweeps) + "/" +
+    st.why = q->reason + " (since " + format_utc(q->since) + "); " + std::to_string(st.clean_sweeps) + "/" +
              std::to_string(policy.clean_sweeps) + " clean sweeps since";
     if (st.clean_sweeps >= policy.clean_sweeps)
       st.why += "; an operator may release it: sdcprobe release " + device.uuid;
@@ -85,13 +69,13 @@ DeviceStatus status_of(const History& history, const QuarantinePolicy& policy, c
     st.health = Health::kSuspect;
     const ResultRecord& last = faults.back();
     st.why = std::to_string(faults.size()) + " transient fault" + (faults.size() == 1 ? "" : "s") + " in the last " +
-             format_duration(policy.window_s) + " (quarantine at " + std::to_string(policy.transient_limit) +
-             "); last: " + last.probe + " " + last.fault + " at " + format_time(last.recorded_at) + " (run " +
+             format_duration_s(policy.window_s) + " (quarantine at " + std::to_string(policy.transient_limit) +
+             "); last: " + last.probe + " " + last.fault + " at " + format_utc(last.recorded_at) + " (run " +
              std::to_string(last.run_id) + ")";
     return st;
   }
   const double last = history.last_result_at(device.uuid);
-  st.why = last > 0 ? "no fault in the last " + format_duration(policy.window_s) + "; last tested " + format_time(last)
+  st.why = last > 0 ? "no fault in the last " + format_duration_s(policy.window_s) + "; last tested " + format_utc(last)
                     : "never tested";
   return st;
 }
@@ -124,7 +108,7 @@ std::vector<DeviceStatus> apply_quarantine_policy(History& history, const Quaran
           for (const auto& f : faults) probes += (probes.empty() ? "" : ", ") + f.probe + " (" + f.fault + ")";
           history.quarantine(device.uuid,
                              std::to_string(faults.size()) + " transient faults within " +
-                                 format_duration(policy.window_s) + ": " + probes,
+                                 format_duration_s(policy.window_s) + ": " + probes,
                              now);
         }
       }

@@ -52,9 +52,4 @@ std::vector<DeviceStatus> device_statuses(const History& history, const Quaranti
 void release_device(History& history, const QuarantinePolicy& policy, const std::string& uuid, bool force,
                     const std::string& by, double now);
 
-// "2026-11-29T16:40:00Z"
-std::string format_time(double unix_seconds);
-// "7d", "3h", "90s"
-std::string format_duration(double seconds);
-
 }  // namespace sdc

@@ -92,7 +92,6 @@ class StateLock {
   int fd_ = -1;
 };
 
-double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -207,7 +206,7 @@ class Sweep {
     char seed[24];
     std::snprintf(seed, sizeof(seed), "0x%016llx", static_cast<unsigned long long>(run_options.seed));
     log("pass " + std::to_string(run_id) + ": seed " + seed + " (" + seed_origin + "), level " +
-        level_name(options_.level) + ", budget " + format_duration(options_.budget_s) + ", probes " + list);
+        level_name(options_.level) + ", budget " + format_duration_s(options_.budget_s) + ", probes " + list);
 
     IsolationLimits limits;
     limits.probe_timeout_s = options_.probe_timeout_s;
@@ -247,7 +246,7 @@ class Sweep {
       for (auto& r : worker.results) report.results.push_back(std::move(r));
       if (worker.end == WorkerEnd::kStopped) outcome.stopped = true;
       if (worker.end == WorkerEnd::kOutOfBudget) {
-        log("budget of " + format_duration(options_.budget_s) + " used up during " + id.label() +
+        log("budget of " + format_duration_s(options_.budget_s) + " used up during " + id.label() +
             (done == 0 ? ": " + ids[0] + " alone does not fit the budget" : ""));
       }
     });

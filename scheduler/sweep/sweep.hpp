@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/duration.hpp"
+#include "host/time.hpp"
 #include "scheduler/fleet/fleet_seed.hpp"
 #include "scheduler/qualify/isolation.hpp"
 #include "scheduler/sweep/quarantine.hpp"
