@@ -17,13 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/fleet/cluster_report.hpp"
+#include "goodput/cluster/cluster_report.hpp"
 #include "goodput/report.hpp"
 #include "goodput/simulator.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+namespace cluster = sdc::goodput::cluster;
 std::vector<fs::path> temporary_dirs;  // removed when the benchmarks are done
 using sdc::goodput::kNsPerSecond;
 constexpr int64_t kT0 = 1'798'761'600;  // 2027-01-01T00:00:00Z
@@ -116,8 +117,8 @@ long own_peak_rss_kib() {
   return -1;
 }
 
-sdc::fleet::ClusterInputs month_inputs(const fs::path& dir) {
-  sdc::fleet::ClusterInputs in;
+cluster::ClusterInputs month_inputs(const fs::path& dir) {
+  cluster::ClusterInputs in;
   in.sacct_path = (dir / "sacct.json").string();
   in.summaries = {(dir / "spool").string()};
   return in;
@@ -125,12 +126,12 @@ sdc::fleet::ClusterInputs month_inputs(const fs::path& dir) {
 
 void BM_ClusterMonthFromSummaries(benchmark::State& state) {
   const Month& m = month();
-  const sdc::fleet::ClusterInputs in = month_inputs(m.dir);
+  const cluster::ClusterInputs in = month_inputs(m.dir);
   const double rss = fresh_process_peak_rss("summaries", m.dir);
   for (auto _ : state) {
-    const sdc::fleet::Cluster c = sdc::fleet::compute_cluster(in);
-    const auto work = sdc::fleet::work_list(c, sdc::fleet::GroupBy::kUser, 5);
-    benchmark::DoNotOptimize(sdc::fleet::json_report(c, work, sdc::fleet::GroupBy::kUser).size());
+    const cluster::Cluster c = cluster::compute_cluster(in);
+    const auto work = cluster::work_list(c, cluster::GroupBy::kUser, 5);
+    benchmark::DoNotOptimize(cluster::json_report(c, work, cluster::GroupBy::kUser).size());
   }
   state.counters["jobs_per_s"] = benchmark::Counter(
       static_cast<double>(m.jobs) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
@@ -215,8 +216,8 @@ double simdjson_cpu_seconds(const simdjson::padded_string& padded) {
   return cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
 }
 
-sdc::fleet::ClusterInputs logs_inputs(const fs::path& dir) {
-  sdc::fleet::ClusterInputs in;
+cluster::ClusterInputs logs_inputs(const fs::path& dir) {
+  cluster::ClusterInputs in;
   in.sacct_path = (dir / "sacct.json").string();
   in.logs_template = (dir / "{job_id}/events.rank*.jsonl").string();
   return in;
@@ -228,7 +229,7 @@ sdc::fleet::ClusterInputs logs_inputs(const fs::path& dir) {
 // lowest and highest beside it.
 void BM_ClusterFromLogs(benchmark::State& state) {
   const Logs& l = logs();
-  const sdc::fleet::ClusterInputs in = logs_inputs(l.dir);
+  const cluster::ClusterInputs in = logs_inputs(l.dir);
   const simdjson::padded_string padded(l.text);
   const double rss = fresh_process_peak_rss("logs", l.dir);
   double cluster_cpu = 0;
@@ -236,7 +237,7 @@ void BM_ClusterFromLogs(benchmark::State& state) {
   for (auto _ : state) {
     const double simdjson_cpu = simdjson_cpu_seconds(padded);
     const double t0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-    benchmark::DoNotOptimize(sdc::fleet::compute_cluster(in).total.wall);
+    benchmark::DoNotOptimize(cluster::compute_cluster(in).total.wall);
     const double cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - t0;
     cluster_cpu += cpu;
     ratios.push_back(simdjson_cpu / cpu);
@@ -260,7 +261,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--memory-of") {  // the child of fresh_process_peak_rss
     const bool logs = std::string(argv[2]) == "logs";
     const bool balanced =
-        sdc::fleet::compute_cluster(logs ? logs_inputs(argv[3]) : month_inputs(argv[3])).total.balanced();
+        cluster::compute_cluster(logs ? logs_inputs(argv[3]) : month_inputs(argv[3])).total.balanced();
     std::printf("%ld\n", own_peak_rss_kib());
     return balanced ? 0 : 1;
   }

@@ -1,15 +1,15 @@
-// `sdcprobe fleet goodput`: argument parsing only; the work is in scheduler/fleet/cluster_command.cpp.
+// `sdcprobe fleet goodput`: argument parsing only; the work is in goodput/cluster/cluster_command.cpp.
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
-#include "scheduler/fleet/cluster_command.hpp"
+#include "goodput/cluster/cluster_command.hpp"
 
 namespace sdc::cli {
 
 void add_fleet_goodput_command(CLI::App& fleet, int& exit_code) {
-  auto o = std::make_shared<fleet::FleetGoodputOptions>();
+  auto o = std::make_shared<goodput::cluster::FleetGoodputOptions>();
   auto* g =
       fleet.add_subcommand("goodput", "Cluster ETTR, GPU-weighted, and a work list of where the missing GPU-time went");
   g->add_option("--sacct", o->inputs.sacct_path,
@@ -29,7 +29,7 @@ void add_fleet_goodput_command(CLI::App& fleet, int& exit_code) {
   g->add_option("--markdown", o->markdown_path, "Write the report as Markdown");
   g->add_option("--svg", o->svg_path, "Draw a bar per day and the top of the work list as SVG");
   g->add_option("--prom", o->prom_path, "Write a Prometheus textfile (node_exporter's textfile collector)");
-  g->callback([o, &exit_code]() { exit_code = fleet::fleet_goodput_command(*o, std::cout); });
+  g->callback([o, &exit_code]() { exit_code = goodput::cluster::fleet_goodput_command(*o, std::cout); });
 }
 
 }  // namespace sdc::cli

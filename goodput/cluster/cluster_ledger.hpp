@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/fleet/cluster_sacct.hpp"
+#include "goodput/cluster/cluster_sacct.hpp"
 #include "goodput/breakdown.hpp"
 #include "goodput/ledger.hpp"
 #include "goodput/tally.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 
 // GPU-nanoseconds: 10,000 GPUs for 30 days is 2.6e19, past int64.
 using GpuNs = __int128;
@@ -111,4 +111,4 @@ std::pair<double, double> poisson_interval(int64_t count);
 ClusterBreakdown sacct_breakdown(const ClusterJob& job, const Window& window,
                                  std::map<int64_t, ClusterBreakdown>* days = nullptr);
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

@@ -1,4 +1,4 @@
-#include "scheduler/fleet/cluster_summary.hpp"
+#include "goodput/cluster/cluster_summary.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include "host/error.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 namespace {
 
 int64_t count(const nlohmann::json& parent, const char* name, const std::string& where) {
@@ -79,4 +79,4 @@ JobSummary read_job_summary(const std::string& path) {
   return parse_job_summary(path, text.str());
 }
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

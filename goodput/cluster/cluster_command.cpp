@@ -1,14 +1,14 @@
-#include "scheduler/fleet/cluster_command.hpp"
+#include "goodput/cluster/cluster_command.hpp"
 
 #include <cmath>
 
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
 #include "host/time.hpp"
-#include "scheduler/fleet/cluster_report.hpp"
+#include "goodput/cluster/cluster_report.hpp"
 #include "goodput/event.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 namespace {
 
 constexpr int64_t kNsPerS = 1'000'000'000;
@@ -53,4 +53,4 @@ int fleet_goodput_command(FleetGoodputOptions o, std::ostream& out) {
   return 0;
 }
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

@@ -1,4 +1,4 @@
-#include "scheduler/fleet/cluster_report.hpp"
+#include "goodput/cluster/cluster_report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "host/error.hpp"
 #include "goodput/planner.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 namespace {
 
 using goodput::Category;
@@ -508,4 +508,4 @@ std::string prometheus_report(const Cluster& c) {
   return o.str();
 }
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

@@ -12,14 +12,14 @@
 #include <sstream>
 
 #include "host/error.hpp"
-#include "scheduler/fleet/cluster_report.hpp"
+#include "goodput/cluster/cluster_report.hpp"
 #include "goodput/commands.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/report.hpp"
 #include "goodput/simulator.hpp"
 #include "tests/fuzz/mutate.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -489,4 +489,4 @@ TEST(FleetGoodputCli, WritesReportsOrFailsWithExitTwo) {
 }
 
 }  // namespace
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

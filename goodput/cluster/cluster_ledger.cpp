@@ -1,4 +1,4 @@
-#include "scheduler/fleet/cluster_ledger.hpp"
+#include "goodput/cluster/cluster_ledger.hpp"
 
 #include <glob.h>
 
@@ -9,10 +9,10 @@
 #include <unordered_map>
 
 #include "host/error.hpp"
-#include "scheduler/fleet/cluster_summary.hpp"
+#include "goodput/cluster/cluster_summary.hpp"
 #include "goodput/merge.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -209,9 +209,9 @@ ClusterBreakdown sacct_breakdown(const ClusterJob& job, const Window& w, std::ma
   return b;
 }
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 
 Cluster compute_cluster(const ClusterInputs& in) {
   Cluster c;
@@ -361,4 +361,4 @@ Cluster compute_cluster(const ClusterInputs& in) {
   return c;
 }
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

@@ -4,9 +4,9 @@
 #include <ostream>
 #include <string>
 
-#include "scheduler/fleet/cluster_ledger.hpp"
+#include "goodput/cluster/cluster_ledger.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 
 struct FleetGoodputOptions {
   ClusterInputs inputs;
@@ -19,4 +19,4 @@ struct FleetGoodputOptions {
 // Prints the text report; writes the files atomically. Throws InputError on bad input.
 int fleet_goodput_command(FleetGoodputOptions options, std::ostream& out);
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

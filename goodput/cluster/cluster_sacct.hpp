@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 
 struct ClusterRecord {
   int64_t eligible_s = 0;  // Unix seconds; 0 when unset
@@ -32,4 +32,4 @@ bool ended_in_failure(const std::string& state);
 // missing or mistyped field, times out of order, records of one job that overlap.
 std::vector<ClusterJob> read_cluster_sacct(const std::string& path);
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

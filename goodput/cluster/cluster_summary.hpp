@@ -9,7 +9,7 @@
 #include "goodput/breakdown.hpp"
 #include "goodput/tally.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 
 struct JobSummary {
   int64_t job_id = 0;
@@ -21,4 +21,4 @@ struct JobSummary {
 JobSummary parse_job_summary(const std::string& path, const std::string& text);
 JobSummary read_job_summary(const std::string& path);
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

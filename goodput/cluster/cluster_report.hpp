@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/fleet/cluster_ledger.hpp"
+#include "goodput/cluster/cluster_ledger.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 
 enum class GroupBy : uint8_t { kUser, kAccount, kPartition, kJob };
 GroupBy parse_group_by(const std::string& text);  // throws InputError
@@ -50,4 +50,4 @@ std::string svg_report(const Cluster& cluster, const std::vector<WorkItem>& work
 // The cluster's and each partition's ETTR and GPU-seconds per category.
 std::string prometheus_report(const Cluster& cluster);
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

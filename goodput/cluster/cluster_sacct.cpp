@@ -1,4 +1,4 @@
-#include "scheduler/fleet/cluster_sacct.hpp"
+#include "goodput/cluster/cluster_sacct.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include "host/error.hpp"
 #include "goodput/sacct.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 namespace {
 
 // Seconds since 1970 that fit the ledger's nanoseconds.
@@ -149,4 +149,4 @@ std::vector<ClusterJob> read_cluster_sacct(const std::string& path) {
   return jobs;
 }
 
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "host/error.hpp"
-#include "scheduler/fleet/cluster_ledger.hpp"
+#include "goodput/cluster/cluster_ledger.hpp"
 #include "tests/fuzz/mutate.hpp"
 
-namespace sdc::fleet {
+namespace sdc::goodput::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -79,4 +79,4 @@ TEST(ClusterFuzz, MutatedInputsAreAcceptedBalancedOrRefusedByName) {
 }
 
 }  // namespace
-}  // namespace sdc::fleet
+}  // namespace sdc::goodput::cluster
