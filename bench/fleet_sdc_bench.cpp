@@ -27,7 +27,7 @@
 #include "probes/result.hpp"
 #include "scheduler/fleet/fleet_sdc_analysis.hpp"
 #include "scheduler/fleet/fleet_sdc_ingest.hpp"
-#include "scheduler/fleet/fleet_seed.hpp"
+#include "scheduler/consensus/fleet_seed.hpp"
 
 namespace {
 

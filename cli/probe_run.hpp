@@ -10,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "probes/probe.hpp"
-#include "scheduler/fleet/fleet_seed.hpp"
+#include "scheduler/consensus/fleet_seed.hpp"
 #include "scheduler/qualify/qualify_session.hpp"
 
 namespace sdc::cli {
@@ -35,7 +35,7 @@ struct ProbeRunArgs {
 };
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);
-// --seed N (decimal or 0x-hex) or fleet[:day|:hour] (scheduler/fleet/fleet_seed.hpp).
+// --seed N (decimal or 0x-hex) or fleet[:day|:hour] (scheduler/consensus/fleet_seed.hpp).
 void add_seed_option(CLI::App* sub, ProbeRunArgs& args, const std::string& help);
 // --probe-timeout, for the commands that isolate devices; watchdog_seconds applies its default.
 void add_watchdog_option(CLI::App* sub, double& probe_timeout_s);

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "host/time.hpp"
-#include "scheduler/fleet/fleet_seed.hpp"
+#include "scheduler/consensus/fleet_seed.hpp"
 #include "scheduler/qualify/isolation.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 

@@ -1,4 +1,4 @@
-#include "scheduler/fleet/fleet_seed.hpp"
+#include "scheduler/consensus/fleet_seed.hpp"
 
 #include <cstdlib>
 #include <ctime>
