@@ -25,9 +25,9 @@
 
 #include "kernels/common/random.hpp"
 #include "probes/result.hpp"
+#include "scheduler/consensus/fleet_seed.hpp"
 #include "scheduler/fleet/fleet_sdc_analysis.hpp"
 #include "scheduler/fleet/fleet_sdc_ingest.hpp"
-#include "scheduler/consensus/fleet_seed.hpp"
 
 namespace {
 

@@ -8,16 +8,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "goodput/event.hpp"
 #include "host/error.hpp"
 #include "host/time.hpp"
-#include "goodput/event.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 #include "scheduler/sweep/sweep.hpp"
 
 namespace sdc::cli {
 namespace {
-
 
 // The history of `state_dir`; reading commands never create one, and open it read-only.
 std::unique_ptr<History> open_history(const std::string& state_dir, History::Access access) {

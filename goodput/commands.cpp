@@ -7,12 +7,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "host/atomic_file.hpp"
-#include "host/error.hpp"
 #include "goodput/analyze.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/report.hpp"
 #include "goodput/tally.hpp"
+#include "host/atomic_file.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -63,7 +63,6 @@ bool needs_step(EventKind kind) {
   }
 }
 
-
 // A string token without an escape: simdjson's unescaping could only copy it.
 bool plain_string(std::string_view token) {
   if (token.empty() || token[0] != '"') return false;
@@ -264,7 +263,6 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
 std::string_view event_name(EventKind kind) { return kNames[static_cast<size_t>(kind)]; }
 
 std::optional<EventKind> event_kind(std::string_view name) { return kind_at_front(name, 0); }
-
 
 Event parse_event(std::string_view line) {
   simdjson::ondemand::parser parser;

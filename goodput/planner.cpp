@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "host/error.hpp"
 #include "goodput/simulator.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -76,7 +76,6 @@ const char* dark_colour(int index) {
 
 }  // namespace
 
-
 std::string text_report(const Analysis& a, bool diagnostics) {
   const Breakdown& b = a.breakdown;
   std::ostringstream out;

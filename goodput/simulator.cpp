@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "host/error.hpp"
 #include "goodput/ledger.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -1,7 +1,7 @@
 #include "host/time.hpp"
 
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>

@@ -2,11 +2,11 @@
 
 #include <cmath>
 
+#include "goodput/cluster/cluster_report.hpp"
+#include "goodput/event.hpp"
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
 #include "host/time.hpp"
-#include "goodput/cluster/cluster_report.hpp"
-#include "goodput/event.hpp"
 
 namespace sdc::goodput::cluster {
 namespace {

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <unordered_map>
 
-#include "host/error.hpp"
 #include "goodput/cluster/cluster_summary.hpp"
 #include "goodput/merge.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput::cluster {
 namespace {

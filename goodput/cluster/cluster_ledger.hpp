@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "goodput/cluster/cluster_sacct.hpp"
 #include "goodput/breakdown.hpp"
+#include "goodput/cluster/cluster_sacct.hpp"
 #include "goodput/ledger.hpp"
 #include "goodput/tally.hpp"
 

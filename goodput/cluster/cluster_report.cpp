@@ -8,8 +8,8 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "host/error.hpp"
 #include "goodput/planner.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput::cluster {
 namespace {

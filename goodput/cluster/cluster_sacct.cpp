@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "host/error.hpp"
 #include "goodput/sacct.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput::cluster {
 namespace {

@@ -6,10 +6,10 @@
 #include <limits>
 #include <random>
 
-#include "host/backend.hpp"
-#include "host/error.hpp"
 #include "goodput/event.hpp"
 #include "goodput/planner.hpp"
+#include "host/backend.hpp"
+#include "host/error.hpp"
 #include "scheduler/qualify/catalogue.hpp"
 
 namespace sdc {

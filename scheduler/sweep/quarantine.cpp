@@ -43,7 +43,6 @@ const char* health_name(Health h) {
   return "?";
 }
 
-
 namespace {
 
 // Transient faults count from the window's start, or from the last release when that is later: a

@@ -92,7 +92,6 @@ class StateLock {
   int fd_ = -1;
 };
 
-
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }

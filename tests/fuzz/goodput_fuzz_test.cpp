@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "host/error.hpp"
 #include "goodput/analyze.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/sacct.hpp"
+#include "host/error.hpp"
 #include "tests/fuzz/line_reading.hpp"
 #include "tests/fuzz/mutate.hpp"
 

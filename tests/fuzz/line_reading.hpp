@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "host/error.hpp"
 #include "goodput/event.hpp"
+#include "host/error.hpp"
 
 namespace sdc::fuzz {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "host/error.hpp"
 #include "goodput/analyze.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {

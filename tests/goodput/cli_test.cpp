@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "host/error.hpp"
 #include "goodput/commands.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {

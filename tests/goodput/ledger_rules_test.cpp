@@ -5,8 +5,8 @@
 #include <sstream>
 #include <string>
 
-#include "host/error.hpp"
 #include "goodput/analyze.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "host/error.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/sacct.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "host/error.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/sacct.hpp"
+#include "host/error.hpp"
 #include "tests/fuzz/libfuzzer/harness.hpp"
 
 namespace {

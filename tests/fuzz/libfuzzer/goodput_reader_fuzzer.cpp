@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "host/error.hpp"
 #include "goodput/analyze.hpp"
+#include "host/error.hpp"
 #include "tests/fuzz/libfuzzer/harness.hpp"
 #include "tests/fuzz/line_reading.hpp"
 #include "tests/fuzz/properties.hpp"

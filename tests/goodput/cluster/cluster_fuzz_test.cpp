@@ -8,8 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "host/error.hpp"
 #include "goodput/cluster/cluster_ledger.hpp"
+#include "host/error.hpp"
 #include "tests/fuzz/mutate.hpp"
 
 namespace sdc::goodput::cluster {

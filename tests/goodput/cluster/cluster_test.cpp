@@ -11,12 +11,12 @@
 #include <random>
 #include <sstream>
 
-#include "host/error.hpp"
 #include "goodput/cluster/cluster_report.hpp"
 #include "goodput/commands.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/report.hpp"
 #include "goodput/simulator.hpp"
+#include "host/error.hpp"
 #include "tests/fuzz/mutate.hpp"
 
 namespace sdc::goodput::cluster {
