@@ -102,8 +102,9 @@ class ReportReader {
     }
   }
   double utc_time(dom::object o, const char* key, const At& at) const {
+    const std::string_view t = text(o, key, at);
     try {
-      return static_cast<double>(parse_rfc3339_ns(text(o, key, at))) / 1e9;
+      return static_cast<double>(parse_rfc3339_ns(t)) / 1e9;
     } catch (const InputError&) {
       throw bad(at.text() + key, "expected a UTC time like 2026-12-01T15:00:00Z");
     }
