@@ -4,12 +4,12 @@
 # libraries and no network (docs/cuda.md, "GPU lease").
 #
 #   bench/gpu_kit.sh build   here: builds the GPU programs for sm_90 and packs .gpu-kit/ (< 48 MiB)
-#   bench/gpu_kit.sh run     there: runs the steps below, each in its own time box, in 330 s
+#   bench/gpu_kit.sh run     there: runs the steps below, each in its own time box, in 360 s
 #
 # run writes summary.json, summary.md and logs.tar.gz to $OUT (a scratch folder when unset) and
 # prints a one-screen table last. Exit status: 0 every step passed, 1 a check failed, 2 something
 # could not run or ran out of time. Settings (environment): KIT_BUILD_DIR (build/kit), KIT_CUDA_ARCHITECTURES (90),
-# KIT_JOBS (2) for build; SDC_KIT (.gpu-kit), KIT_BUDGET_S (330), KIT_WITHOUT_GPU, KIT_STEPS (the
+# KIT_JOBS (2) for build; SDC_KIT (.gpu-kit), KIT_BUDGET_S (360), KIT_WITHOUT_GPU, KIT_STEPS (the
 # steps to run, e.g. "sanitizer bench" for a second try; the others are "not run") for run.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,8 +19,11 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cuda_libs=(libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2)
 kit_max_bytes=$((48 << 20))
 # Skipped gpu tests that state one of these reasons are not failures: the lent machine has one GPU,
-# and cuBLASLt has no E5M2 x E5M2 GEMM.
-export KIT_SKIP_REASONS='needs (two|2) GPUs|more than one GPU|e5m2'
+# cuBLASLt has no E5M2 x E5M2 GEMM, and a sandbox (gVisor) may list no PCI GPU in its /sys.
+export KIT_SKIP_REASONS='needs (two|2) GPUs|more than one GPU|e5m2|sysfs shows no PCI GPU'
+# compute-sanitizer checks only the kernels whose mangled names have this substring: every kernel of
+# sdcprobe lives in namespace sdc (the build checks it), cuBLASLt's and torch's do not.
+export KIT_SANITIZER_FILTER='kns=_ZN3sdc'
 
 die() {
   echo "gpu_kit: error: $*" >&2
@@ -81,6 +84,7 @@ kit_build() {
   } >"$stage/kit/MANIFEST"
 
   check_kit "$stage/kit"
+  check_kernel_names "$(dirname "$nvcc")/cuobjdump" "${files[@]}"
 
   echo "gpu_kit: pack .gpu-kit"
   rm -rf .gpu-kit
@@ -93,7 +97,21 @@ kit_build() {
   printf 'gpu_kit: .gpu-kit is %.1f MiB (limit 48 MiB, unpacked %s); built in %ds, packed in %ds\n' \
     "$(echo "$size / 1048576" | bc -l)" "$(du -sh "$stage/kit" | cut -f1)" "$built" $((SECONDS - t0 - built))
   [ "$size" -le "$kit_max_bytes" ] || die "the kit is over 48 MiB"
-  echo "gpu_kit: run it with the device tool: command 'bash bench/gpu_kit.sh run', carry [\".gpu-kit\"], timeout_s 420"
+  echo "gpu_kit: run it with the device tool: command 'bash bench/gpu_kit.sh run', carry [\".gpu-kit\"], timeout_s 450"
+}
+
+# The sanitizer step instruments only kernels whose mangled names match KIT_SANITIZER_FILTER
+# (namespace sdc): a kernel of ours outside it would go unchecked, so the build refuses it.
+check_kernel_names() {
+  local cuobjdump=$1 f outside
+  shift
+  [ -x "$cuobjdump" ] || die "cuobjdump not found beside nvcc: cannot check the kernels' names"
+  for f in "$@"; do
+    outside=$("$cuobjdump" -symbols "$f" 2>/dev/null | awk '/STO_ENTRY/ { print $NF }' | sort -u |
+      grep -v "^${KIT_SANITIZER_FILTER#kns=}" || true)
+    [ -z "$outside" ] || die "$(basename "$f") has kernels outside namespace sdc, which the sanitizer's filter skips: $outside"
+  done
+  echo "gpu_kit: every kernel in the kit is in namespace sdc (the sanitizer's filter $KIT_SANITIZER_FILTER)"
 }
 
 # Only the lent machine's CUDA libraries may stay unresolved: `env -i ldd` with the loader's cache
@@ -161,23 +179,53 @@ step_result() {
   return 0
 }
 
+# NVIDIA display and 3D controllers in sysfs (under SDCPROBE_SYSFS_ROOT when set, as sdcprobe reads it).
+count_bus_gpus() {
+  local d n=0
+  for d in "${SDCPROBE_SYSFS_ROOT:-}"/sys/bus/pci/devices/*; do
+    [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] && [[ $(cat "$d/class" 2>/dev/null) == 0x03* ]] && n=$((n + 1))
+  done
+  echo $n
+}
+
+# What sdcprobe must find comes from nvidia-smi -L (KIT_GPUS, set at setup): a container on a larger
+# host shows its GPUs to CUDA and to nvidia-smi, while sysfs may list the host's (or, under gVisor,
+# none). The UUID of the first working GPU is kept whatever the exit, so that a failed GPU beside it
+# does not leave every later step without a device.
 step_devices() {
+  local rc
   nvidia-smi -q >"$LOGS/nvidia-smi-q.txt" 2>&1 || { echo "kit: nvidia-smi -q failed"; return 2; }
   grep -E '^\s*(Product Name|Product Architecture|GPU UUID|Driver Version|CUDA Version|VBIOS Version|Bus Id|Persistence Mode|Compute Mode|MIG Mode|Current|Pending|Total|Free|SM|Memory|Graphics|Power Draw|Current Limit|GPU Current Temp|Volatile|Aggregate|Retired Pages|Remapped Rows|Correctable Error|Uncorrectable Error)\s*:' \
     "$LOGS/nvidia-smi-q.txt" | head -n 60
-  "$SDC" --backend cuda devices --json >"$WORK/devices.json" || { echo "kit: sdcprobe devices failed"; return 1; }
+  "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} devices --json >"$WORK/devices.json"
+  rc=$?
   cat "$WORK/devices.json"
-  python3 - "$WORK/devices.json" "$WORK/uuid" <<'PY'
+  python3 - "$WORK/devices.json" "$WORK/uuid" "$(count_bus_gpus)" "${KIT_GPUS:-?}" <<'PY' || STEP_FAILED=1
 import json, sys
-devices = json.load(open(sys.argv[1]))
-cuda = [d for d in devices if d["backend"] == "cuda"]
-if not cuda:
-    print("kit: sdcprobe lists no CUDA device")
+try:
+    devices = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print("kit: sdcprobe devices wrote no device list: %s" % e)
     sys.exit(1)
-open(sys.argv[2], "w").write(cuda[0]["uuid"])
-print("kit: %d CUDA device(s): %s %s, sm %s, %.0f GiB" % (len(cuda), cuda[0]["name"], cuda[0]["uuid"],
-      cuda[0]["compute_capability"], cuda[0]["memory_bytes"] / 2**30))
+if not isinstance(devices, list):
+    print("kit: sdcprobe devices: %s" % devices)
+    sys.exit(1)
+cuda = [d for d in devices if d.get("backend") == "cuda"]
+working = [d for d in cuda if not d.get("open_error")]
+print("kit: GPUs on the bus (sysfs) %s, in nvidia-smi -L %s, opened by CUDA %d of %d listed"
+      % (sys.argv[3], sys.argv[4], len(working), len(cuda)))
+for d in cuda:
+    if d.get("open_error"):
+        print("kit: %s: %s" % (d.get("pci_bus_id"), d["open_error"]))
+if not working:
+    print("kit: sdcprobe opens no CUDA device")
+    sys.exit(1)
+d = working[0]
+open(sys.argv[2], "w").write(d["uuid"])
+print("kit: testing %s %s, sm %s, %.0f GiB" % (d["name"], d["uuid"], d["compute_capability"], d["memory_bytes"] / 2**30))
 PY
+  check_exit "sdcprobe devices" $rc
+  step_result
 }
 
 step_gpu_tests() {
@@ -196,12 +244,14 @@ step_gpu_tests() {
 }
 
 # qualify always runs each device in a watched worker process (isolation); `run` is the same
-# catalogue in-process. The injected fault first: it is the check that matters most.
+# catalogue in-process. The injected fault first: it is the check that matters most. The two runs
+# after the plain qualify repeat its probes for another path (consensus, in-process), so their memory
+# probes take a small buffer (--size) and the box's seconds go to the runs at the level's sizes.
 step_qualify() {
-  local uuid rc
+  local uuid rc sdc=("$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"})
   uuid=$(cat "$WORK/uuid" 2>/dev/null) || { echo "kit: no GPU UUID from step devices"; return 2; }
   echo "--- qualify --inject (must exit 1 and name $uuid)"
-  step_within 40 "$SDC" --backend cuda qualify --level quick --json "$LOGS/qualify-inject.json" \
+  step_within 20 "${sdc[@]}" qualify --level quick --json "$LOGS/qualify-inject.json" \
     --inject 'probe=alu.fma32,model=bitflip,bit=7,mode=permanent' >"$WORK/inject.out" 2>&1
   rc=$?
   cat "$WORK/inject.out"
@@ -209,13 +259,13 @@ step_qualify() {
     grep -q "$uuid" "$WORK/inject.out" || { echo "kit: injected fault: the output does not name $uuid"; STEP_FAILED=1; }
   fi
   echo "--- qualify (isolated workers)"
-  step_within 40 "$SDC" --backend cuda qualify --level quick --json "$LOGS/qualify.json"
+  step_within 20 "${sdc[@]}" qualify --level quick --json "$LOGS/qualify.json"
   check_exit "qualify" $?
   echo "--- qualify --consensus"
-  step_within 40 "$SDC" --backend cuda qualify --level quick --consensus --json "$LOGS/qualify-consensus.json"
+  step_within 12 "${sdc[@]}" qualify --level quick --consensus --size 1G --json "$LOGS/qualify-consensus.json"
   check_exit "qualify --consensus" $?
   echo "--- run '*' in-process"
-  step_within 40 "$SDC" --backend cuda run --level quick --json "$LOGS/run-inprocess.json" '*'
+  step_within 12 "${sdc[@]}" run --level quick --size 1G --json "$LOGS/run-inprocess.json" '*'
   check_exit "run in-process" $?
   [ -n "${STEP_FAILED:-}${STEP_TIMED_OUT:-}" ] ||
     echo "kit: the injected fault exits 1 naming $uuid; qualify, --consensus, run passed"
@@ -232,11 +282,12 @@ step_memory() {
     echo "kit: only ${free_mib:-?} MiB free on GPU 0, 42 GiB needed"
     return 2
   fi
-  step_within 60 "$SDC" --backend cuda run --device 0 --size 40G --iterations 1 \
+  step_within 60 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} run --device 0 --size 40G --iterations 1 \
     --json "$LOGS/memory-40g-inject.json" --inject 'probe=mem.own_address,model=bitflip,index=5000000000' \
     mem.own_address
   check_exit "40 GiB run with a fault at word 5e9" $? 1
-  step_within 60 "$SDC" --backend cuda run --device 0 --size 40G --iterations 1 --json "$LOGS/memory-40g.json" \
+  step_within 60 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} run --device 0 --size 40G --iterations 1 \
+    --json "$LOGS/memory-40g.json" \
     mem.own_address mem.moving_inversions
   check_exit "40 GiB run" $?
   [ -z "${STEP_TIMED_OUT:-}" ] || { step_result; return; }
@@ -271,7 +322,8 @@ sanitize() {
   local tool=$1 name=$2 log=$LOGS/sanitizer-$2.log rc
   shift 2
   echo "--- $name"
-  step_within 60 "$SANITIZER" --tool "$tool" --error-exitcode 1 --print-limit 20 "$@" >"$log" 2>&1
+  step_within 60 "$SANITIZER" --tool "$tool" --kernel-name "$KIT_SANITIZER_FILTER" --error-exitcode 1 --print-limit 20 \
+    "$@" >"$log" 2>&1
   rc=$?
   tail -n 12 "$log"
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -375,6 +427,29 @@ PY
   step_result
 }
 
+# The canary step (python/examples/canary_cuda.py): DDP ranks on the GPU over gloo, a clean run and
+# one with a corrupted matrix product on rank 1, which the canary must name while the replica check
+# cannot see it. "could not run" when torch sees no GPU.
+step_canary() {
+  local rc py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
+  step_within 28 $py "$KIT/python/examples/canary_cuda.py" --json "$LOGS/canary.json" >"$LOGS/canary.out" 2>&1
+  rc=$?
+  tail -n 20 "$LOGS/canary.out"
+  [ $rc -eq 2 ] && { echo "kit: torch sees no CUDA device"; return 2; }
+  check_exit "canary run" $rc
+  python3 - "$LOGS/canary.json" <<'PY' || true
+import json, sys
+try:
+    s = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    sys.exit(0)
+for what, ok in s["checks"].items():
+    print("kit: canary: %s: %s" % (what, "yes" if ok else "NO"))
+print("kit: canary step at %.2f of a training step" % s["clean"]["canary_over_step"])
+PY
+  step_result
+}
+
 # A Lightning run (the image has Lightning 2.6) with GoodputCallback: recorder, inline probe with
 # an injected fault, and the ledger over the merged per-rank files. "could not run" without Lightning.
 step_lightning() {
@@ -393,7 +468,7 @@ step_lightning() {
 step_coverage() {
   local rc
   [ -s "$WORK/uuid" ] || { echo "kit: no GPU UUID from step devices"; return 2; }
-  step_within 10 "$SDC" --backend cuda coverage --probes 'alu.fma32,alu.int64,mem.own_address' \
+  step_within 10 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} coverage --probes 'alu.fma32,alu.int64,mem.own_address' \
     --models bitflip,lane --trials 5 --clean 1 --json "$LOGS/coverage.json" --markdown "$LOGS/coverage.md"
   rc=$?
   cat "$LOGS/coverage.md" 2>/dev/null
@@ -481,13 +556,15 @@ kit_run() {
   KIT=$WORK/kit
   SDC=$KIT/bin/sdcprobe
   mkdir -p "$LOGS"
-  local budget=${KIT_BUDGET_S:-330} start=$SECONDS cannot="" kit_src=${SDC_KIT:-$repo/.gpu-kit}
+  local budget=${KIT_BUDGET_S:-360} start=$SECONDS cannot="" kit_src=${SDC_KIT:-$repo/.gpu-kit}
   # By value: what the lease is for first, so that a run cut short loses the least. The boxes and
   # the setup's (unpacking, at most 30 s with xz) sum to the budget; each step's time is printed,
-  # so the first lease can resize them.
-  local steps=(devices gpu_tests qualify bench memory sanitizer inline lightning coverage)
-  local -A box=([devices]=10 [gpu_tests]=80 [qualify]=55 [bench]=45 [memory]=25 [sanitizer]=35 [inline]=25
-    [lightning]=15 [coverage]=10)
+  # so the first lease can resize them. Sized from estimates for one H200 (docs/gpu-results.md):
+  # qualify's two runs at the level's sizes take 11-15 s each, its two extra runs less with --size;
+  # each sanitizer run instruments sdcprobe's kernels only; the canary spawns three ranks twice.
+  local steps=(devices gpu_tests qualify bench memory sanitizer inline canary lightning coverage)
+  local -A box=([devices]=10 [gpu_tests]=65 [qualify]=65 [bench]=40 [memory]=25 [sanitizer]=45 [inline]=25
+    [canary]=30 [lightning]=15 [coverage]=10)
   printf 'step\tstatus\tseconds\tbox\tnote\n' >"$WORK/steps.tsv"
   record() {
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5//$'\t'/ }" >>"$WORK/steps.tsv"
@@ -513,15 +590,20 @@ kit_run() {
       fi
     fi
     # KIT_WITHOUT_GPU=1 runs the steps anyway, to try the kit's own plumbing on a machine with no GPU.
-    if [ -z "$cannot" ] && ! timeout 20 nvidia-smi -L && [ -z "${KIT_WITHOUT_GPU:-}" ]; then
+    if [ -z "$cannot" ] && ! timeout 20 nvidia-smi -L >"$WORK/gpus.txt" && [ -z "${KIT_WITHOUT_GPU:-}" ]; then
       cannot="no GPU here (nvidia-smi -L failed)"
     fi
+    cat "$WORK/gpus.txt" 2>/dev/null
+    # The GPUs (not MIG instances) this container shows: what sdcprobe must find (--expect-gpus).
+    KIT_GPUS=$(grep -c '^GPU ' "$WORK/gpus.txt" 2>/dev/null)
+    [ "${KIT_GPUS:-0}" -gt 0 ] || KIT_GPUS=""
+    export KIT_GPUS
   } >"$LOGS/setup.log" 2>&1
   cat "$LOGS/setup.log"
   note=${cannot:-$(grep -c ' from ' "$LOGS/setup.log") CUDA libraries found; $(grep -c '^GPU ' "$LOGS/setup.log") GPU(s)}
   record setup "$([ -z "$cannot" ] && echo passed || echo 'could not run')" $((SECONDS - t0)) 30 "$note"
 
-  export -f $(compgen -A function step_) check_exit sanitize
+  export -f $(compgen -A function step_) check_exit sanitize count_bus_gpus
   local name limit rc status
   for name in "${steps[@]}"; do
     if [ -n "${KIT_STEPS:-}" ] && [[ " ${KIT_STEPS//,/ } " != *" $name "* ]]; then

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <vector>
 
+// In namespace sdc like every kernel of sdcprobe, so that the sanitizer's kernel filter
+// (KIT_SANITIZER_FILTER) instruments it too.
+namespace sdc {
 namespace {
 
 constexpr unsigned kWords = 1024;
@@ -23,8 +26,10 @@ bool ok(cudaError_t e, const char* what) {
 }
 
 }  // namespace
+}  // namespace sdc
 
 int main() {
+  using namespace sdc;
   unsigned* device = nullptr;
   if (!ok(cudaMalloc(&device, kWords * sizeof(unsigned)), "cudaMalloc")) return 1;
   write_index<<<kWords / 256, 256>>>(device);

@@ -5,14 +5,17 @@
 # fake compute-sanitizer (KIT_WITHOUT_GPU=1 runs the steps here): the tool's refusal of the device
 # (as under gVisor) and a failing self-test are "could not run", a reported error is "failed", a
 # clean run passes, and a hang is "out of time"; the refusal run also has no xz on PATH, so the kit
-# is unpacked by Python's tarfile. Exit 77 (skipped) where a GPU is present: there the kit itself
-# runs (bench/gpu_kit.sh build, then run).
+# is unpacked by Python's tarfile; every sanitizer run is filtered to sdcprobe's kernels. Then the
+# devices step with a stand-in nvidia-smi and sdcprobe: a sysfs without GPUs (gVisor), more GPUs on
+# the bus than the container's CUDA shows (--expect-gpus from nvidia-smi -L), and a failed GPU, whose
+# working neighbour's UUID is kept for the later steps. Exit 77 (skipped) where a GPU is present:
+# there the kit itself runs (bench/gpu_kit.sh build, then run).
 #   tests/bundle/gpu_kit_test.sh SDCPROBE REPO WORKDIR
 set -euo pipefail
 sdcprobe=$1 repo=$2
 mkdir -p "$3"
 work=$(mktemp -d "$(cd "$3" && pwd)/gpu_kit_test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap "${KEEP_WORK:+:} rm -rf \"$work\"" EXIT
 # Every failure shows the kit's own logs, so that one seen once in CI can be diagnosed.
 fail() {
   for log in "$work"/run-*.log "$work"/out-*/summary.md; do
@@ -47,10 +50,10 @@ expect() {
 import json, re, sys
 s = json.load(open(sys.argv[1]))
 steps = {x["step"]: x for x in s["steps"]}
-order = ["setup", "devices", "gpu_tests", "qualify", "bench", "memory", "sanitizer", "inline", "lightning",
-         "coverage"]
+order = ["setup", "devices", "gpu_tests", "qualify", "bench", "memory", "sanitizer", "inline", "canary",
+         "lightning", "coverage"]
 assert [x["step"] for x in s["steps"]] == order, [x["step"] for x in s["steps"]]
-assert sum(x["box"] for x in s["steps"]) <= 330, [(x["step"], x["box"]) for x in s["steps"]]
+assert sum(x["box"] for x in s["steps"]) == 360, [(x["step"], x["box"]) for x in s["steps"]]
 named, default = {}, None
 for arg in sys.argv[2:]:
     if "~" in arg:
@@ -87,14 +90,24 @@ done
 mkdir -p "$work/kit-sanitizer"
 tar -C "$work/stage" -cf - kit | xz -0 >"$work/kit-sanitizer/kit.tar.xz"
 
-# A fake compute-sanitizer: logs "TOOL PROGRAM" to $work/calls-$FAKE_MODE and answers as FAKE_MODE
-# says. Its words are the real tool's (a refused device: gVisor's "Device not supported", then
-# error 999 at the program's first allocation).
+# A fake compute-sanitizer: logs "TOOL PROGRAM" to $work/calls-$FAKE_MODE, its kernel filter to
+# $work/filters-$FAKE_MODE, and answers as FAKE_MODE says. Its words are the real tool's (a refused
+# device: gVisor's "Device not supported", then error 999 at the program's first allocation).
 mkdir -p "$work/fake"
 cat >"$work/fake/compute-sanitizer" <<FAKE
 #!/bin/sh
-tool=\$2 program=\$(basename "\$7")
+tool="" filter=""
+while [ \$# -gt 0 ]; do
+  case \$1 in
+    --tool) tool=\$2; shift 2 ;;
+    --kernel-name) filter=\$2; shift 2 ;;
+    --*) shift 2 ;;
+    *) break ;;
+  esac
+done
+program=\$(basename "\$1")
 echo "\$tool \$program" >>"$work/calls-\$FAKE_MODE"
+echo "\$filter" >>"$work/filters-\$FAKE_MODE"
 echo "========= COMPUTE-SANITIZER"
 case \$FAKE_MODE:\$tool:\$program in
   refuse:*)
@@ -153,8 +166,79 @@ done
 
 sanitizer_run clean
 expect clean 'setup=passed' '*=not run' 'sanitizer=passed' 'sanitizer~memcheck, racecheck and synccheck clean'
+[ "$(sort -u "$work/filters-clean")" = "kns=_ZN3sdc" ] || fail "clean: a run not filtered to sdcprobe's kernels: $(sort -u "$work/filters-clean")"
+[ "$(wc -l <"$work/filters-clean")" -eq 6 ] || fail "clean: not six sanitizer runs"
 
 # A hang: the step's box ends it, and it is "out of time", not a failure.
 sanitizer_run hang KIT_BUDGET_S=12
 expect hang 'setup=passed' '*=not run' 'sanitizer=out of time'
+# The devices step: a stand-in nvidia-smi shows FAKE_GPUS GPUs; a stand-in sdcprobe answers as the
+# real one does when sysfs lists two GPUs and CUDA one (inventory_cli_test checks the real one): with
+# --expect-gpus 1 the one it opens, without it also the other as a failed device, and exit 1. It logs
+# every call to $work/sdc-calls.
+cat >"$work/fake/nvidia-smi" <<'FAKE'
+#!/bin/sh
+[ "$1" = -L ] || { echo "    Product Name : NVIDIA H200"; exit 0; }
+i=0
+while [ "$i" -lt "${FAKE_GPUS:-1}" ]; do
+  echo "GPU $i: NVIDIA H200 (UUID: GPU-0000000$i-1111-2222-3333-444444444444)"
+  i=$((i + 1))
+done
+FAKE
+mkdir -p "$work/devices-stage/kit/bin"
+cp -r "$work/stage/kit/." "$work/devices-stage/kit/"
+cat >"$work/devices-stage/kit/bin/sdcprobe" <<FAKE
+#!/bin/sh
+echo "\$*" >>"$work/sdc-calls"
+case " \$* " in
+  *" --version "*) echo "sdcprobe 0.1.0 (stand-in)"; exit 0 ;;
+  *" devices "*) ;;
+  *) exit 0 ;;
+esac
+working='{"backend": "cuda", "uuid": "GPU-00000000-1111-2222-3333-444444444444", "name": "NVIDIA H200",
+  "pci_bus_id": "00000000:19:00.0", "compute_capability": "9.0", "memory_bytes": 150000000000, "open_error": ""}'
+case " \$* " in
+  *" --expect-gpus 1 "*) echo "[\$working]" ;;
+  *) echo "[\$working, {\"backend\": \"cuda\", \"uuid\": \"\", \"name\": \"\", \"pci_bus_id\": \"00000000:3B:00.0\",
+       \"open_error\": \"00000000:3B:00.0 is on the PCI bus but CUDA does not show it\"}]"; exit 1 ;;
+esac
+FAKE
+chmod +x "$work/fake/nvidia-smi" "$work/devices-stage/kit/bin/sdcprobe"
+mkdir -p "$work/kit-devices"
+tar -C "$work/devices-stage" -cf - kit | xz -0 >"$work/kit-devices/kit.tar.xz"
+# sysfs trees: none with GPUs, and one with two NVIDIA 3D controllers and a NIC.
+fake_pci() {
+  mkdir -p "$1/sys/bus/pci/devices/$2"
+  echo "$3" >"$1/sys/bus/pci/devices/$2/vendor"
+  echo "$4" >"$1/sys/bus/pci/devices/$2/class"
+}
+mkdir -p "$work/sys-none/sys/bus/pci/devices"
+fake_pci "$work/sys-two" 0000:19:00.0 0x10de 0x030200
+fake_pci "$work/sys-two" 0000:3b:00.0 0x10de 0x030200
+fake_pci "$work/sys-two" 0000:5d:00.0 0x15b3 0x020700
+devices_run() {
+  run_kit "$work/kit-devices" "$1" PATH="$work/fake:$(dirname "$python"):$PATH" KIT_WITHOUT_GPU=1 \
+    KIT_STEPS="devices coverage" "${@:2}"
+}
+
+# gVisor: sysfs lists no GPU, CUDA and nvidia-smi one. The devices step passes and says so.
+: >"$work/sdc-calls"
+devices_run gvisor SDCPROBE_SYSFS_ROOT="$work/sys-none" FAKE_GPUS=1
+expect gvisor 'setup=passed' '*=not run' 'devices=passed' 'coverage=passed' \
+  'devices~on the bus \(sysfs\) 0, in nvidia-smi -L 1, opened by CUDA 1 of 1'
+
+# A container on a larger host: sysfs lists two GPUs, CUDA and nvidia-smi one. --expect-gpus 1 goes
+# to every sdcprobe call that opens devices, and the step passes.
+: >"$work/sdc-calls"
+devices_run container SDCPROBE_SYSFS_ROOT="$work/sys-two" FAKE_GPUS=1
+expect container 'setup=passed' '*=not run' 'devices=passed' 'coverage=passed' \
+  'devices~on the bus \(sysfs\) 2, in nvidia-smi -L 1, opened by CUDA 1 of 1' 'devices~testing NVIDIA H200 GPU-00000000'
+grep -q -- '--expect-gpus 1 devices --json' "$work/sdc-calls" || fail "container: devices without --expect-gpus 1"
+grep -q -- '--expect-gpus 1 coverage' "$work/sdc-calls" || fail "container: coverage without --expect-gpus 1"
+
+# nvidia-smi shows both GPUs, CUDA one: a failed GPU. The step fails, and the working GPU's UUID is
+# still kept, so the coverage step after it runs.
+want=1 devices_run failed SDCPROBE_SYSFS_ROOT="$work/sys-two" FAKE_GPUS=2
+expect failed 'setup=passed' '*=not run' 'devices=failed' 'coverage=passed' \
+  'devices~testing NVIDIA H200 GPU-00000000'
 echo "gpu_kit_test: passed"
