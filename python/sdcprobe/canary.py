@@ -17,8 +17,8 @@ import sys
 import time
 
 from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, _int_in
-from sdcprobe.replica import (ReplicaCheck, _as_uint64, _torch, combine_digests, device_identity,
-                              state_digest, tensor_digest_table)
+from sdcprobe.replica import (ReplicaCheck, _as_uint64, _torch, combine_digests, detected_fields,
+                              device_identity, state_digest, tensor_digest_table)
 
 # The seed of the random generators inside the canary (dropout masks): the same on every replica
 # and every run; the training's own generators are saved and restored around it.
@@ -306,12 +306,7 @@ class CanaryCheck(ReplicaCheck):
 
     def _report(self):
         v = self.verdict
-        first = v["suspects"][0]
-        fields = {"step": v["step"], "check": "canary", "verdict": v["verdict"], "device": first["device"],
-                  "suspect_rank": first["rank"], "suspects": v["suspects"], "cause": first["cause"]}
-        if v["last_good_step"] >= 0:
-            fields["last_good_step"] = v["last_good_step"]
-        self._event("sdc_detected", **fields)
+        self._event("sdc_detected", **detected_fields(v, "canary"))
         if self.on_sdc == "raise":
             named = ", ".join("rank %d (%s, %s, %s)" % (s["rank"], s["host"], s["device"], s["pci_bus_id"])
                               for s in v["suspects"])

@@ -147,6 +147,22 @@ def device_identity(backend, device):
     return json.loads(buf.value.decode())
 
 
+def detected_fields(verdict, check):
+    """The sdc_detected event of a failing verdict. An undecided vote ("inconclusive": two replicas
+    that differ, all suspect) names no suspect_rank or device: automation keyed on them would evict
+    a healthy node half the time."""
+    fields = {"step": verdict["step"], "check": check, "verdict": verdict["verdict"],
+              "suspects": verdict["suspects"]}
+    if verdict["verdict"] == "sdc":
+        first = verdict["suspects"][0]
+        fields.update(device=first["device"], suspect_rank=first["rank"])
+        if "cause" in first:
+            fields["cause"] = first["cause"]
+    if verdict["last_good_step"] >= 0:
+        fields["last_good_step"] = verdict["last_good_step"]
+    return fields
+
+
 def choose_every(step_s, check_s, budget, sdc_rate=None):
     """The inline probe's "auto" cadence (the planner's optimum within `budget`) for a check."""
     every = ctypes.c_int64(0)
@@ -373,12 +389,7 @@ class ReplicaCheck:
 
     def _report(self):
         v = self.verdict
-        first = v["suspects"][0]
-        fields = {"step": v["step"], "check": "replica", "verdict": v["verdict"], "device": first["device"],
-                  "suspect_rank": first["rank"], "suspects": v["suspects"]}
-        if v["last_good_step"] >= 0:
-            fields["last_good_step"] = v["last_good_step"]
-        self._event("sdc_detected", **fields)
+        self._event("sdc_detected", **detected_fields(v, "replica"))
         if self.on_sdc == "raise":
             named = ", ".join("rank %d (%s, %s, %s)" % (s["rank"], s["host"], s["device"], s["pci_bus_id"])
                               for s in v["suspects"])

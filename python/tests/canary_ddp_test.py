@@ -237,7 +237,6 @@ class ThreeReplicasTest(unittest.TestCase):
         self.assertFalse([e for e in events if e["event"] == "sdc_detected"])
         self.assertEqual([e["verdict"] for e in events if e["event"] == "probe_end"], ["disabled"])
 
-
 class OneRankTest(unittest.TestCase):
     """One process, a one-rank gloo group: the canary's own behaviour, without peers."""
 

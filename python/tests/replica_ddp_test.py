@@ -198,22 +198,32 @@ class CheckBeforeCommitTest(unittest.TestCase):
 
 class TwoReplicasTest(unittest.TestCase):
     def test_flip_between_two_replicas_is_inconclusive(self):
-        _, outcomes = run_job(2, 40, 5, flip=(1, 12), on_sdc="callback")
+        tmp, outcomes = run_job(2, 40, 5, flip=(1, 12), on_sdc="callback")
         for o in outcomes:
             d = o["detected"]
             self.assertEqual((d["verdict"], d["step"], d["last_good_step"]), ("inconclusive", 15, 10))
             self.assertEqual(sorted(s["rank"] for s in d["suspects"]), [0, 1])
             self.assertEqual(d["probe_failures"], [])
+        # An undecided vote names no single suspect: no suspect_rank or device in the event.
+        for rank in range(2):
+            sdc = [e for e in read_events(os.path.join(tmp, "events-%d.jsonl" % rank)) if e["event"] == "sdc_detected"]
+            self.assertEqual(len(sdc), 1)
+            self.assertEqual(sdc[0]["verdict"], "inconclusive")
+            self.assertNotIn("suspect_rank", sdc[0])
+            self.assertNotIn("device", sdc[0])
+            self.assertEqual(sorted(s["rank"] for s in sdc[0]["suspects"]), [0, 1])
 
     def test_probe_catalogue_breaks_the_tie(self):
         # Rank 1's device fails the probe catalogue (an injected fault); rank 0's passes.
         faulty = {1: {"probes": "alu.int64", "inject": "model=bitflip,mode=permanent", "seed": 3}}
-        _, outcomes = run_job(2, 40, 5, flip=(1, 12), probe_options=faulty, on_sdc="callback")
+        tmp, outcomes = run_job(2, 40, 5, flip=(1, 12), probe_options=faulty, on_sdc="callback")
         for o in outcomes:
             d = o["detected"]
             self.assertEqual((d["verdict"], d["step"]), ("sdc", 15))
             self.assertEqual([s["rank"] for s in d["suspects"]], [1])
             self.assertEqual(d["probe_failures"], [1])
+        sdc = [e for e in read_events(os.path.join(tmp, "events-0.jsonl")) if e["event"] == "sdc_detected"]
+        self.assertEqual([(e["verdict"], e["suspect_rank"]) for e in sdc], [("sdc", 1)])
 
     def test_auto_cadence_is_the_same_on_every_replica(self):
         _, outcomes = run_job(2, 60, "auto")
