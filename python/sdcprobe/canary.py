@@ -134,7 +134,7 @@ class CanaryCheck(ReplicaCheck):
         own batch), so the canary runs every replica on the same ones."""
         copies = [b.detach().clone() for b in self._buffers]
         for c in copies:
-            self._dist.broadcast(c, src=self.ranks[0], group=self.group)
+            self._collective(self._dist.broadcast, c, src=self.ranks[0])
         return copies
 
     def _run(self, buffers):

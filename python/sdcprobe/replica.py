@@ -226,6 +226,7 @@ class ReplicaCheck:
         self.members = members  # in group order: who each replica is
         self._log = GoodputLog(event_log, rank=self.rank) if isinstance(event_log, (str, os.PathLike)) else event_log
         self._owns_log = isinstance(event_log, (str, os.PathLike))
+        self._held = None  # the last collective's work and tensors: see _collective
         self._next_due = None  # unknown until the first step(): see _align
         self._last_call_end = None
         self._last_call_step = None
@@ -283,12 +284,22 @@ class ReplicaCheck:
         mine = torch.tensor(words, dtype=torch.int64, device=self._exchange_device)
         out = torch.empty(len(self.ranks) * len(words), dtype=torch.int64, device=self._exchange_device)
         try:
-            self._dist.all_gather_into_tensor(out, mine, group=self.group)
+            self._collective(self._dist.all_gather_into_tensor, out, mine)
         except (AttributeError, RuntimeError, NotImplementedError):
             parts = [torch.empty_like(mine) for _ in self.ranks]
-            self._dist.all_gather(parts, mine, group=self.group)
+            self._collective(self._dist.all_gather, parts, mine)
             out = torch.cat(parts)
         return [[int(v) for v in out[i * len(words):(i + 1) * len(words)].tolist()] for i in range(len(self.ranks))]
+
+    def _collective(self, op, *tensors, **options):
+        """op(*tensors) over the group, waited on here. The tensors and the work stay referenced by
+        the check until its next collective, so their last reference is dropped on this thread:
+        gloo's worker thread drops its own after the work completes, and were it the last, freeing
+        a tensor would need the GIL, which the main thread holds while it joins that thread at exit
+        (in ~ProcessGroupGloo): the process would never exit."""
+        work = op(*tensors, group=self.group, async_op=True, **options)
+        work.wait()
+        self._held = (work, tensors)
 
     def _probe_catalogue_fails(self):
         """Runs the inline probe catalogue once on this rank's device; True if it found a fault."""
