@@ -191,6 +191,20 @@ class CanaryCheck(ReplicaCheck):
         if self.disabled is not None or not self._due(step):
             self._last_call_end = time.perf_counter()
             return None
+        return self._check_canary(step, batch)
+
+    def before_commit(self, step, batch=None):
+        """Runs the canary on the state about to be saved at `step`, whatever the cadence, and
+        returns the verdict; log the save's ckpt_commit only after it passes. A check already made
+        at this step is not repeated; a disabled canary returns its "disabled" verdict. Every
+        replica must call it at the same saves. A failure acts as `on_sdc` says."""
+        step = _int_in("step", step, 0, INT64_MAX)
+        if self.disabled is not None or step == self._checked_step:
+            return self.verdict
+        self._time_step(step, time.perf_counter())
+        return self._check_canary(step, batch)
+
+    def _check_canary(self, step, batch):
         if self._batch is None:
             self._batch = self._take_batch(batch)
         self._event("probe_begin", probe="canary", step=step, blocking=True)

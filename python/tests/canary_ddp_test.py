@@ -164,9 +164,31 @@ def worker(rank, world, tmp, steps, kind, faulty_rank):
     dist.destroy_process_group()
 
 
-def run_job(steps, kind, faulty_rank=None, world=3):
+def commit_worker(rank, world, tmp, steps, kind, faulty_rank):
+    """Checks before two saves, the second after rank 1's products went wrong."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rendezvous"), rank=rank,
+                            world_size=world)
+    model = make_model("clean")
+    x = torch.randn(16, 8, generator=torch.Generator().manual_seed(3))
+    alarms = []
+    canary = CanaryCheck(model, loss_fn, batch=(x, x.sum(1, keepdim=True)), every=1000, on_sdc=alarms.append,
+                         event_log=os.path.join(tmp, "events-%d.jsonl" % rank))
+    outcome = {"rank": rank, "first": canary.before_commit(5)["verdict"]}
+    if rank == faulty_rank:
+        model[0].register_forward_hook(FaultyMatmul(onset=0, rate=1.0, seed=7))
+    second = canary.before_commit(10)
+    outcome.update(second={k: second[k] for k in ("verdict", "step", "last_good_step", "suspects")}, alarms=len(alarms),
+                   parameters="%x,%x" % state_digest(list(model.parameters())))
+    canary.close()
+    with open(os.path.join(tmp, "outcome-%d.json" % rank), "w") as f:
+        json.dump(outcome, f)
+    dist.destroy_process_group()
+
+
+def run_job(steps, kind, faulty_rank=None, world=3, target=worker):
     tmp = tempfile.mkdtemp(prefix="canary-")
-    mp.start_processes(worker, args=(world, tmp, steps, kind, faulty_rank), nprocs=world, join=True,
+    mp.start_processes(target, args=(world, tmp, steps, kind, faulty_rank), nprocs=world, join=True,
                        start_method="spawn")
     outcomes = []
     for rank in range(world):
@@ -236,6 +258,26 @@ class ThreeReplicasTest(unittest.TestCase):
         events = read_events(os.path.join(tmp, "events-0.jsonl"))
         self.assertFalse([e for e in events if e["event"] == "sdc_detected"])
         self.assertEqual([e["verdict"] for e in events if e["event"] == "probe_end"], ["disabled"])
+
+    def test_check_before_commit_runs_the_canary(self):
+        # The replicas' parameters stay equal (a replica-style comparison would pass); only the
+        # canary's gradients show rank 1's wrong products.
+        tmp, outcomes = run_job(0, "clean", faulty_rank=1, target=commit_worker)
+        self.assertEqual(len({o["parameters"] for o in outcomes}), 1)
+        for o in outcomes:
+            self.assertEqual(o["first"], "pass")
+            second = o["second"]
+            self.assertEqual((second["verdict"], second["step"], second["last_good_step"]), ("sdc", 10, 5))
+            self.assertEqual([(s["rank"], s["cause"]) for s in second["suspects"]], [(1, "compute")])
+            self.assertEqual(o["alarms"], 1)
+        for rank in range(3):
+            events = read_events(os.path.join(tmp, "events-%d.jsonl" % rank))
+            self.assertEqual([e["step"] for e in events if e["event"] == "probe_begin" and e["probe"] == "canary"],
+                             [5, 10])
+            sdc = [e for e in events if e["event"] == "sdc_detected"]
+            self.assertEqual([(e["check"], e["step"], e["suspect_rank"], e["cause"]) for e in sdc],
+                             [("canary", 10, 1, "compute")])
+
 
 class OneRankTest(unittest.TestCase):
     """One process, a one-rank gloo group: the canary's own behaviour, without peers."""
