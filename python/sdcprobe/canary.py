@@ -112,6 +112,7 @@ class CanaryCheck(ReplicaCheck):
         self.classes = classes  # in group order: each replica's equivalence class
         self.disabled = None  # the reason, once the canary is off
         self._checked_step = None
+        self._cadence_step = None  # the last check due by the cadence (not by a restore or a save)
 
     # ---- the canary batch --------------------------------------------------------------------
 
@@ -174,23 +175,34 @@ class CanaryCheck(ReplicaCheck):
     # ---- the check ---------------------------------------------------------------------------
 
     def _due(self, step):
-        """The first call, then multiples of `every` at least `every` steps after the last check:
-        with "auto" the interval changes, and the next multiple alone could come sooner than the
-        budget allows (on average after half an interval)."""
-        if self._checked_step is None:
-            return True  # determinism is measured at once
-        return step % self.every == 0 and step - self._checked_step >= self.every
+        """Why `step` is due ("restore", "cadence") or None. The first call and each call whose step
+        goes back (a restore within the process) check at once, before the next optimizer step: a
+        bad restore or a bad new node shows there. Then every multiple of `every`; with "auto" only
+        a multiple at least `every` steps after the last such check, since the interval changes and
+        the next multiple alone could come sooner than the budget allows (on average after half an
+        interval). A step already checked is not checked again."""
+        if step == self._checked_step:
+            return None
+        if self._last_call_step is None or step <= self._last_call_step:
+            return "restore"
+        if step % self.every:
+            return None
+        if self._every is None and self._cadence_step is not None and step - self._cadence_step < self.every:
+            return None
+        return "cadence"
 
     def step(self, step, batch=None):
         """Runs the canary on a due step (every replica must call it with the same steps) and returns
         the verdict, or None when the step is not due or the canary is disabled. `batch`: this
         step's real batch, taken as the canary batch at the first call when none was given."""
         step = _int_in("step", step, 0, INT64_MAX)
-        now = time.perf_counter()
-        self._time_step(step, now)
-        if self.disabled is not None or not self._due(step):
+        due = None if self.disabled is not None else self._due(step)
+        self._time_step(step, time.perf_counter())
+        if due is None:
             self._last_call_end = time.perf_counter()
             return None
+        if due == "cadence":
+            self._cadence_step = step
         return self._check_canary(step, batch)
 
     def before_commit(self, step, batch=None):

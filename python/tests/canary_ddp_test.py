@@ -329,8 +329,9 @@ class OneRankTest(unittest.TestCase):
             if canary.step(step) is not None:
                 steps.append(step)
                 intervals.append(canary.every)
-        # The first call, then the calibration interval: a multiple of 5 at least 5 steps later.
-        self.assertEqual(steps[:2], [3, 10])
+        # The first call, then the calibration interval: every multiple of 5 until the interval is
+        # chosen, then multiples at least one interval apart.
+        self.assertEqual(steps[:2], [3, 5])
         self.assertGreater(len(steps), 2, (steps, intervals))
         for last, step, every in zip(steps[1:], steps[2:], intervals[1:]):
             self.assertEqual(step % every, 0)
@@ -367,6 +368,23 @@ class OneRankTest(unittest.TestCase):
         callback.on_fit_end(trainer, model)
         # Optimizer steps 0..5 end at batches 1, 3, ..., 11; steps 0, 2 and 4 are due.
         self.assertEqual(checked, [0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3])
+
+    def test_checks_on_every_multiple_and_at_once_after_a_restore(self):
+        x = torch.randn(8, 8)
+        batch = (x, x.sum(1, keepdim=True))
+        # A process resumed after step 20: the first call checks the restored state at once, then
+        # every multiple of 5 (25 too, though only 4 steps after the first check).
+        canary = CanaryCheck(make_model("clean"), loss_fn, batch=batch, every=5)
+        self.assertEqual([s for s in range(21, 37) if canary.step(s) is not None], [21, 25, 30, 35])
+        # A restore within the process (the step goes back): checked at once, then on multiples.
+        self.assertEqual([s for s in range(20, 32) if canary.step(s) is not None], [20, 25, 30])
+        # A check already made at a step is not repeated, by the cadence or before a save.
+        self.assertIsNone(canary.step(30))
+        checks = canary.checks
+        self.assertEqual(canary.before_commit(30)["step"], 30)
+        self.assertEqual(canary.checks, checks)
+        self.assertEqual(canary.before_commit(33)["step"], 33)
+        self.assertEqual(canary.checks, checks + 1)
 
     def test_bad_loss_and_missing_batch_are_clear_errors(self):
         from sdcprobe import SDCProbeError
