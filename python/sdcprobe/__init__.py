@@ -8,13 +8,14 @@
     assert probe.verdict["verdict"] != "fail"
 """
 
-from sdcprobe.inline import InlineProbe, SDCDetected, SDCProbeError
+from sdcprobe.inline import SDC_EXIT_STATUS, InlineProbe, SDCDetected, SDCProbeError, SDCStop
 from sdcprobe.callback import SDCCallback
 from sdcprobe.replica import ReplicaCheck
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.goodput_callback import GoodputCallback
 from sdcprobe.canary import CanaryCallback, CanaryCheck
 
-__all__ = ["InlineProbe", "ReplicaCheck", "SDCCallback", "SDCDetected", "SDCProbeError"]
+__all__ = ["InlineProbe", "ReplicaCheck", "SDCCallback", "SDCDetected", "SDCProbeError", "SDCStop"]
+__all__ += ["SDC_EXIT_STATUS"]
 __all__ += ["GoodputLog", "GoodputCallback"]
 __all__ += ["CanaryCheck", "CanaryCallback"]

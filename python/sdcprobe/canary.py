@@ -16,7 +16,7 @@ import collections
 import sys
 import time
 
-from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, _int_in
+from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, SDCStop, _int_in
 from sdcprobe.replica import (ReplicaCheck, _as_uint64, _torch, combine_digests, detected_fields,
                               device_identity, state_digest, tensor_digest_table)
 
@@ -357,15 +357,22 @@ def _lightning_callback_base():
 
 
 class CanaryCallback(_lightning_callback_base()):
-    """Runs a CanaryCheck after each optimizer step of a Lightning Trainer.
+    """Runs a CanaryCheck in a Lightning Trainer: once before the first optimizer step of each fit
+    (after a restore, at the restored step), after the optimizer steps the cadence makes due, and
+    before every save.
 
         trainer = Trainer(callbacks=[CanaryCallback(lambda module, batch: module.training_step(batch, 0),
                                                     event_log=log)])
 
     loss_fn, batch and the keyword options are CanaryCheck's; the check is built at the start of
-    fit, on pl_module (the LightningModule, which Lightning's strategy wraps in DDP). Step numbers
-    are optimizer steps (trainer.global_step before the step), as GoodputCallback counts them. With
-    on_sdc="stop" the trainer stops at the end of the step.
+    fit, on pl_module (the LightningModule, which Lightning's strategy wraps in DDP). Step N is the
+    optimizer step after which trainer.global_step is N, as GoodputCallback and ModelCheckpoint's
+    every_n_train_steps count, so a save of step N is made from the state checked as step N.
+
+    A save (on_save_checkpoint, before Lightning writes the file) runs the canary on the state
+    being saved unless that step was just checked; after an alarm every save is refused (an
+    exception in on_save_checkpoint: the file is never written, so never committed). on_sdc="stop"
+    ends fit, and the process, with SDCStop: exit status SDC_EXIT_STATUS (75).
     """
 
     def __init__(self, loss_fn, batch=None, **options):
@@ -375,23 +382,54 @@ class CanaryCallback(_lightning_callback_base()):
         self.batch = batch
         self.options = options
         self.canary = None
-        self._step = None
+        self._started = None  # global_step at the start of the optimizer step in flight
+        self._restored = False  # fit has started, its first optimizer step has not
 
     def on_fit_start(self, trainer, pl_module):
-        self.canary = CanaryCheck(pl_module, self.loss_fn, batch=self.batch, **self.options)
+        options = dict(self.options)
+        if options.get("on_sdc") == "stop":
+            options["on_sdc"] = self._stop
+        self.canary = CanaryCheck(pl_module, self.loss_fn, batch=self.batch, **options)
+        self._restored = True
 
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        if self._step is None:
-            self._step = int(trainer.global_step)
+    def _stop(self, verdict):
+        raise SDCStop("the canary's gradients differ between replicas at step %d (last good step %d): %s"
+                      % (verdict["step"], verdict["last_good_step"], ", ".join(
+                          "rank %d (%s, %s)" % (s["rank"], s["host"], s["device"]) for s in verdict["suspects"])))
 
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if self._step is None or int(trainer.global_step) == self._step:
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
+        if self.canary is None:
+            return
+        if self._restored:  # the state loaded (or initialised), before any optimizer step changes it
+            self._restored = False
+            self.canary.step(int(trainer.global_step), batch)
+        if self._started is None:
+            self._started = int(trainer.global_step)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
+        if self.canary is None or self._started is None or int(trainer.global_step) == self._started:
             return  # accumulating gradients: the optimizer step has not run yet
-        step, self._step = self._step, None
-        self.canary.step(step, batch)
-        if self.canary.should_stop:
-            trainer.should_stop = True
+        self._started = None
+        self.canary.step(int(trainer.global_step), batch)
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint):
+        step = int(trainer.global_step)
+        if self.canary is None or step < 1:
+            return  # after fit, or nothing trained yet
+        self.canary.before_commit(step)
+        if self.canary._reported:
+            v = self.canary.verdict
+            message = ("the save of step %d is refused: the canary found SDC at step %d (last good step %d)"
+                       % (step, v["step"], v["last_good_step"]))
+            raise SDCStop(message) if self.options.get("on_sdc") == "stop" else SDCDetected(message)
 
     def on_fit_end(self, trainer, pl_module):
+        self._close()
+
+    def on_exception(self, trainer, pl_module, exception):
+        self._close()
+
+    def _close(self):
         if self.canary is not None:
             self.canary.close()
+        self.canary = None

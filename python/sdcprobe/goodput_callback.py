@@ -16,7 +16,7 @@ import sys
 
 from sdcprobe.callback import step_probe
 from sdcprobe.goodput_log import GoodputLog
-from sdcprobe.inline import InlineProbe
+from sdcprobe.inline import InlineProbe, SDCStop
 
 
 def _lightning_callback():
@@ -53,8 +53,9 @@ class GoodputCallback(_lightning_callback()):
         group exists, with this recorder as its event log.
     check_before_commit: with a replica check, check the parameters before each save is committed
         (on_save_checkpoint); a mismatch raises there, so the save is never written or committed.
-    on_sdc: what a failing inline-probe verdict does, as SDCCallback: "raise", "stop" or a
-        callable(verdict).
+    on_sdc: what a failing inline-probe verdict does: "raise" raises SDCDetected, "stop" ends fit
+        and the process with SDCStop (exit status SDC_EXIT_STATUS, 75), or a callable(verdict). A
+        replica check made with on_sdc="stop" ends them the same way.
 
     Step N is the optimizer step after which trainer.global_step is N (Lightning's
     every_n_train_steps counts the same way, so checks on multiples of N fall on the saved steps). It
@@ -179,8 +180,24 @@ class GoodputCallback(_lightning_callback()):
         span.__exit__(None, None, None)
         if self.replica_check is not None:
             self.replica_check.step(step, pl_module.parameters())
+            self._stop_if_asked()
         if self.probe is not None:
-            self._reported = step_probe(self.probe, step, trainer, self.on_sdc, self._reported)
+            on_sdc = self._stop_for_probe if self.on_sdc == "stop" else self.on_sdc
+            self._reported = step_probe(self.probe, step, trainer, on_sdc, self._reported)
+
+    def _stop_if_asked(self):
+        """A replica check made with on_sdc="stop" asks to stop: under Lightning that ends the
+        process with SDC_EXIT_STATUS, so the launcher sees a failed job and can requeue it."""
+        if getattr(self.replica_check, "should_stop", False):
+            v = getattr(self.replica_check, "verdict", {})
+            raise SDCStop("the replica check found SDC at step %s (last good step %s), suspects: %s"
+                          % (v.get("step"), v.get("last_good_step"),
+                             ", ".join("rank %d" % s["rank"] for s in v.get("suspects", []))))
+
+    @staticmethod
+    def _stop_for_probe(verdict):
+        raise SDCStop("the inline probe failed on %s (last good step %s)"
+                      % (verdict["device"], verdict["last_good_step"]))
 
     def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
         """Called on every rank before Lightning writes the file: the replica check of the state
@@ -194,6 +211,7 @@ class GoodputCallback(_lightning_callback()):
         before_commit = getattr(self.replica_check, "before_commit", None)
         if self.check_before_commit and before_commit is not None:
             before_commit(step, pl_module.parameters())
+            self._stop_if_asked()
         span = self.recorder.checkpoint(step)
         span.__enter__()
         self._save = (step, span)

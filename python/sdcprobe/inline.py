@@ -25,6 +25,26 @@ class SDCDetected(RuntimeError):
     """A probe found silent data corruption on this device."""
 
 
+# The status of a process that on_sdc="stop" ends under Lightning: sysexits' EX_TEMPFAIL ("a
+# temporary failure: retry"), apart from 1 (any Python error) and 2 (bad input), so a launcher can
+# requeue the job away from the suspect node (docs/replica.md, "Stopping for SDC").
+SDC_EXIT_STATUS = 75
+
+
+class SDCStop(SystemExit):
+    """Ends a Lightning fit for SDC with on_sdc="stop": Lightning tears down and calls on_exception
+    (GoodputCallback logs the fault), then the process exits with SDC_EXIT_STATUS. Its message is
+    written to stderr, since SystemExit prints none."""
+
+    def __init__(self, message):
+        super().__init__(SDC_EXIT_STATUS)
+        self.message = message
+        sys.stderr.write("sdcprobe: stopping for SDC (exit status %d): %s\n" % (SDC_EXIT_STATUS, message))
+
+    def __str__(self):
+        return self.message
+
+
 def _library_handle():
     global _lib
     if _lib is None:

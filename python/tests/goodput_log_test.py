@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sdcprobe import GoodputCallback, GoodputLog, InlineProbe  # noqa: E402
+from sdcprobe import SDC_EXIT_STATUS, GoodputCallback, GoodputLog, InlineProbe, SDCStop  # noqa: E402
 
 T0 = 1798761600 * 10**9  # 2027-01-01T00:00:00Z
 S = 10**9
@@ -483,16 +483,18 @@ class CallbackTest(unittest.TestCase):
         module = Module()
         cb.on_fit_start(trainer, module)
         self.assertTrue(cb.probe.backend == "cpu")
-        for batch in range(50):
-            cb.on_train_batch_start(trainer, module, None, batch)
-            trainer.global_step += 1
-            cb.on_train_batch_end(trainer, module, None, None, batch)
-            while cb.probe.verdict["in_flight"]:
-                time.sleep(0.002)
-            if trainer.should_stop:
-                break
-        self.assertTrue(trainer.should_stop)
-        cb.on_train_end(trainer, module)
+        # "stop" ends the fit, and so the process, with SDCStop: status 75 for the launcher.
+        with self.assertRaises(SDCStop) as stop:
+            for batch in range(50):
+                cb.on_train_batch_start(trainer, module, None, batch)
+                trainer.global_step += 1
+                cb.on_train_batch_end(trainer, module, None, None, batch)
+                while cb.probe.verdict["in_flight"]:
+                    time.sleep(0.002)
+        self.assertEqual(stop.exception.code, SDC_EXIT_STATUS)
+        cb.on_exception(trainer, module, stop.exception)  # as Lightning does with it
+        events = read_events(self.path.format(rank=0))
+        self.assertEqual((events[-1]["event"], events[-1]["kind"]), ("fault_detected", "SDCStop"))
         inline = os.path.join(self.dir.name, "events.rank0.inline.jsonl")
         kinds = [e["event"] for e in read_events(inline)]
         self.assertIn("probe_begin", kinds)
