@@ -60,6 +60,18 @@ def equivalence_class(backend, device):
     return key
 
 
+def _cudnn_heuristics():
+    """cuDNN with benchmark off for the canary's run. With torch.backends.cudnn.benchmark on, each
+    replica times the candidate algorithms and keeps the fastest, which may differ between GPUs of
+    one class: each replica is deterministic on its own, so the double run at the first check
+    agrees, and a later vote would blame a healthy GPU. Off, cuDNN's heuristic picks the same
+    algorithm for the same shapes, GPU model and library on every replica."""
+    cudnn = _torch().backends.cudnn
+    kept = {"benchmark_limit": cudnn.benchmark_limit} if hasattr(cudnn, "benchmark_limit") else {}
+    return cudnn.flags(enabled=cudnn.enabled, benchmark=False, deterministic=cudnn.deterministic,
+                       allow_tf32=cudnn.allow_tf32, **kept)
+
+
 class CanaryCheck(ReplicaCheck):
     """On due steps every replica of `group` computes the loss and gradients of `module` on the same
     batch with its current parameters, digests them where they live and votes as ReplicaCheck does.
@@ -147,7 +159,7 @@ class CanaryCheck(ReplicaCheck):
             with torch.no_grad():
                 for b, agreed in zip(self._buffers, buffers):
                     b.copy_(agreed)
-            with torch.random.fork_rng(devices=self._rng_devices), torch.enable_grad():
+            with torch.random.fork_rng(devices=self._rng_devices), torch.enable_grad(), _cudnn_heuristics():
                 torch.random.default_generator.manual_seed(CANARY_SEED)
                 for d in self._rng_devices:
                     torch.cuda.default_generators[d].manual_seed(CANARY_SEED)
@@ -222,6 +234,9 @@ class CanaryCheck(ReplicaCheck):
         self._event("probe_begin", probe="canary", step=step, blocking=True)
         start = time.perf_counter()
         first = self._checked_step is None
+        if first and _torch().backends.cudnn.benchmark:
+            sys.stderr.write("sdcprobe: torch.backends.cudnn.benchmark is on: the canary runs with it off, so "
+                             "every replica uses cuDNN's heuristic algorithms (docs/replica.md)\n")
         buffers = self._agreed_buffers()
         inputs = state_digest([self._params, self._batch])
         rows = tensor_digest_table(self._run(buffers))

@@ -364,6 +364,23 @@ class OneRankTest(unittest.TestCase):
         self.assertEqual(canary.before_commit(33)["step"], 33)
         self.assertEqual(canary.checks, checks + 1)
 
+    def test_cudnn_autotuning_is_off_inside_the_canary_only(self):
+        seen = []
+
+        def recording_loss(module, batch):
+            seen.append(torch.backends.cudnn.benchmark)
+            return loss_fn(module, batch)
+
+        x = torch.randn(4, 8)
+        canary = CanaryCheck(make_model("clean"), recording_loss, batch=(x, x.sum(1, keepdim=True)), every=1)
+        torch.backends.cudnn.benchmark = True
+        try:
+            canary.step(0)
+            self.assertTrue(torch.backends.cudnn.benchmark)
+        finally:
+            torch.backends.cudnn.benchmark = False
+        self.assertEqual(seen, [False, False])
+
     def test_bad_loss_and_missing_batch_are_clear_errors(self):
         from sdcprobe import SDCProbeError
 
