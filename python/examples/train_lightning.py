@@ -1,5 +1,6 @@
 """A small Lightning run with GoodputCallback: the recorder, the inline probe (an injected fault
-makes it fail at some step) and the ledger over the merged files.
+makes it fail at some step, and on_sdc="stop" then ends the fit with SDCStop, which a real job would
+let end the process with status 75) and the ledger over the merged files.
 
     python3 train_lightning.py --sdcprobe /path/to/sdcprobe --out DIR [--steps 200] [--inject SPEC]
                                [--ckpt-dir DIR]
@@ -26,7 +27,7 @@ except ImportError as e:
     print("kit: Lightning not importable: %s" % e)
     sys.exit(2)
 
-from sdcprobe import GoodputCallback  # noqa: E402
+from sdcprobe import SDC_EXIT_STATUS, GoodputCallback, SDCStop  # noqa: E402
 
 
 class Model(pl.LightningModule):
@@ -73,7 +74,11 @@ def main():
                          val_check_interval=50, limit_val_batches=4, default_root_dir=ckpt_dir,
                          callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=ckpt_dir, every_n_train_steps=50,
                                                                            save_top_k=-1)])
-    trainer.fit(Model(), loader(32 * args.steps), loader(128))
+    try:
+        trainer.fit(Model(), loader(32 * args.steps), loader(128))
+        status = 0
+    except SDCStop as e:  # on_sdc="stop": a real job would exit with e.code, for its launcher to requeue it
+        status = e.code
     with open(os.path.join(args.out, "events.rank0.jsonl")) as f:
         events = [json.loads(line) for line in f]
     kinds = [e["event"] for e in events]
@@ -83,7 +88,10 @@ def main():
         "a step per optimizer step": kinds.count("step_end") == trainer.global_step,
         "saves committed": kinds.count("ckpt_commit") == kinds.count("ckpt_end") >= (0 if stopped else 1),
         "evals": kinds.count("eval_begin") == kinds.count("eval_end") >= (0 if stopped else 1),
-        "job_end last": kinds[-1] == "job_end",
+        # Stopped for SDC: the fit ends in a fault named SDCStop and the job's status is 75.
+        "job_end last, or the stop's fault": (kinds[-1], events[-1].get("kind"), status) ==
+                                              (("fault_detected", "SDCStop", SDC_EXIT_STATUS) if stopped else
+                                               ("job_end", None, 0)),
         "stopped only with a fault": stopped == bool(args.inject),
     }
     files = sorted(glob.glob(os.path.join(args.out, "events.rank*.jsonl")))
