@@ -7,6 +7,7 @@ Needs torch with gloo (/usr/bin/python3 with Debian's python3-torch).
 """
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -61,6 +62,7 @@ class SpawnExitTest(unittest.TestCase):
                     self.fail("job %d of %d: processes %s still running after %d s" % (run + 1, RUNS, alive,
                                                                                        LIMIT_S))
             self.assertEqual([p.exitcode for p in context.processes], [0] * WORLD)
+            shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":
