@@ -488,5 +488,56 @@ TEST(FleetGoodputCli, WritesReportsOrFailsWithExitTwo) {
   EXPECT_FALSE(fs::exists(none));
 }
 
+// `sdcprobe fleet goodput` with `args`; the JSON report it wrote (null when none).
+struct FleetRun {
+  fuzz::ProcessResult process;
+  nlohmann::json report;
+};
+FleetRun fleet_goodput(const TempDir& dir, std::vector<std::string> args) {
+  const std::string json = dir.path("fleet-out.json");
+  fs::remove(json);
+  args.insert(args.begin(), {std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", "fleet", "goodput", "--json", json});
+  FleetRun r{fuzz::run_process(args, dir.path(""), 120), nullptr};
+  if (fs::exists(json)) r.report = nlohmann::json::parse(std::ifstream(json));
+  return r;
+}
+
+// A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 23.02's
+// {"set": false} object, is read; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
+TEST(FleetGoodputCli, EveryFormOfSlurmTimesIsRead) {
+  TempDir dir;
+  const std::string tres = R"("tres": {"allocated": [], "requested": [{"type": "gres", "name": "gpu", "count": 8}]})";
+  const std::string ran = R"({"job_id": 1, "state": {"current": "COMPLETED"}, "time": {"eligible": )" +
+                          std::to_string(kT0) + R"(, "start": )" + std::to_string(kT0 + 1) + R"(, "end": )" +
+                          std::to_string(kT0 + 11) +
+                          R"(}, "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 2}]}})";
+  const std::string eligible = std::to_string(kT0 + 2), end = std::to_string(kT0 + 6);
+  const std::vector<std::pair<std::string, std::string>> forms = {
+      {"22.05 null", R"("eligible": )" + eligible + R"(, "start": null, "end": )" + end},
+      {"22.05 zero", R"("eligible": )" + eligible + R"(, "start": 0, "end": )" + end},
+      {"23.02 object", R"("eligible": {"set": true, "infinite": false, "number": )" + eligible +
+                           R"(}, "start": {"set": false, "infinite": false, "number": 0}, "end": {"set": true, )" +
+                           R"("infinite": false, "number": )" + end + "}"}};
+  for (const auto& [name, times] : forms) {
+    const std::string path = dir.file(
+        "sacct.json", "{\"jobs\": [" + ran + R"(, {"job_id": 2, "state": {"current": "CANCELLED"}, "time": {)" + times +
+                          "}, " + tres + "}]}");
+    const FleetRun r = fleet_goodput(dir, {"--sacct", path, "--until", "2027-01-01T01:00:00Z"});
+    ASSERT_TRUE(r.process.exited) << name;
+    ASSERT_EQ(r.process.code, 0) << name << ": " << r.process.err;
+    const GpuNs s = 1'000'000'000;
+    EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_other_run"]["gpu_ns"], to_string(2 * 10 * s)) << name;
+    EXPECT_EQ(r.report["jobs"]["from_sacct"], 2) << name;
+  }
+  // A time in none of these forms names its field.
+  const std::string bad =
+      dir.file("bad.json", "{\"jobs\": [" + ran +
+                               R"(, {"job_id": 2, "time": {"eligible": 1, "start": {"set": "no"}, "end": 2}}]})");
+  const FleetRun r = fleet_goodput(dir, {"--sacct", bad});
+  EXPECT_EQ(r.process.code, 2);
+  EXPECT_EQ(r.process.err, "sdcprobe: error: " + bad + ": jobs[1].time.start.set must be true or false\n");
+  EXPECT_TRUE(r.report.is_null());
+}
+
 }  // namespace
 }  // namespace sdc::goodput::cluster
