@@ -80,15 +80,15 @@ std::vector<std::string> summary_files(const std::vector<std::string>& arguments
   return files;
 }
 
-// The job's span in the accounting: from its first eligible (or start) to its last end; INT64_MAX
-// while a record runs or waits.
+// The job's span in the accounting: from its first eligible (or start) to its last end (a cancel
+// while pending included); INT64_MAX while a record runs or waits.
 std::pair<int64_t, int64_t> span(const ClusterJob& job) {
   const ClusterRecord& first = job.records.front();
   const int64_t begin = first.eligible_s != 0
                             ? std::min(first.eligible_s, first.start_s != 0 ? first.start_s : INT64_MAX)
                             : first.start_s;
   const ClusterRecord& last = job.records.back();
-  return {begin, last.start_s != 0 && last.end_s != 0 ? last.end_s : INT64_MAX};
+  return {begin, last.end_s != 0 ? last.end_s : INT64_MAX};
 }
 
 // log P(X <= k) for X ~ Poisson(mu).
@@ -194,13 +194,14 @@ ClusterBreakdown sacct_breakdown(const ClusterJob& job, const Window& w, std::ma
   ClusterBreakdown b;
   const ClusterRecord& first = job.records.front();
   // Queue (docs/goodput.md, "Slurm accounting"): the first record's eligible to its start, then each
-  // end to the next start; a record not started yet waits to the window's end.
+  // end to the next start; a record never started waits to its end (cancelled while pending), else
+  // to the window's end.
   int64_t waiting_since = first.eligible_s != 0
                               ? std::min(first.eligible_s, first.start_s != 0 ? first.start_s : INT64_MAX)
                               : first.start_s;
   for (const ClusterRecord& r : job.records) {
-    if (waiting_since != 0)
-      add_interval(waiting_since, r.start_s != 0 ? r.start_s : INT64_MAX, r.gpus, w, std::nullopt, b, days);
+    const int64_t waited_until = r.start_s != 0 ? r.start_s : r.end_s != 0 ? r.end_s : INT64_MAX;
+    if (waiting_since != 0) add_interval(waiting_since, waited_until, r.gpus, w, std::nullopt, b, days);
     if (r.start_s == 0) break;
     const Unlabelled run = ended_in_failure(r.state) ? Unlabelled::kFailedRun : Unlabelled::kOtherRun;
     add_interval(r.start_s, r.end_s != 0 ? r.end_s : INT64_MAX, r.gpus, w, run, b, days);

@@ -113,7 +113,6 @@ std::vector<ClusterJob> read_cluster_sacct(const std::string& path) {
         if (record.start_s != 0 && record.end_s != 0 && record.end_s < record.start_s) {
           throw InputError(where + ": end before start");
         }
-        if (record.start_s == 0 && record.end_s != 0) record.end_s = 0;  // cancelled while pending: no run
         const auto [it, fresh] = by_id.emplace(id, jobs.size());
         if (fresh)
           jobs.push_back({id, text(r, "user", where), text(r, "account", where), text(r, "partition", where), {}});

@@ -503,8 +503,9 @@ FleetRun fleet_goodput(const TempDir& dir, std::vector<std::string> args) {
 }
 
 // A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 23.02's
-// {"set": false} object, is read; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
-TEST(FleetGoodputCli, EveryFormOfSlurmTimesIsRead) {
+// {"set": false} object. Its 8 GPUs queue from eligible to the cancel, 4 s: 32 GPU-s, whatever the
+// window's end; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
+TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   TempDir dir;
   const std::string tres = R"("tres": {"allocated": [], "requested": [{"type": "gres", "name": "gpu", "count": 8}]})";
   const std::string ran = R"({"job_id": 1, "state": {"current": "COMPLETED"}, "time": {"eligible": )" +
@@ -522,11 +523,14 @@ TEST(FleetGoodputCli, EveryFormOfSlurmTimesIsRead) {
     const std::string path = dir.file(
         "sacct.json", "{\"jobs\": [" + ran + R"(, {"job_id": 2, "state": {"current": "CANCELLED"}, "time": {)" + times +
                           "}, " + tres + "}]}");
+    // The window reaches an hour past the cancel; the queue must not.
     const FleetRun r = fleet_goodput(dir, {"--sacct", path, "--until", "2027-01-01T01:00:00Z"});
     ASSERT_TRUE(r.process.exited) << name;
     ASSERT_EQ(r.process.code, 0) << name << ": " << r.process.err;
     const GpuNs s = 1'000'000'000;
+    EXPECT_EQ(r.report["gpu_ns"]["queue"]["gpu_ns"], to_string(8 * 4 * s + 2 * 1 * s)) << name;
     EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_other_run"]["gpu_ns"], to_string(2 * 10 * s)) << name;
+    EXPECT_EQ(r.report["gpu_ns"]["wall"], to_string(32 * s + 22 * s)) << name;
     EXPECT_EQ(r.report["jobs"]["from_sacct"], 2) << name;
   }
   // A time in none of these forms names its field.
