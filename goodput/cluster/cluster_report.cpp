@@ -251,6 +251,17 @@ Counts counts(const Cluster& c) {
   return n;
 }
 
+// How many job ids a report lists of a longer list.
+constexpr size_t kFirstIds = 10;
+
+// "3, 4, 5", or the first kFirstIds and "and N more".
+std::string first_ids(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < std::min(ids.size(), kFirstIds); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > kFirstIds) s += " and " + std::to_string(ids.size() - kFirstIds) + " more";
+  return s;
+}
+
 // The instrumented jobs' ETTR: their productive over their wall.
 double instrumented_ettr(const Cluster& c) {
   GpuNs productive = 0;
@@ -273,6 +284,10 @@ std::string text_report(const Cluster& c, const std::vector<WorkItem>& work, Gro
     << " from logs, " << n.sacct << " from sacct alone";
   if (n.crossing > 0) o << " (" << n.crossing << " of them have a ledger but cross the window's edge)";
   o << "\n";
+  if (!c.logs_matched_nothing.empty()) {
+    o << "--logs matched no file for " << c.logs_matched_nothing.size() << " of " << c.results.size()
+      << " jobs (counted from sacct alone): " << first_ids(c.logs_matched_nothing) << "\n";
+  }
   if (c.jobs_without_gpus > 0) o << "Jobs without GPUs, not counted: " << c.jobs_without_gpus << "\n";
   if (c.summaries_without_record > 0) {
     o << "Summaries of jobs not in the accounting, not counted: " << c.summaries_without_record << "\n";
@@ -348,12 +363,17 @@ std::string json_report(const Cluster& c, const std::vector<WorkItem>& work, Gro
     g[class_key(i)] = {{"gpu_ns", to_string(class_ns(t, i))}, {"sdc_gpu_ns", to_string(class_sdc_ns(t, i))}};
   }
   j["gpu_ns"] = g;
-  j["jobs"] = {{"from_summaries", n.summaries},
-               {"from_logs", n.logs},
-               {"from_sacct", n.sacct},
-               {"ledger_crossing_window", n.crossing},
-               {"without_gpus", c.jobs_without_gpus},
-               {"summaries_without_record", c.summaries_without_record}};
+  j["jobs"] = {
+      {"from_summaries", n.summaries},
+      {"from_logs", n.logs},
+      {"from_sacct", n.sacct},
+      {"ledger_crossing_window", n.crossing},
+      {"without_gpus", c.jobs_without_gpus},
+      {"summaries_without_record", c.summaries_without_record},
+      {"logs_matched_nothing", c.logs_matched_nothing.size()},
+      {"logs_matched_nothing_first",
+       std::vector<int64_t>(c.logs_matched_nothing.begin(),
+                            c.logs_matched_nothing.begin() + std::min(c.logs_matched_nothing.size(), kFirstIds))}};
   j["incidents"] = {{"count", c.incidents.count},
                     {"gpu_days", c.incidents.gpu_days},
                     {"per_gpu_day", c.incidents.per_gpu_day},

@@ -543,5 +543,58 @@ TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   EXPECT_TRUE(r.report.is_null());
 }
 
+// --logs 'ROOT/{job_id}/events.rank*.jsonl': a job without a folder has no log (counted from sacct
+// and listed); a template that matches nothing for any job warns; a folder that exists but cannot be
+// read (here a symbolic link to itself) is an error.
+TEST(FleetGoodputCli, LogsTemplateMissingFoldersAreJobsWithoutLogs) {
+  TempDir dir;
+  std::vector<nlohmann::json> records;
+  for (int64_t id = 1; id <= 13; ++id) records.push_back(record(id, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 10));
+  const std::string path = dir.file("sacct.json", sacct(records));
+  // Job 1's loop ran from its start to its end, one step.
+  auto line = [](int64_t s, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(s * 1'000'000'000) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  dir.file("logs/1/events.rank0.jsonl", line(kT0, "process_start") + line(kT0 + 1, "step_begin", ",\"step\":1") +
+                                            line(kT0 + 9, "step_end", ",\"step\":1") + line(kT0 + 10, "job_end"));
+  FleetRun r = fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("logs/{job_id}/events.rank*.jsonl")});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  EXPECT_EQ(r.report["jobs"]["from_logs"], 1);
+  EXPECT_EQ(r.report["jobs"]["from_sacct"], 12);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 12);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_NE(r.process.out.find("--logs matched no file for 12 of 13 jobs (counted from sacct alone): 2, 3, 4, 5, 6, "
+                               "7, 8, 9, 10, 11 and 2 more\n"),
+            std::string::npos)
+      << r.process.out;
+  EXPECT_EQ(r.process.err, "");
+  // Exact: job 1's own ledger (one GPU), the other twelve 10 s each of uninstrumented run.
+  const fuzz::ProcessResult own =
+      fuzz::run_process({std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", "goodput", "--json", "--sacct",
+                         dir.file("1.sacct.json", sacct({records[0]})), dir.path("logs/1/events.rank0.jsonl")},
+                        dir.path(""), 120);
+  ASSERT_EQ(own.code, 0) << own.err;
+  const nlohmann::json ledger = nlohmann::json::parse(own.out);
+  EXPECT_EQ(ledger["wall_ns"], 10'000'000'000);
+  EXPECT_EQ(r.report["gpu_ns"]["productive"], to_string(GpuNs{ledger["productive_ns"].get<int64_t>()}));
+  EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_other_run"]["gpu_ns"], to_string(GpuNs{120'000'000'000}));
+  EXPECT_EQ(r.report["gpu_ns"]["wall"], to_string(GpuNs{130'000'000'000}));
+
+  r = fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("log/{job_id}/events.rank*.jsonl")});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 13);
+  EXPECT_EQ(r.process.err, "sdcprobe: WARNING: --logs '" + dir.path("log/{job_id}/events.rank*.jsonl") +
+                               "' matched no file for any of the 13 jobs; check the template\n");
+
+  fs::create_symlink(dir.path("logs/2"), dir.path("logs/2"));
+  r = fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("logs/{job_id}/events.rank*.jsonl")});
+  EXPECT_EQ(r.process.code, 2);
+  EXPECT_NE(r.process.err.find("--logs: cannot read the files of " + dir.path("logs/2/events.rank*.jsonl") + " (" +
+                               dir.path("logs/2") + ": Too many levels of symbolic links)"),
+            std::string::npos)
+      << r.process.err;
+  EXPECT_TRUE(r.report.is_null());
+}
+
 }  // namespace
 }  // namespace sdc::goodput::cluster
