@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -594,6 +595,98 @@ TEST(FleetGoodputCli, LogsTemplateMissingFoldersAreJobsWithoutLogs) {
             std::string::npos)
       << r.process.err;
   EXPECT_TRUE(r.report.is_null());
+}
+
+// A real Slurm 22.05 dump (tests/goodput/data/fleet_22.05/README.md: a requeue, an SDC, a job
+// without a log folder, one running at the window's end, one cancelled while pending, two ranks)
+// with its jobs' real logs, by the documented --logs template. Each job with logs equals its own
+// `goodput --sacct` ledger times its GPUs; the others are the accounting's own arithmetic; the sum
+// is exact. The same dump in Slurm 23.02's forms (sacct_as_23.py) gives the same ledger.
+TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
+  const fs::path data = fs::path(SDC_SOURCE_DIR) / "tests/goodput/data/fleet_22.05";
+  std::string until;
+  std::ifstream(data / "until") >> until;
+  std::map<std::string, int64_t> id;
+  for (std::ifstream in(data / "jobs"); in;) {
+    std::string kv;
+    if (!(in >> kv)) break;
+    id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
+  }
+  ASSERT_EQ(id.size(), 6u);
+  TempDir dir;
+  const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  const std::string logs = (data / "logs/{job_id}/events.rank*.jsonl").string();
+  const FleetRun r = fleet_goodput(dir, {"--sacct", (data / "sacct.json").string(), "--logs", logs, "--until", until});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  EXPECT_EQ(r.report["jobs"]["from_logs"], 3);
+  EXPECT_EQ(r.report["jobs"]["from_sacct"], 3);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 3);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({id["c"], id["d"], id["e"]}));
+
+  const nlohmann::json dump = nlohmann::json::parse(std::ifstream(data / "sacct.json"));
+  const int64_t until_s = r.report["window"]["until_s"];
+  auto records_of = [&](int64_t job) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const nlohmann::json& rec : dump["jobs"]) {
+      if (rec["job_id"] == job) out.push_back(rec);
+    }
+    return out;
+  };
+  auto gpus_of = [](const nlohmann::json& rec) {
+    for (const char* kind : {"allocated", "requested"}) {
+      for (const nlohmann::json& t : rec["tres"][kind]) {
+        if (t["type"] == "gres" && t["name"] == "gpu") return t["count"].get<int64_t>();
+      }
+    }
+    return int64_t{0};
+  };
+  auto seconds = [](const nlohmann::json& v) { return v.is_null() ? int64_t{0} : v.get<int64_t>(); };
+  std::map<std::string, GpuNs> expect;
+  const GpuNs s = 1'000'000'000;
+  for (const char* job : {"a", "b", "f"}) {
+    const nlohmann::json recs = records_of(id[job]);
+    const std::string acct = dir.file(std::string(job) + ".sacct.json", nlohmann::json{{"jobs", recs}}.dump());
+    const std::string pattern = (data / "logs" / std::to_string(id[job]) / "events.rank*.jsonl").string();
+    const fuzz::ProcessResult g =
+        fuzz::run_process({binary, "goodput", "--json", "--sacct", acct, pattern}, dir.path(""), 120);
+    ASSERT_EQ(g.code, 0) << job << ": " << g.err;
+    const nlohmann::json ledger = nlohmann::json::parse(g.out);
+    const int64_t gpus = gpus_of(recs[0]);
+    expect["wall"] += GpuNs{ledger["wall_ns"].get<int64_t>()} * gpus;
+    expect["productive"] += GpuNs{ledger["productive_ns"].get<int64_t>()} * gpus;
+    for (const auto& [category, v] : ledger["categories"].items())
+      expect[category] += GpuNs{v["ns"].get<int64_t>()} * gpus;
+  }
+  for (const char* job : {"c", "d", "e"}) {
+    const nlohmann::json rec = records_of(id[job])[0];
+    const int64_t gpus = gpus_of(rec), eligible = seconds(rec["time"]["eligible"]);
+    const int64_t start = seconds(rec["time"]["start"]), end = seconds(rec["time"]["end"]);
+    if (std::string(job) == "e") {  // cancelled while pending: queued until the cancel
+      EXPECT_EQ(start == 0 || start == end, true) << rec["time"].dump();
+      expect["queue"] += (end - eligible) * s * gpus;
+      expect["wall"] += (end - eligible) * s * gpus;
+      continue;
+    }
+    const int64_t stop = std::string(job) == "d" ? until_s : end;  // d runs past the window's end
+    expect["queue"] += (start - eligible) * s * gpus;
+    expect["uninstrumented_other_run"] += (stop - start) * s * gpus;
+    expect["wall"] += (stop - eligible) * s * gpus;
+  }
+  const nlohmann::json& got = r.report["gpu_ns"];
+  EXPECT_EQ(got["wall"], to_string(expect["wall"]));
+  EXPECT_EQ(got["productive"], to_string(expect["productive"]));
+  for (const char* k :
+       {"queue", "detection_teardown", "restart_warmup", "rework", "blocking_overhead", "uninstrumented_other_run"}) {
+    EXPECT_EQ(got[k]["gpu_ns"], to_string(expect[k])) << k;
+  }
+  EXPECT_EQ(got["uninstrumented_failed_run"]["gpu_ns"], "0");
+  EXPECT_GT(expect["queue"], 0);
+
+  const FleetRun as_23 =
+      fleet_goodput(dir, {"--sacct", (data / "sacct_23.02_form.json").string(), "--logs", logs, "--until", until});
+  ASSERT_EQ(as_23.process.code, 0) << as_23.process.err;
+  EXPECT_EQ(as_23.report["gpu_ns"], got);
+  EXPECT_EQ(as_23.report["jobs"], r.report["jobs"]);
 }
 
 }  // namespace
