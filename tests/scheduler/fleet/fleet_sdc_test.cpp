@@ -18,6 +18,7 @@
 #include "scheduler/fleet/fleet_sdc_ingest.hpp"
 #include "scheduler/fleet/fleet_sdc_output.hpp"
 #include "scheduler/sweep/history.hpp"
+#include "tests/cli/run_sdcprobe.hpp"
 
 namespace sdc {
 namespace {
@@ -482,6 +483,20 @@ TEST(FleetStatistics, PoissonTailAndBenjaminiHochberg) {
   EXPECT_NEAR(q[1], 0.04 * 4 / 3, 1e-12);
   EXPECT_NEAR(q[2], 0.04 * 4 / 3, 1e-12);
   EXPECT_NEAR(q[3], 0.5, 1e-12);
+}
+
+// An empty folder holds no report: exit 2 naming it, and none of the outputs is written.
+TEST(FleetSdc, NoReportFoundWritesNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_empty_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "empty");
+  std::ofstream((dir / "empty" / "notes.txt").string()) << "not a report\n";
+  const std::string out = (dir / "out").string();
+  const test::Outcome o = test::sdcprobe("fleet sdc " + (dir / "empty").string() + " --json " + out + ".json" +
+                                         " --markdown " + out + ".md --svg " + out + ".svg --prom " + out + ".prom");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_EQ(o.out, "sdcprobe: error: no JSON report or history.db in " + (dir / "empty").string() + "\n");
+  for (const char* ext : {".json", ".md", ".svg", ".prom"}) EXPECT_FALSE(std::filesystem::exists(out + ext)) << ext;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
