@@ -8,7 +8,6 @@
 #include <fstream>
 #include <numeric>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "host/error.hpp"
@@ -33,21 +32,10 @@ struct File {
 
 bool is_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
-// The number after the last "rank" in the file's name, or -1.
-int64_t rank_from_name(const std::string& path) {
-  static const std::regex kRank("rank([0-9]{1,18})");
-  const std::string name = fs::path(path).filename().string();
-  int64_t rank = -1;
-  for (auto it = std::sregex_iterator(name.begin(), name.end(), kRank); it != std::sregex_iterator(); ++it) {
-    rank = std::stoll((*it)[1].str());
-  }
-  return rank;
-}
-
 // Reads one file in a single pass: checks that it is in time order, takes its rank from its first
 // event's field, counts its events into `tally` and hands each to `take`.
 template <class Take>
-void read_file(File& file, size_t index, bool lenient, TallyCounter& tally, const Take& take) {
+void read_file(File& file, size_t index, bool only_file, bool lenient, TallyCounter& tally, const Take& take) {
   const std::string& path = file.path;
   if (fs::is_directory(path)) throw InputError(path + ": is a directory");
   std::ifstream in(path, std::ios::binary);
@@ -55,7 +43,7 @@ void read_file(File& file, size_t index, bool lenient, TallyCounter& tally, cons
   EventReader reader(lenient);
   int64_t last_t = 0;
   bool first = true;
-  tally.start_file(index);
+  tally.start_file(index, rank_from_name(path), only_file);
   try {
     file.stats = reader.read(in, [&](const Event& e) {
       tally.add(e);  // as tally_files counts: every event read
@@ -343,7 +331,7 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
     if (i == streamed) continue;
     const int64_t name_rank = rank_from_name(files[i].path);
     try {
-      read_file(files[i], i, lenient, tally, [&](const Entry& e) {
+      read_file(files[i], i, files.size() == 1, lenient, tally, [&](const Entry& e) {
         const int64_t rank = files[i].rank >= 0 ? files[i].rank : name_rank;
         const EventKind kind = e.event.kind;
         if (rank == 0 || kind == EventKind::kFaultDetected || kind == EventKind::kSdcDetected) held.push_back(e);
@@ -382,7 +370,7 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
     for (size_t k = 0; k < by_rank.size(); ++k) files[by_rank[k]].order = k;
     std::stable_sort(held.begin(), held.end(), comes_before);  // each file's in line order already
   };
-  read_file(files[streamed], streamed, lenient, tally, [&](const Entry& e) {
+  read_file(files[streamed], streamed, files.size() == 1, lenient, tally, [&](const Entry& e) {
     if (!started) start();
     if (timeline.stopped()) return;
     while (next_held < held.size() && comes_before(held[next_held], e)) timeline.add(held[next_held++]);

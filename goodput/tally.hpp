@@ -29,13 +29,20 @@ struct Tally {
   int64_t incidents = 0;
 };
 
+// The number after the last "rank" in a file's name (events.rank3.jsonl: 3), or -1.
+int64_t rank_from_name(const std::string& path);
+
 // Counts a Tally from the events of a job's files, one file after another, each in its own order.
-// Keeps 8 bytes per step_end and fault of all files (incidents are counted over all of them).
+// As in the ledger, the job's activity (saves, data waits, evals, probes, steps) is rank 0's: with
+// GoodputCallback every rank logs its own saves, which counted over all files would count an
+// N-rank job's N-fold. Faults count from every file. Keeps 8 bytes per step_end and fault.
 class TallyCounter {
  public:
   // `order`: the file's place among the files as given; of files with as many saves, the first
-  // given sets the save interval.
-  void start_file(size_t order);
+  // given sets the save interval. `name_rank`: the rank its name says (events.rank3.jsonl), -1 when
+  // none; the "rank" of its first event, when it has one, says instead. A file whose rank neither
+  // says counts as rank 0 when it is the only file.
+  void start_file(size_t order, int64_t name_rank, bool only_file);
   void add(const Event& e);
   void end_file();
   Tally finish();
@@ -47,6 +54,8 @@ class TallyCounter {
   int64_t save_begin_ = -1, wait_begin_ = -1, eval_begin_ = -1, probe_begin_ = -1;
   int64_t saves_ = 0, first_save_end_ = 0, last_save_end_ = 0;
   size_t order_ = 0;
+  int64_t rank_ = -1;  // the file's rank, -1 until known
+  bool first_event_ = true, only_file_ = false;
   // The file with the most saves so far.
   int64_t most_saves_ = 0;
   size_t most_saves_order_ = 0;

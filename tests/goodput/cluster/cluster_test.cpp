@@ -597,6 +597,38 @@ TEST(FleetGoodputCli, LogsTemplateMissingFoldersAreJobsWithoutLogs) {
   EXPECT_TRUE(r.report.is_null());
 }
 
+// Every rank logs its saves and evals (GoodputCallback on each DDP rank): the measured counts are
+// rank 0's, as the ledger's timeline is (TallyOfTheLogs: other ranks' faults still count).
+TEST(FleetGoodputCli, MeasuredSavesAndEvalsAreRankZeros) {
+  TempDir dir;
+  auto line = [](int64_t t, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(t) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  // Rank r's saves take 5 + r ns: rank 1's would show in the time as well as in the count.
+  auto rank = [&](int r) {
+    const std::string tag = ",\"rank\":" + std::to_string(r);
+    std::string text = line(0, "process_start", tag);
+    for (int step = 1; step <= 2; ++step) {
+      const int64_t t = 100 * step;
+      text += line(t, "step_begin", tag + ",\"step\":" + std::to_string(step)) +
+              line(t + 50, "step_end", tag + ",\"step\":" + std::to_string(step)) +
+              line(t + 50, "ckpt_begin", tag + ",\"step\":" + std::to_string(step)) +
+              line(t + 55 + r, "ckpt_end", tag + ",\"step\":" + std::to_string(step));
+    }
+    text += line(300, "eval_begin", tag) + line(310 + r, "eval_end", tag);
+    return text + (r == 0 ? line(400, "job_end", tag) : "");
+  };
+  const std::string r0 = dir.file("events.rank0.jsonl", rank(0)), r1 = dir.file("events.rank1.jsonl", rank(1));
+  const fuzz::ProcessResult p = fuzz::run_process(
+      {std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", "goodput", "--json", "--job-id", "7", r0, r1}, dir.path(""), 120);
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json m = nlohmann::json::parse(p.out)["measured"];
+  EXPECT_EQ(m["saves"], nlohmann::json({{"count", 2}, {"ns", 10}})) << m.dump();
+  EXPECT_EQ(m["evals"], nlohmann::json({{"count", 1}, {"ns", 10}})) << m.dump();
+  EXPECT_EQ(m["save_interval_ns"], 100);
+  EXPECT_EQ(m["incidents"], 0);
+}
+
 // A real Slurm 22.05 dump (tests/goodput/data/fleet_22.05/README.md: a requeue, an SDC, a job
 // without a log folder, one running at the window's end, one cancelled while pending, two ranks)
 // with its jobs' real logs, by the documented --logs template. Each job with logs equals its own
