@@ -35,7 +35,15 @@ void TallyCounter::start_file(size_t order, int64_t name_rank, bool only_file) {
   first_event_ = true;
   only_file_ = only_file;
   save_begin_ = wait_begin_ = eval_begin_ = probe_begin_ = -1;
-  saves_ = first_save_end_ = last_save_end_ = 0;
+  saves_ = attempt_saves_ = first_save_end_ = last_save_end_ = saved_span_ns_ = save_gaps_ = 0;
+}
+
+void TallyCounter::end_attempt() {
+  if (attempt_saves_ > 1) {
+    saved_span_ns_ += last_save_end_ - first_save_end_;
+    save_gaps_ += attempt_saves_ - 1;
+  }
+  attempt_saves_ = 0;
 }
 
 void TallyCounter::add(const Event& e) {
@@ -51,7 +59,8 @@ void TallyCounter::add(const Event& e) {
     case EventKind::kCkptBegin: save_begin_ = e.t; break;
     case EventKind::kCkptEnd:
       if (save_begin_ >= 0) {
-        if (saves_++ == 0) first_save_end_ = e.t;
+        ++saves_;
+        if (attempt_saves_++ == 0) first_save_end_ = e.t;
         last_save_end_ = e.t;
       }
       close(save_begin_, e.t, tally_.saves);
@@ -63,6 +72,7 @@ void TallyCounter::add(const Event& e) {
     case EventKind::kProbeBegin: probe_begin_ = e.t; break;
     case EventKind::kProbeEnd: close(probe_begin_, e.t, tally_.probes); break;
     case EventKind::kStepEnd: step_ends_.push_back(e.t); break;
+    case EventKind::kProcessStart: end_attempt(); break;
     case EventKind::kFaultDetected:
     case EventKind::kSdcDetected:
       // A fault ends what was running; a late end from the dying process is not a duration.
@@ -73,10 +83,11 @@ void TallyCounter::add(const Event& e) {
 }
 
 void TallyCounter::end_file() {
+  end_attempt();
   if (saves_ > most_saves_ || (saves_ > 0 && saves_ == most_saves_ && order_ < most_saves_order_)) {
     most_saves_ = saves_;
     most_saves_order_ = order_;
-    tally_.save_interval_ns = saves_ > 1 ? (last_save_end_ - first_save_end_) / (saves_ - 1) : 0;
+    tally_.save_interval_ns = save_gaps_ > 0 ? saved_span_ns_ / save_gaps_ : 0;
   }
 }
 

@@ -21,8 +21,10 @@ struct Activity {
 
 struct Tally {
   Activity saves, data_waits, evals, probes;
-  // Mean time between the ends of consecutive saves in the file with the most saves; 0 with fewer
-  // than two saves.
+  // Mean time between the ends of consecutive saves of one attempt (from a process_start to the
+  // next), over the attempts of the file with the most saves; 0 when no attempt saved twice. The
+  // time from an attempt's last save to the next attempt's first (a crash, a requeue) is not an
+  // interval the loop chose.
   int64_t save_interval_ns = 0;
   // Faults and SDC detections, one per incident: reports by several ranks with no step_end between
   // them are one incident.
@@ -52,7 +54,12 @@ class TallyCounter {
   std::vector<int64_t> faults_, step_ends_;
   // The file being counted: the begin time of each open activity (-1: none), and its saves.
   int64_t save_begin_ = -1, wait_begin_ = -1, eval_begin_ = -1, probe_begin_ = -1;
-  int64_t saves_ = 0, first_save_end_ = 0, last_save_end_ = 0;
+  int64_t saves_ = 0;
+  // The attempt being counted: its saves and the end of its first and last; the file's attempts
+  // before it: the time between their first and last saves, and the intervals in it.
+  int64_t attempt_saves_ = 0, first_save_end_ = 0, last_save_end_ = 0;
+  int64_t saved_span_ns_ = 0, save_gaps_ = 0;
+  void end_attempt();
   size_t order_ = 0;
   int64_t rank_ = -1;  // the file's rank, -1 until known
   bool first_event_ = true, only_file_ = false;

@@ -112,14 +112,24 @@ Advice advise(const Cluster& c, const JobResult& r) {
   return a;
 }
 
-std::string seconds_text(double s) { return std::isinf(s) ? "never" : format("%.0f s", s); }
+// Three significant digits, whole numbers from 100 up: small jobs' figures stay readable.
+std::string figure(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  const std::string s = std::fabs(v) >= 100 ? format("%.0f", v) : format("%.3g", v);
+  return s == "-0" ? "0" : s;
+}
+
+std::string seconds_text(double s) { return std::isinf(s) ? "never" : figure(s) + " s"; }
 
 std::string advice_text(const Advice& a) {
   if (!a.available) return "planner: " + a.why_not;
+  // A negative saving: the planner's interval would have cost more than the job's own.
+  const std::string outcome = a.saved_gpu_hours < 0 ? "would have cost " + figure(-a.saved_gpu_hours) + " GPU-h more"
+                                                    : "would have saved " + figure(a.saved_gpu_hours) + " GPU-h";
   return "planner: checkpoint every " + seconds_text(a.interval_s) + " (95%: " + seconds_text(a.interval_low_s) +
          " to " + seconds_text(a.interval_high_s) + ") instead of " + seconds_text(a.interval_now_s) + " (save " +
-         format("%.1f s", a.save_s) + "): would have saved " + format("%.1f", a.saved_gpu_hours) + " GPU-h (" +
-         format("%.1f", a.saved_low) + " to " + format("%.1f", a.saved_high) + ")";
+         seconds_text(a.save_s) + "): " + outcome + " (saved, 95%: " + figure(a.saved_low) + " to " +
+         figure(a.saved_high) + " GPU-h)";
 }
 
 const char* kBlockingNames[4] = {"checkpoint saves", "data waits", "evals", "probes"};

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "goodput/cluster/cluster_report.hpp"
@@ -719,6 +720,51 @@ TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
   ASSERT_EQ(as_23.process.code, 0) << as_23.process.err;
   EXPECT_EQ(as_23.report["gpu_ns"], got);
   EXPECT_EQ(as_23.report["jobs"], r.report["jobs"]);
+}
+
+// A job that saves every second within each attempt, crashes, restarts 6 s later and saves every
+// second again: the planner's current interval is 1 s (the attempts' own), not the file's 2.42 s
+// that the crash stretches; its figures are readable at this scale and never "-0.0".
+TEST(FleetGoodputCli, PlannerIntervalIsMeasuredWithinAttempts) {
+  TempDir dir;
+  const int64_t ms = 1'000'000, t0 = kT0 * 1'000'000'000;
+  auto line = [&](int64_t at_ms, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(t0 + at_ms * ms) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  auto step = [](int64_t n) { return ",\"step\":" + std::to_string(n); };
+  // Steps of 900 ms, each saved in 100 ms, from `at_ms`.
+  auto saved_steps = [&](int64_t at_ms, int64_t first, int64_t last) {
+    std::string text;
+    for (int64_t n = first; n <= last; ++n, at_ms += 1000) {
+      text += line(at_ms, "step_begin", step(n)) + line(at_ms + 900, "step_end", step(n)) +
+              line(at_ms + 900, "ckpt_begin", step(n)) + line(at_ms + 1000, "ckpt_end", step(n)) +
+              line(at_ms + 1000, "ckpt_commit", step(n));
+    }
+    return text;
+  };
+  const std::string log = line(0, "process_start") + saved_steps(0, 1, 3) + line(3000, "step_begin", step(4)) +
+                          line(3900, "step_end", step(4)) + line(4000, "fault_detected") +
+                          line(10000, "process_start") + line(10000, "restore_begin") +
+                          line(10100, "restore_end", step(3)) + saved_steps(10100, 4, 6) + line(20000, "job_end");
+  dir.file("logs/9/events.rank0.jsonl", log);
+  const std::string path = dir.file("sacct.json", sacct({record(9, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 20)}));
+  const FleetRun r =
+      fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("logs/{job_id}/events.rank*.jsonl"), "--by", "job"});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  nlohmann::json planner;
+  for (const nlohmann::json& item : r.report["work_list"]) {
+    if (item["category"] == "rework") planner = item["top"][0]["planner"];
+  }
+  ASSERT_TRUE(planner.is_object()) << r.report.dump(2);
+  EXPECT_EQ(planner["interval_now_s"], 1.0) << planner.dump();
+  EXPECT_EQ(planner["save_s"], 0.1) << planner.dump();
+  const double saved = planner["saved_gpu_hours"];
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.3g", std::fabs(saved));
+  const std::string expected = saved < 0 ? std::string("would have cost ") + figure + " GPU-h more"
+                                         : std::string("would have saved ") + figure + " GPU-h";
+  EXPECT_NE(r.process.out.find("instead of 1 s (save 0.1 s): " + expected), std::string::npos) << r.process.out;
+  EXPECT_FALSE(std::regex_search(r.process.out, std::regex("-0\\.0+[^0-9]"))) << r.process.out;
 }
 
 }  // namespace
