@@ -137,6 +137,7 @@ class Timeline {
     } else if (is_restart(kind)) {
       dying_ = false;
     }
+    if (rank == 0 && (kind == EventKind::kProcessStart || kind == EventKind::kAllocGranted)) started_ = true;
     if (rank == 0 && kind == EventKind::kJobEnd) {
       ended_ = true;
       // The scheduler's last End ends the job, when it has one.
@@ -158,6 +159,10 @@ class Timeline {
     Analysis out;
     out.stats = stats;
     out.breakdown = finish_ledger(ledger_, restore_asked_at_, lenient_, out.stats);
+    if (allocations_ == nullptr) {
+      const auto zero = std::find_if(files_.begin(), files_.end(), [](const File& f) { return f.rank == 0; });
+      check_started(out, started_, lenient_, zero->path + ": ");
+    }
     return out;
   }
 
@@ -270,8 +275,9 @@ class Timeline {
   const std::vector<SlurmRecord>* allocations_;
   const std::string& sacct_path_;
   std::array<std::optional<std::string>, kFailures> failures_;
-  bool dying_ = false;  // another rank reported a fault; rank 0 has not started over yet
-  bool ended_ = false;  // rank 0 logged job_end
+  bool dying_ = false;    // another rank reported a fault; rank 0 has not started over yet
+  bool ended_ = false;    // rank 0 logged job_end
+  bool started_ = false;  // rank 0 logged a process_start or alloc_granted
   uint64_t fed_ = 0;
   std::string restore_asked_at_;  // the event that left a restore pending
   uint64_t ledger_skipped_ = 0;

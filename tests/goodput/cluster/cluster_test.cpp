@@ -767,5 +767,39 @@ TEST(FleetGoodputCli, PlannerIntervalIsMeasuredWithinAttempts) {
   EXPECT_FALSE(std::regex_search(r.process.out, std::regex("-0\\.0+[^0-9]"))) << r.process.out;
 }
 
+// A log of a replica check's events only, with no process_start: the ledger would call all of it
+// queue, its probe and its SDC included. Without the scheduler's records there is no start to count
+// from: a clear error, exit 2. With them (--sacct), the allocation starts the job's time.
+TEST(FleetGoodputCli, LogWithoutProcessStartIsRefused) {
+  TempDir dir;
+  auto line = [](int64_t s, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(s * 1'000'000'000) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  const std::string log =
+      dir.file("events.rank0.jsonl", line(kT0 + 1, "probe_begin", ",\"probe\":\"replica_check\"") +
+                                         line(kT0 + 3, "probe_end", ",\"probe\":\"replica_check\"") +
+                                         line(kT0 + 3, "sdc_detected", ",\"detector\":\"replica_check\""));
+  const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  const std::string why =
+      "no process_start (GoodputLog.attempt()) or alloc_granted: the job's time cannot be told from its queue; "
+      "log the start of each attempt, or give --sacct\n";
+  fuzz::ProcessResult p = fuzz::run_process({binary, "goodput", "--json", log}, dir.path(""), 120);
+  EXPECT_EQ(p.code, 2) << p.out;
+  EXPECT_EQ(p.out, "");
+  EXPECT_EQ(p.err, "sdcprobe: error: " + why);
+  // Merged with another rank's file (whose steps are not the job's timeline), the error names rank 0's.
+  const std::string rank1 = dir.file(
+      "events.rank1.jsonl", line(kT0 + 1, "step_begin", ",\"step\":1") + line(kT0 + 2, "step_end", ",\"step\":1"));
+  p = fuzz::run_process({binary, "goodput", "--json", log, rank1}, dir.path(""), 120);
+  EXPECT_EQ(p.code, 2) << p.out;
+  EXPECT_EQ(p.err, "sdcprobe: error: " + log + ": " + why);
+  const std::string acct = dir.file("sacct.json", sacct({record(3, "u", "p", 1, "FAILED", kT0, kT0, kT0 + 4)}));
+  p = fuzz::run_process({binary, "goodput", "--json", "--sacct", acct, log}, dir.path(""), 120);
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json b = nlohmann::json::parse(p.out);
+  EXPECT_EQ(b["categories"]["queue"]["ns"], 0) << b.dump();
+  EXPECT_EQ(b["wall_ns"], 4'000'000'000) << b.dump();
+}
+
 }  // namespace
 }  // namespace sdc::goodput::cluster
