@@ -29,7 +29,7 @@ void add_fleet_goodput_command(CLI::App& fleet, int& exit_code) {
   g->add_option("--markdown", o->markdown_path, "Write the report as Markdown");
   g->add_option("--svg", o->svg_path, "Draw a bar per day and the top of the work list as SVG");
   g->add_option("--prom", o->prom_path, "Write a Prometheus textfile (node_exporter's textfile collector)");
-  g->callback([o, &exit_code]() { exit_code = goodput::cluster::fleet_goodput_command(*o, std::cout); });
+  g->callback([o, &exit_code]() { exit_code = goodput::cluster::fleet_goodput_command(*o, std::cout, std::cerr); });
 }
 
 }  // namespace sdc::cli

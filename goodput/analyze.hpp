@@ -19,6 +19,14 @@ struct Analysis {
 // skipped and counted in stats.skipped).
 Analysis analyze(std::istream& in, const LedgerOptions& options = {}, bool lenient = false);
 
+// A log with no process_start or alloc_granted whose whole time the ledger labels queue (only a
+// replica check's events, say) cannot be told from queue: an InputError, `where` + kNoStart, or
+// with `lenient` a skip counted in the stats (analyze, and analyze_files without Slurm's records).
+inline constexpr const char* kNoStart =
+    "no process_start (GoodputLog.attempt()) or alloc_granted: the job's time cannot be told from its queue; "
+    "log the start of each attempt, or give --sacct";
+void check_started(Analysis& analysis, bool started, bool lenient, const std::string& where);
+
 // ledger.finish(). A restore that a fault leaves pending at the end of the log, to a checkpoint the
 // ledger has forgotten, is an InputError naming `restore_asked_at` (where that fault is: "line 7");
 // `lenient` counts it in stats as a skipped line instead and settles the incident without the restore.

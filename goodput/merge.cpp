@@ -8,7 +8,6 @@
 #include <fstream>
 #include <numeric>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "host/error.hpp"
@@ -33,21 +32,10 @@ struct File {
 
 bool is_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
-// The number after the last "rank" in the file's name, or -1.
-int64_t rank_from_name(const std::string& path) {
-  static const std::regex kRank("rank([0-9]{1,18})");
-  const std::string name = fs::path(path).filename().string();
-  int64_t rank = -1;
-  for (auto it = std::sregex_iterator(name.begin(), name.end(), kRank); it != std::sregex_iterator(); ++it) {
-    rank = std::stoll((*it)[1].str());
-  }
-  return rank;
-}
-
 // Reads one file in a single pass: checks that it is in time order, takes its rank from its first
 // event's field, counts its events into `tally` and hands each to `take`.
 template <class Take>
-void read_file(File& file, size_t index, bool lenient, TallyCounter& tally, const Take& take) {
+void read_file(File& file, size_t index, bool only_file, bool lenient, TallyCounter& tally, const Take& take) {
   const std::string& path = file.path;
   if (fs::is_directory(path)) throw InputError(path + ": is a directory");
   std::ifstream in(path, std::ios::binary);
@@ -55,7 +43,7 @@ void read_file(File& file, size_t index, bool lenient, TallyCounter& tally, cons
   EventReader reader(lenient);
   int64_t last_t = 0;
   bool first = true;
-  tally.start_file(index);
+  tally.start_file(index, rank_from_name(path), only_file);
   try {
     file.stats = reader.read(in, [&](const Event& e) {
       tally.add(e);  // as tally_files counts: every event read
@@ -149,6 +137,7 @@ class Timeline {
     } else if (is_restart(kind)) {
       dying_ = false;
     }
+    if (rank == 0 && (kind == EventKind::kProcessStart || kind == EventKind::kAllocGranted)) started_ = true;
     if (rank == 0 && kind == EventKind::kJobEnd) {
       ended_ = true;
       // The scheduler's last End ends the job, when it has one.
@@ -170,6 +159,10 @@ class Timeline {
     Analysis out;
     out.stats = stats;
     out.breakdown = finish_ledger(ledger_, restore_asked_at_, lenient_, out.stats);
+    if (allocations_ == nullptr) {
+      const auto zero = std::find_if(files_.begin(), files_.end(), [](const File& f) { return f.rank == 0; });
+      check_started(out, started_, lenient_, zero->path + ": ");
+    }
     return out;
   }
 
@@ -282,8 +275,9 @@ class Timeline {
   const std::vector<SlurmRecord>* allocations_;
   const std::string& sacct_path_;
   std::array<std::optional<std::string>, kFailures> failures_;
-  bool dying_ = false;  // another rank reported a fault; rank 0 has not started over yet
-  bool ended_ = false;  // rank 0 logged job_end
+  bool dying_ = false;    // another rank reported a fault; rank 0 has not started over yet
+  bool ended_ = false;    // rank 0 logged job_end
+  bool started_ = false;  // rank 0 logged a process_start or alloc_granted
   uint64_t fed_ = 0;
   std::string restore_asked_at_;  // the event that left a restore pending
   uint64_t ledger_skipped_ = 0;
@@ -343,7 +337,7 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
     if (i == streamed) continue;
     const int64_t name_rank = rank_from_name(files[i].path);
     try {
-      read_file(files[i], i, lenient, tally, [&](const Entry& e) {
+      read_file(files[i], i, files.size() == 1, lenient, tally, [&](const Entry& e) {
         const int64_t rank = files[i].rank >= 0 ? files[i].rank : name_rank;
         const EventKind kind = e.event.kind;
         if (rank == 0 || kind == EventKind::kFaultDetected || kind == EventKind::kSdcDetected) held.push_back(e);
@@ -382,7 +376,7 @@ Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOption
     for (size_t k = 0; k < by_rank.size(); ++k) files[by_rank[k]].order = k;
     std::stable_sort(held.begin(), held.end(), comes_before);  // each file's in line order already
   };
-  read_file(files[streamed], streamed, lenient, tally, [&](const Entry& e) {
+  read_file(files[streamed], streamed, files.size() == 1, lenient, tally, [&](const Entry& e) {
     if (!started) start();
     if (timeline.stopped()) return;
     while (next_held < held.size() && comes_before(held[next_held], e)) timeline.add(held[next_held++]);

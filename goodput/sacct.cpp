@@ -15,26 +15,6 @@ namespace {
 // after an End: (end + 1) s in nanoseconds must not overflow.
 constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
 
-int64_t seconds_field(const nlohmann::json& time, const char* name, const std::string& where) {
-  const std::string field = where + ".time." + name;
-  if (!time.contains(name)) throw InputError(field + " is missing");
-  const nlohmann::json* value = &time.at(name);
-  if (value->is_object()) {  // {"set": true, "infinite": false, "number": N}
-    if (!value->value("set", false) || value->value("infinite", false)) return 0;
-    if (!value->contains("number")) throw InputError(field + ".number is missing");
-    value = &value->at("number");
-  }
-  if (!value->is_number_integer()) throw InputError(field + " must be an integer (Unix seconds)");
-  const int64_t s = value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(kMaxSeconds)
-                        ? -1
-                        : value->get<int64_t>();
-  if (s < 0 || s > kMaxSeconds) {
-    throw InputError(field + " " + value->dump() + " is out of range (0 to " + std::to_string(kMaxSeconds) +
-                     " Unix seconds)");
-  }
-  return s;
-}
-
 constexpr size_t kMaxValueBytes = 64 << 20;
 
 // Reads a file a chunk at a time and cuts JSON values out of it by their extent alone (strings and
@@ -109,6 +89,32 @@ class ValueCutter {
 
 }  // namespace
 
+int64_t sacct_seconds(const nlohmann::json& time, const char* name, const std::string& where) {
+  const std::string field = where + ".time." + name;
+  if (!time.contains(name)) throw InputError(field + " is missing");
+  const nlohmann::json* value = &time.at(name);
+  if (value->is_null()) return 0;  // Slurm 22.05: never set (a job cancelled while pending has no start)
+  if (value->is_object()) {        // Slurm 23.02 and later: {"set": true, "infinite": false, "number": N}
+    const auto flag = [&](const char* key) {
+      if (!value->contains(key)) throw InputError(field + "." + key + " is missing");
+      if (!value->at(key).is_boolean()) throw InputError(field + "." + key + " must be true or false");
+      return value->at(key).get<bool>();
+    };
+    if (!flag("set") || flag("infinite")) return 0;
+    if (!value->contains("number")) throw InputError(field + ".number is missing");
+    value = &value->at("number");
+  }
+  if (!value->is_number_integer()) throw InputError(field + " must be an integer (Unix seconds)");
+  const int64_t s = value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(kMaxSeconds)
+                        ? -1
+                        : value->get<int64_t>();
+  if (s < 0 || s > kMaxSeconds) {
+    throw InputError(field + " " + value->dump() + " is out of range (0 to " + std::to_string(kMaxSeconds) +
+                     " Unix seconds)");
+  }
+  return s;
+}
+
 void for_each_sacct_record(const std::string& path, const SacctRecordSink& record,
                            const nlohmann::json::parser_callback_t& keep) {
   if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
@@ -181,8 +187,8 @@ std::vector<SlurmRecord> read_sacct_json(const std::string& path) {
     job_id = id;
     if (!job.contains("time") || !job.at("time").is_object()) throw InputError(where + ".time is missing");
     const nlohmann::json& time = job.at("time");
-    SlurmRecord r{seconds_field(time, "eligible", where), seconds_field(time, "start", where),
-                  seconds_field(time, "end", where), i};
+    SlurmRecord r{sacct_seconds(time, "eligible", where), sacct_seconds(time, "start", where),
+                  sacct_seconds(time, "end", where), i};
     if (r.start_s == 0) return;  // never ran: no allocation to place
     // Unset (as sacct can show a job still completing): no queue is known, not 55 years of it.
     if (r.eligible_s == 0) r.eligible_s = r.start_s;

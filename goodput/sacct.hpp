@@ -28,8 +28,13 @@ using SacctRecordSink = std::function<void(size_t index, const nlohmann::json& r
 void for_each_sacct_record(const std::string& path, const SacctRecordSink& record,
                            const nlohmann::json::parser_callback_t& keep = nullptr);
 
-// Parses sacct's JSON (the "jobs" array; times as integers, as Slurm 22.05 writes them, or as
-// {"set": true, "number": N} objects, as later versions do). Every record must belong to one job.
+// The time `name` of a record's "time" object, in Unix seconds; 0 when unset. Slurm 22.05 writes an
+// integer, 0 or null when unset (null: the start of a job cancelled while pending); 23.02 and later
+// write {"set": true|false, "infinite": false, "number": N}. Throws InputError naming
+// `where`.time.`name`: missing, not one of these forms, out of range.
+int64_t sacct_seconds(const nlohmann::json& time, const char* name, const std::string& where);
+
+// Parses sacct's JSON (the "jobs" array, times as sacct_seconds reads them). Every record must belong to one job.
 // Returns the records that started, ordered by start; throws InputError naming the file and field.
 std::vector<SlurmRecord> read_sacct_json(const std::string& path);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "host/error.hpp"
 
@@ -18,18 +19,48 @@ void close(int64_t& begin, int64_t t, Activity& a) {
 
 }  // namespace
 
-void TallyCounter::start_file(size_t order) {
+int64_t rank_from_name(const std::string& path) {
+  static const std::regex kRank("rank([0-9]{1,18})");
+  const std::string name = std::filesystem::path(path).filename().string();
+  int64_t rank = -1;
+  for (auto it = std::sregex_iterator(name.begin(), name.end(), kRank); it != std::sregex_iterator(); ++it) {
+    rank = std::stoll((*it)[1].str());
+  }
+  return rank;
+}
+
+void TallyCounter::start_file(size_t order, int64_t name_rank, bool only_file) {
   order_ = order;
+  rank_ = name_rank;
+  first_event_ = true;
+  only_file_ = only_file;
   save_begin_ = wait_begin_ = eval_begin_ = probe_begin_ = -1;
-  saves_ = first_save_end_ = last_save_end_ = 0;
+  saves_ = attempt_saves_ = first_save_end_ = last_save_end_ = saved_span_ns_ = save_gaps_ = 0;
+}
+
+void TallyCounter::end_attempt() {
+  if (attempt_saves_ > 1) {
+    saved_span_ns_ += last_save_end_ - first_save_end_;
+    save_gaps_ += attempt_saves_ - 1;
+  }
+  attempt_saves_ = 0;
 }
 
 void TallyCounter::add(const Event& e) {
+  // Only the first event's "rank" says whose file it is (as in the merge).
+  if (first_event_ && e.rank) rank_ = *e.rank;
+  first_event_ = false;
+  if (e.kind == EventKind::kFaultDetected || e.kind == EventKind::kSdcDetected) {
+    faults_.push_back(e.t);
+  } else if (rank_ != 0 && !(rank_ < 0 && only_file_)) {
+    return;  // another rank's activity: the job's is rank 0's
+  }
   switch (e.kind) {
     case EventKind::kCkptBegin: save_begin_ = e.t; break;
     case EventKind::kCkptEnd:
       if (save_begin_ >= 0) {
-        if (saves_++ == 0) first_save_end_ = e.t;
+        ++saves_;
+        if (attempt_saves_++ == 0) first_save_end_ = e.t;
         last_save_end_ = e.t;
       }
       close(save_begin_, e.t, tally_.saves);
@@ -41,9 +72,9 @@ void TallyCounter::add(const Event& e) {
     case EventKind::kProbeBegin: probe_begin_ = e.t; break;
     case EventKind::kProbeEnd: close(probe_begin_, e.t, tally_.probes); break;
     case EventKind::kStepEnd: step_ends_.push_back(e.t); break;
+    case EventKind::kProcessStart: end_attempt(); break;
     case EventKind::kFaultDetected:
     case EventKind::kSdcDetected:
-      faults_.push_back(e.t);
       // A fault ends what was running; a late end from the dying process is not a duration.
       save_begin_ = wait_begin_ = eval_begin_ = probe_begin_ = -1;
       break;
@@ -52,10 +83,11 @@ void TallyCounter::add(const Event& e) {
 }
 
 void TallyCounter::end_file() {
+  end_attempt();
   if (saves_ > most_saves_ || (saves_ > 0 && saves_ == most_saves_ && order_ < most_saves_order_)) {
     most_saves_ = saves_;
     most_saves_order_ = order_;
-    tally_.save_interval_ns = saves_ > 1 ? (last_save_end_ - first_save_end_) / (saves_ - 1) : 0;
+    tally_.save_interval_ns = save_gaps_ > 0 ? saved_span_ns_ / save_gaps_ : 0;
   }
 }
 
@@ -80,7 +112,7 @@ Tally tally_files(const std::vector<std::string>& paths, bool lenient) {
     if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError("cannot read " + path);
-    counter.start_file(i);
+    counter.start_file(i, rank_from_name(path), paths.size() == 1);
     EventReader reader(lenient);
     try {
       reader.read(in, [&](const Event& e) { counter.add(e); });

@@ -21,21 +21,30 @@ struct Activity {
 
 struct Tally {
   Activity saves, data_waits, evals, probes;
-  // Mean time between the ends of consecutive saves in the file with the most saves; 0 with fewer
-  // than two saves.
+  // Mean time between the ends of consecutive saves of one attempt (from a process_start to the
+  // next), over the attempts of the file with the most saves; 0 when no attempt saved twice. The
+  // time from an attempt's last save to the next attempt's first (a crash, a requeue) is not an
+  // interval the loop chose.
   int64_t save_interval_ns = 0;
   // Faults and SDC detections, one per incident: reports by several ranks with no step_end between
   // them are one incident.
   int64_t incidents = 0;
 };
 
+// The number after the last "rank" in a file's name (events.rank3.jsonl: 3), or -1.
+int64_t rank_from_name(const std::string& path);
+
 // Counts a Tally from the events of a job's files, one file after another, each in its own order.
-// Keeps 8 bytes per step_end and fault of all files (incidents are counted over all of them).
+// As in the ledger, the job's activity (saves, data waits, evals, probes, steps) is rank 0's: with
+// GoodputCallback every rank logs its own saves, which counted over all files would count an
+// N-rank job's N-fold. Faults count from every file. Keeps 8 bytes per step_end and fault.
 class TallyCounter {
  public:
   // `order`: the file's place among the files as given; of files with as many saves, the first
-  // given sets the save interval.
-  void start_file(size_t order);
+  // given sets the save interval. `name_rank`: the rank its name says (events.rank3.jsonl), -1 when
+  // none; the "rank" of its first event, when it has one, says instead. A file whose rank neither
+  // says counts as rank 0 when it is the only file.
+  void start_file(size_t order, int64_t name_rank, bool only_file);
   void add(const Event& e);
   void end_file();
   Tally finish();
@@ -45,8 +54,15 @@ class TallyCounter {
   std::vector<int64_t> faults_, step_ends_;
   // The file being counted: the begin time of each open activity (-1: none), and its saves.
   int64_t save_begin_ = -1, wait_begin_ = -1, eval_begin_ = -1, probe_begin_ = -1;
-  int64_t saves_ = 0, first_save_end_ = 0, last_save_end_ = 0;
+  int64_t saves_ = 0;
+  // The attempt being counted: its saves and the end of its first and last; the file's attempts
+  // before it: the time between their first and last saves, and the intervals in it.
+  int64_t attempt_saves_ = 0, first_save_end_ = 0, last_save_end_ = 0;
+  int64_t saved_span_ns_ = 0, save_gaps_ = 0;
+  void end_attempt();
   size_t order_ = 0;
+  int64_t rank_ = -1;  // the file's rank, -1 until known
+  bool first_event_ = true, only_file_ = false;
   // The file with the most saves so far.
   int64_t most_saves_ = 0;
   size_t most_saves_order_ = 0;

@@ -1,5 +1,6 @@
 #include "goodput/cluster/cluster_command.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "goodput/cluster/cluster_report.hpp"
@@ -33,7 +34,7 @@ bool is_duration(const std::string& text) {
 
 }  // namespace
 
-int fleet_goodput_command(FleetGoodputOptions o, std::ostream& out) {
+int fleet_goodput_command(FleetGoodputOptions o, std::ostream& out, std::ostream& err) {
   const GroupBy by = parse_group_by(o.by);
   if (!o.since.empty()) {
     if (is_duration(o.since)) {
@@ -44,6 +45,12 @@ int fleet_goodput_command(FleetGoodputOptions o, std::ostream& out) {
   }
   if (!o.until.empty()) o.inputs.until_s = whole_seconds("--until", o.until);
   const Cluster cluster = compute_cluster(o.inputs);
+  if (!o.inputs.logs_template.empty() && !cluster.logs_matched_nothing.empty() &&
+      std::none_of(cluster.results.begin(), cluster.results.end(),
+                   [](const JobResult& r) { return r.source == JobSource::kLogs; })) {
+    err << "sdcprobe: WARNING: --logs '" << o.inputs.logs_template << "' matched no file for any of the "
+        << cluster.logs_matched_nothing.size() << " jobs; check the template\n";
+  }
   const std::vector<WorkItem> work = work_list(cluster, by, o.top);
   if (!o.json_path.empty()) write_file_atomically(o.json_path, json_report(cluster, work, by));
   if (!o.markdown_path.empty()) write_file_atomically(o.markdown_path, markdown_report(cluster, work, by));

@@ -16,7 +16,8 @@ struct FleetGoodputOptions {
   std::string json_path, markdown_path, svg_path, prom_path;  // empty: not written
 };
 
-// Prints the text report; writes the files atomically. Throws InputError on bad input.
-int fleet_goodput_command(FleetGoodputOptions options, std::ostream& out);
+// Prints the text report on `out`, warnings on `err`; writes the files atomically. Throws InputError
+// on bad input.
+int fleet_goodput_command(FleetGoodputOptions options, std::ostream& out, std::ostream& err);
 
 }  // namespace sdc::goodput::cluster

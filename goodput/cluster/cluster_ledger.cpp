@@ -3,7 +3,9 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <unordered_map>
@@ -43,7 +45,16 @@ void add_interval(int64_t begin_s, int64_t end_s, int64_t gpus, const Window& w,
   }
 }
 
-// The files a template names for a job, sorted; none when the pattern matches nothing.
+// A folder glob could not read, other than a missing one (a job without logs has no folder).
+thread_local std::string unreadable_folder;
+int on_glob_error(const char* path, int error) {
+  if (error == ENOENT || error == ENOTDIR) return 0;
+  unreadable_folder = std::string(path) + ": " + std::strerror(error);
+  return 1;
+}
+
+// The files a template names for a job, sorted; none when the pattern matches nothing, its folder
+// included. A folder that exists but cannot be read is an error.
 std::vector<std::string> job_logs(const std::string& tmpl, int64_t job_id) {
   std::string pattern = tmpl;
   const std::string id = std::to_string(job_id);
@@ -51,7 +62,8 @@ std::vector<std::string> job_logs(const std::string& tmpl, int64_t job_id) {
     pattern.replace(at, 8, id);
   }
   glob_t g{};
-  const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  unreadable_folder.clear();
+  const int rc = ::glob(pattern.c_str(), 0, on_glob_error, &g);
   std::vector<std::string> paths;
   if (rc == 0) {
     for (size_t i = 0; i < g.gl_pathc; ++i) {
@@ -59,7 +71,10 @@ std::vector<std::string> job_logs(const std::string& tmpl, int64_t job_id) {
     }
   }
   ::globfree(&g);
-  if (rc != 0 && rc != GLOB_NOMATCH) throw InputError("--logs: cannot read the files of " + pattern);
+  if (rc != 0 && rc != GLOB_NOMATCH) {
+    throw InputError("--logs: cannot read the files of " + pattern +
+                     (unreadable_folder.empty() ? "" : " (" + unreadable_folder + ")"));
+  }
   return paths;
 }
 
@@ -80,15 +95,15 @@ std::vector<std::string> summary_files(const std::vector<std::string>& arguments
   return files;
 }
 
-// The job's span in the accounting: from its first eligible (or start) to its last end; INT64_MAX
-// while a record runs or waits.
+// The job's span in the accounting: from its first eligible (or start) to its last end (a cancel
+// while pending included); INT64_MAX while a record runs or waits.
 std::pair<int64_t, int64_t> span(const ClusterJob& job) {
   const ClusterRecord& first = job.records.front();
   const int64_t begin = first.eligible_s != 0
                             ? std::min(first.eligible_s, first.start_s != 0 ? first.start_s : INT64_MAX)
                             : first.start_s;
   const ClusterRecord& last = job.records.back();
-  return {begin, last.start_s != 0 && last.end_s != 0 ? last.end_s : INT64_MAX};
+  return {begin, last.end_s != 0 ? last.end_s : INT64_MAX};
 }
 
 // log P(X <= k) for X ~ Poisson(mu).
@@ -194,13 +209,14 @@ ClusterBreakdown sacct_breakdown(const ClusterJob& job, const Window& w, std::ma
   ClusterBreakdown b;
   const ClusterRecord& first = job.records.front();
   // Queue (docs/goodput.md, "Slurm accounting"): the first record's eligible to its start, then each
-  // end to the next start; a record not started yet waits to the window's end.
+  // end to the next start; a record never started waits to its end (cancelled while pending), else
+  // to the window's end.
   int64_t waiting_since = first.eligible_s != 0
                               ? std::min(first.eligible_s, first.start_s != 0 ? first.start_s : INT64_MAX)
                               : first.start_s;
   for (const ClusterRecord& r : job.records) {
-    if (waiting_since != 0)
-      add_interval(waiting_since, r.start_s != 0 ? r.start_s : INT64_MAX, r.gpus, w, std::nullopt, b, days);
+    const int64_t waited_until = r.start_s != 0 ? r.start_s : r.end_s != 0 ? r.end_s : INT64_MAX;
+    if (waiting_since != 0) add_interval(waiting_since, waited_until, r.gpus, w, std::nullopt, b, days);
     if (r.start_s == 0) break;
     const Unlabelled run = ended_in_failure(r.state) ? Unlabelled::kFailedRun : Unlabelled::kOtherRun;
     add_interval(r.start_s, r.end_s != 0 ? r.end_s : INT64_MAX, r.gpus, w, run, b, days);
@@ -283,6 +299,7 @@ Cluster compute_cluster(const ClusterInputs& in) {
       } else if (!in.logs_template.empty()) {
         logs = job_logs(in.logs_template, job.job_id);
         if (!logs.empty()) r.source = JobSource::kLogs;
+        r.logs_matched_nothing = logs.empty();
       }
       const bool inside = c.window.since_s <= begin && end <= c.window.until_s;
       if (r.source == JobSource::kSacct || !inside) {
@@ -335,6 +352,7 @@ Cluster compute_cluster(const ClusterInputs& in) {
     if (!r) {
       continue;
     }
+    if (r->logs_matched_nothing) c.logs_matched_nothing.push_back(c.jobs[r->job].job_id);
     c.total.add(r->gpu);
     const ClusterJob& job = c.jobs[r->job];
     if (r->source == JobSource::kSacct) {

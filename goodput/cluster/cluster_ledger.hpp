@@ -64,7 +64,8 @@ enum class JobSource : uint8_t { kSummary, kLogs, kSacct };
 struct JobResult {
   size_t job = 0;  // index into the accounting's jobs
   JobSource source = JobSource::kSacct;
-  bool crosses_window = false;  // has a ledger but crosses the window's edge: counted from sacct alone
+  bool crosses_window = false;        // has a ledger but crosses the window's edge: counted from sacct alone
+  bool logs_matched_nothing = false;  // --logs was given, no summary, and its template matched no file
   int64_t gpus = 0;
   ClusterBreakdown gpu;
   std::optional<goodput::Tally> tally;  // from its logs or its summary's "measured"
@@ -72,7 +73,8 @@ struct JobResult {
 
 struct ClusterInputs {
   std::string sacct_path;
-  // A path template with {job_id}, expanded as a glob per job; no match: the job has no logs.
+  // A path template with {job_id}, expanded as a glob per job; no match (its folder missing
+  // included): the job has no logs, and is listed in Cluster::logs_matched_nothing.
   std::string logs_template;
   std::vector<std::string> summaries;  // files or directories of *.json
   std::optional<int64_t> since_s, until_s;
@@ -98,6 +100,7 @@ struct Cluster {
   Incidents incidents;
   int64_t jobs_without_gpus = 0;
   int64_t summaries_without_record = 0;
+  std::vector<int64_t> logs_matched_nothing;  // ids of the counted jobs whose --logs matched no file
 };
 
 // Throws InputError naming the file and line or `jobs[i]` on bad input.

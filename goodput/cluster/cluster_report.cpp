@@ -112,14 +112,24 @@ Advice advise(const Cluster& c, const JobResult& r) {
   return a;
 }
 
-std::string seconds_text(double s) { return std::isinf(s) ? "never" : format("%.0f s", s); }
+// Three significant digits, whole numbers from 100 up: small jobs' figures stay readable.
+std::string figure(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  const std::string s = std::fabs(v) >= 100 ? format("%.0f", v) : format("%.3g", v);
+  return s == "-0" ? "0" : s;
+}
+
+std::string seconds_text(double s) { return std::isinf(s) ? "never" : figure(s) + " s"; }
 
 std::string advice_text(const Advice& a) {
   if (!a.available) return "planner: " + a.why_not;
+  // A negative saving: the planner's interval would have cost more than the job's own.
+  const std::string outcome = a.saved_gpu_hours < 0 ? "would have cost " + figure(-a.saved_gpu_hours) + " GPU-h more"
+                                                    : "would have saved " + figure(a.saved_gpu_hours) + " GPU-h";
   return "planner: checkpoint every " + seconds_text(a.interval_s) + " (95%: " + seconds_text(a.interval_low_s) +
          " to " + seconds_text(a.interval_high_s) + ") instead of " + seconds_text(a.interval_now_s) + " (save " +
-         format("%.1f s", a.save_s) + "): would have saved " + format("%.1f", a.saved_gpu_hours) + " GPU-h (" +
-         format("%.1f", a.saved_low) + " to " + format("%.1f", a.saved_high) + ")";
+         seconds_text(a.save_s) + "): " + outcome + " (saved, 95%: " + figure(a.saved_low) + " to " +
+         figure(a.saved_high) + " GPU-h)";
 }
 
 const char* kBlockingNames[4] = {"checkpoint saves", "data waits", "evals", "probes"};
@@ -251,6 +261,17 @@ Counts counts(const Cluster& c) {
   return n;
 }
 
+// How many job ids a report lists of a longer list.
+constexpr size_t kFirstIds = 10;
+
+// "3, 4, 5", or the first kFirstIds and "and N more".
+std::string first_ids(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < std::min(ids.size(), kFirstIds); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  if (ids.size() > kFirstIds) s += " and " + std::to_string(ids.size() - kFirstIds) + " more";
+  return s;
+}
+
 // The instrumented jobs' ETTR: their productive over their wall.
 double instrumented_ettr(const Cluster& c) {
   GpuNs productive = 0;
@@ -273,6 +294,10 @@ std::string text_report(const Cluster& c, const std::vector<WorkItem>& work, Gro
     << " from logs, " << n.sacct << " from sacct alone";
   if (n.crossing > 0) o << " (" << n.crossing << " of them have a ledger but cross the window's edge)";
   o << "\n";
+  if (!c.logs_matched_nothing.empty()) {
+    o << "--logs matched no file for " << c.logs_matched_nothing.size() << " of " << c.results.size()
+      << " jobs (counted from sacct alone): " << first_ids(c.logs_matched_nothing) << "\n";
+  }
   if (c.jobs_without_gpus > 0) o << "Jobs without GPUs, not counted: " << c.jobs_without_gpus << "\n";
   if (c.summaries_without_record > 0) {
     o << "Summaries of jobs not in the accounting, not counted: " << c.summaries_without_record << "\n";
@@ -348,12 +373,17 @@ std::string json_report(const Cluster& c, const std::vector<WorkItem>& work, Gro
     g[class_key(i)] = {{"gpu_ns", to_string(class_ns(t, i))}, {"sdc_gpu_ns", to_string(class_sdc_ns(t, i))}};
   }
   j["gpu_ns"] = g;
-  j["jobs"] = {{"from_summaries", n.summaries},
-               {"from_logs", n.logs},
-               {"from_sacct", n.sacct},
-               {"ledger_crossing_window", n.crossing},
-               {"without_gpus", c.jobs_without_gpus},
-               {"summaries_without_record", c.summaries_without_record}};
+  j["jobs"] = {
+      {"from_summaries", n.summaries},
+      {"from_logs", n.logs},
+      {"from_sacct", n.sacct},
+      {"ledger_crossing_window", n.crossing},
+      {"without_gpus", c.jobs_without_gpus},
+      {"summaries_without_record", c.summaries_without_record},
+      {"logs_matched_nothing", c.logs_matched_nothing.size()},
+      {"logs_matched_nothing_first",
+       std::vector<int64_t>(c.logs_matched_nothing.begin(),
+                            c.logs_matched_nothing.begin() + std::min(c.logs_matched_nothing.size(), kFirstIds))}};
   j["incidents"] = {{"count", c.incidents.count},
                     {"gpu_days", c.incidents.gpu_days},
                     {"per_gpu_day", c.incidents.per_gpu_day},

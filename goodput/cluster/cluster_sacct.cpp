@@ -10,9 +10,6 @@
 namespace sdc::goodput::cluster {
 namespace {
 
-// Seconds since 1970 that fit the ledger's nanoseconds.
-constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000;
-
 // An integer, or Slurm 23's {"set": true, "infinite": false, "number": N}; 0 when unset.
 int64_t slurm_number(const nlohmann::json& value, const std::string& field, int64_t max) {
   const nlohmann::json* v = &value;
@@ -28,12 +25,6 @@ int64_t slurm_number(const nlohmann::json& value, const std::string& field, int6
   const int64_t n = v->get<int64_t>();
   if (n < 0 || n > max) throw InputError(field + " " + v->dump() + " is out of range");
   return n;
-}
-
-int64_t seconds(const nlohmann::json& time, const char* name, const std::string& where) {
-  const std::string field = where + ".time." + name;
-  if (!time.contains(name)) throw InputError(field + " is missing");
-  return slurm_number(time.at(name), field, kMaxSeconds);
 }
 
 std::string text(const nlohmann::json& job, const char* name, const std::string& where) {
@@ -113,16 +104,15 @@ std::vector<ClusterJob> read_cluster_sacct(const std::string& path) {
         const int64_t id = slurm_number(r.at("job_id"), where + ".job_id", INT64_MAX);
         if (!r.contains("time") || !r.at("time").is_object()) throw InputError(where + ".time is missing");
         const nlohmann::json& time = r.at("time");
-        ClusterRecord record{seconds(time, "eligible", where),
-                             seconds(time, "start", where),
-                             seconds(time, "end", where),
+        ClusterRecord record{goodput::sacct_seconds(time, "eligible", where),
+                             goodput::sacct_seconds(time, "start", where),
+                             goodput::sacct_seconds(time, "end", where),
                              gpus(r, where),
                              state(r, where),
                              i};
         if (record.start_s != 0 && record.end_s != 0 && record.end_s < record.start_s) {
           throw InputError(where + ": end before start");
         }
-        if (record.start_s == 0 && record.end_s != 0) record.end_s = 0;  // cancelled while pending: no run
         const auto [it, fresh] = by_id.emplace(id, jobs.size());
         if (fresh)
           jobs.push_back({id, text(r, "user", where), text(r, "account", where), text(r, "partition", where), {}});

@@ -12,7 +12,7 @@ namespace sdc::goodput::cluster {
 struct ClusterRecord {
   int64_t eligible_s = 0;  // Unix seconds; 0 when unset
   int64_t start_s = 0;     // 0: never started (pending, or cancelled before it ran)
-  int64_t end_s = 0;       // 0: still running (or never started)
+  int64_t end_s = 0;       // 0: still running or waiting; set without a start: cancelled while pending
   int64_t gpus = 0;        // tres gres/gpu: allocated, else requested (a pending record)
   std::string state;       // COMPLETED, FAILED, NODE_FAIL, TIMEOUT, PREEMPTED, REQUEUED, RUNNING, ...
   size_t index = 0;        // the record's place in the file's "jobs" array, for messages

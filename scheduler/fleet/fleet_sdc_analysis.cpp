@@ -321,6 +321,15 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
     if (d.failures_before_release > 0 && d.failures_after_release > 0) out.refailed.push_back(&d);
     if (!d.sites.empty()) out.locations.push_back(locate(d));
   }
+  // Most significant first: one-location devices (candidates for remapping), then spread, then too
+  // few sites; more sites first within each, host and UUID order last.
+  const auto rank = [](const FaultLocation& l) {
+    return l.pattern == "one_location" ? 0 : l.pattern == "spread" ? 1 : 2;
+  };
+  std::stable_sort(out.locations.begin(), out.locations.end(), [&](const FaultLocation& a, const FaultLocation& b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    return a.sites > b.sites;
+  });
   return out;
 }
 

@@ -90,8 +90,8 @@ struct FleetAnalysis {
   std::vector<FleetRate> rates;
   std::vector<Lemon> lemon_devices, lemon_nodes;  // q <= fdr, smallest p first
   size_t devices_tested = 0, nodes_tested = 0;
-  std::vector<const FleetDevice*> refailed;                             // failed, released, failed again
-  std::vector<FaultLocation> locations;                                 // devices with fault sites
+  std::vector<const FleetDevice*> refailed;  // failed, released, failed again
+  std::vector<FaultLocation> locations;      // devices with fault sites, one_location first, then spread, too_few
   std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // own checks and lost votes
   size_t count(FleetVoteKind kind) const;
   // 1: a suspect, lemon or inconclusive vote; 2: nothing was compared and nothing failed; else 0.

@@ -457,6 +457,11 @@ FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads)
     std::sort(inside.begin(), inside.end());
     files.insert(files.end(), inside.begin(), inside.end());
   }
+  if (files.empty()) {
+    std::string named;
+    for (const auto& p : paths) named += (named.empty() ? "" : ", ") + p;
+    throw InputError("no JSON report or " + std::string(kHistoryFile) + " in " + named);
+  }
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, std::max<size_t>(files.size(), 1));
   std::vector<FleetTally> tallies(threads);

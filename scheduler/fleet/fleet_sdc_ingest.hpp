@@ -18,7 +18,8 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
 // One history database, read-only.
 void ingest_history(const std::string& path, FleetTally& tally);
 // Every path: a report, a history (told by its SQLite header), or a directory whose *.json and
-// history.db files are read (not its subdirectories). `threads` 0: one per core.
+// history.db files are read (not its subdirectories). `threads` 0: one per core. Throws InputError
+// naming the paths when they hold no report or history (an empty directory).
 FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads = 0);
 
 }  // namespace sdc

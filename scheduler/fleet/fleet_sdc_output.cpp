@@ -182,6 +182,8 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
             {"page_bytes", 1 << kPageShift},
             {"note", "byte offsets in the probe's buffer; bank = row mod banks is a hint (vendors hash addresses)"}}},
           {"locations", locations},
+          {"locations_total", a.locations.size()},
+          {"locations_cut", a.locations.size() > locations.size()},
           {"failures_by_day", by_day}};
 }
 

@@ -5,10 +5,16 @@
 #   A (2 GPUs) logs with GoodputLog and is requeued while it runs, then finishes;
 #   B (4 GPUs) logs an SDC caught by the replica check (its sdc_detected) and fails;
 #   C (3 GPUs, so it queues behind B) has no event log;
-#   D (3 GPUs) is still running at the window's end.
+#   D (3 GPUs) is still running at the window's end;
+#   E (2 GPUs) is cancelled while it waits behind D (Slurm 22.05 writes its start as null or 0);
+#   F (2 GPUs) runs two ranks that each log their steps and saves, as GoodputCallback does.
 # The test proves: the epilog wrote summaries for A and B only; the cluster's categories sum exactly
 # and equal the sum of the per-job ledgers (the summaries) times their GPUs plus C's and D's
-# accounting; C's queue equals sacct's own (Start - Eligible) times its GPU; B's SDC share shows.
+# accounting; C's queue equals sacct's own (Start - Eligible) times its GPU, E's its (End - Eligible);
+# B's SDC share shows. With --logs instead of summaries, the jobs without a log folder (C, D, E) are
+# counted from the accounting and listed as matching nothing.
+# With SDCPROBE_RECORD_DIR set, the accounting, the logs and the window's end are copied there (how
+# tests/goodput/data/fleet_22.05 was made, once).
 # Needs root, Debian's slurm-wlm, slurmdbd, munge and mariadb-server; exits 77 (skipped) without
 # them. Usage: slurm_fleet_real_test.sh SDCPROBE PYTHON_PACKAGE_DIR DEPLOY_DIR
 set -uo pipefail
@@ -166,7 +172,34 @@ PY
 EOF2
 printf '#!/bin/bash\nsleep 1\n' > "$work/c.sh"
 printf '#!/bin/bash\ntouch %s/d.running\nsleep 600\n' "$work" > "$work/d.sh"
-chmod 755 "$work"/[abcd].sh
+printf '#!/bin/bash\nsleep 1\n' > "$work/e.sh"
+# F: two ranks (processes of one task), each logging its steps, two saves and an eval.
+cat > "$work/f.sh" <<EOF2
+#!/bin/bash
+mkdir -p "$work/logs/\$SLURM_JOB_ID"
+for rank in 0 1; do
+  /usr/bin/python3 - "\$rank" <<'PY' &
+import os, sys, time
+sys.path.insert(0, "$package")
+from sdcprobe import GoodputLog
+rank = int(sys.argv[1])
+log = GoodputLog("$work/logs/%s/events.rank%d.jsonl" % (os.environ["SLURM_JOB_ID"], rank), rank=rank)
+log.attempt(0)
+for i in range(4):
+    with log.step(i):
+        time.sleep(0.1)
+    if i % 2 == 1:
+        with log.checkpoint(i):
+            time.sleep(0.05)
+        log.commit(i)
+with log.eval():
+    time.sleep(0.05)
+log.job_end()
+PY
+done
+wait
+EOF2
+chmod 755 "$work"/[abcdef].sh
 submit() { sbatch --parsable -N1 -w "$node" -n1 -o "$work/$1.out" "${@:2}" "$work/$1.sh"; }
 a=$(submit a --requeue --gres=gpu:2); jobs+=("$a")
 wait_for "A's first run" test -e "$work/a.running" || exit 1
@@ -178,16 +211,24 @@ b=$(submit b --gres=gpu:4); jobs+=("$b")
 c=$(submit c --gres=gpu:3); jobs+=("$c")
 is_done() { [ -z "$(squeue -h -j "$1" 2>/dev/null)" ]; }
 for j in "$a" "$b" "$c"; do wait_for "job $j to finish" is_done "$j" || exit 1; done
+f=$(submit f --gres=gpu:2); jobs+=("$f")
+wait_for "F to finish" is_done "$f" || exit 1
 d=$(submit d --gres=gpu:3); jobs+=("$d")
 wait_for "D to run" test -e "$work/d.running" || exit 1
-for j in "$a" "$b"; do wait_for "the epilog's summary of job $j" test -s "$work/goodput-spool/$j.json" || exit 1; done
-check "the epilog wrote no summary for the job without a log" "" "$(ls "$work/goodput-spool" | grep "^$c.json")"
+e=$(submit e --gres=gpu:2); jobs+=("$e")
+waits_for_resources() { [ "$(squeue -h -j "$e" -o %T:%r 2>/dev/null)" = PENDING:Resources ]; }
+wait_for "E to wait behind D" waits_for_resources || exit 1
+sleep 2
+scancel "$e"
+wait_for "E's cancel" is_done "$e" || exit 1
+for j in "$a" "$b" "$f"; do wait_for "the epilog's summary of job $j" test -s "$work/goodput-spool/$j.json" || exit 1; done
+check "the epilog wrote no summary for the jobs without a log" "" "$(ls "$work/goodput-spool" | grep -E "^($c|$e).json")"
 until_s=$(( $(date +%s) + 1 ))
 sleep 2
 until=$(date -u -d "@$until_s" +%Y-%m-%dT%H:%M:%SZ)
 all_recorded() {
   sacct --allocations --duplicates --allusers --json -S now-1hour > "$work/sacct.json" 2>> "$work/sacct.log" &&
-    python3 - "$work/sacct.json" "$a" "$b" "$c" "$d" <<'PY'
+    python3 - "$work/sacct.json" "$a" "$b" "$c" "$d" "$e" "$f" <<'PY'
 import json, sys
 records = json.load(open(sys.argv[1]))["jobs"]
 ids = [r["job_id"] for r in records]
@@ -202,21 +243,25 @@ wait_for "all records in the accounting" all_recorded || exit 1
   --prom "$work/fleet.prom" "$work/goodput-spool" > "$work/fleet.txt" 2> "$work/fleet.log"
 check "sdcprobe fleet goodput exit" 0 "$?"
 cat "$work/fleet.txt" "$work/fleet.log"
-python3 - "$work/sacct.json" "$work/goodput-spool" "$work/fleet.json" "$a" "$b" "$c" "$d" "$until_s" <<'PY'
+python3 - "$work/sacct.json" "$work/goodput-spool" "$work/fleet.json" "$a" "$b" "$c" "$d" "$e" "$f" "$until_s" <<'PY'
 import json, os, sys
 S = 10**9
 records = json.load(open(sys.argv[1]))["jobs"]
 fleet = json.load(open(sys.argv[3]))
-a, b, c, d, until = (int(x) for x in sys.argv[4:])
+a, b, c, d, e, f, until = (int(x) for x in sys.argv[4:])
 def t(r, k):
     v = r["time"][k]
     return v["number"] if isinstance(v, dict) and v.get("set", True) else (v if isinstance(v, int) else 0)
-def gpus(r):
-    return sum(x["count"] for x in r["tres"]["allocated"] if x["type"] == "gres" and x["name"] == "gpu")
+def gpus(r):  # allocated, else requested (a record that never ran)
+    for kind in ("allocated", "requested"):
+        n = sum(x["count"] for x in r["tres"][kind] if x["type"] == "gres" and x["name"] == "gpu")
+        if n:
+            return n
+    return 0
 cats = ["queue", "detection_teardown", "restart_warmup", "rework", "blocking_overhead"]
 expect = {k: 0 for k in cats + ["productive", "uninstrumented_failed_run", "uninstrumented_other_run"]}
 sdc = {k: 0 for k in cats}
-for job in (a, b):
+for job in (a, b, f):
     s = json.load(open(os.path.join(sys.argv[2], "%d.json" % job)))
     g = max(gpus(r) for r in records if r["job_id"] == job)
     expect["productive"] += s["productive_ns"] * g
@@ -233,6 +278,10 @@ expect["uninstrumented_other_run"] += (t(rc, "end") - t(rc, "start")) * S * gpus
 rd = [r for r in records if r["job_id"] == d][0]
 expect["queue"] += (t(rd, "start") - t(rd, "eligible")) * S * gpus(rd)
 expect["uninstrumented_other_run"] += (until - t(rd, "start")) * S * gpus(rd)
+re = [r for r in records if r["job_id"] == e][0]
+print("E, cancelled while pending: eligible %s start %r end %s" % (t(re, "eligible"), re["time"]["start"], t(re, "end")))
+e_queue = (t(re, "end") - t(re, "eligible")) * S * gpus(re)
+expect["queue"] += e_queue
 got = fleet["gpu_ns"]
 ok = True
 for k in cats:
@@ -242,7 +291,8 @@ for k in ("uninstrumented_failed_run", "uninstrumented_other_run"):
 ok &= int(got["productive"]) == expect["productive"]
 wall = int(got["wall"])
 ok &= wall == sum(expect.values())
-ok &= fleet["jobs"]["from_summaries"] == 2 and fleet["jobs"]["from_sacct"] == 2
+ok &= fleet["jobs"]["from_summaries"] == 3 and fleet["jobs"]["from_sacct"] == 3
+ok &= e_queue > 0
 ok &= b_sdc > 0 and int(got["rework"]["sdc_gpu_ns"]) + int(got["detection_teardown"]["sdc_gpu_ns"]) > 0
 print("cluster wall %d GPU-ns = sum of the jobs %d; C's queue from sacct %d GPU-ns" % (wall, sum(expect.values()), c_queue))
 print("fleet:", {k: got[k] for k in got}, "expected:", expect)
@@ -255,5 +305,23 @@ PY
 check "the cluster's categories are the jobs' ledgers times their GPUs, C's queue is sacct's" 0 "$?"
 grep -q '^sdcprobe_cluster_ettr ' "$work/fleet.prom"
 check "the Prometheus textfile has the cluster's ETTR" 0 "$?"
+
+# The logs themselves, by the documented template: C, D and E have no folder, and match nothing.
+"$sdcprobe" fleet goodput --sacct "$work/sacct.json" --until "$until" --logs "$work/logs/{job_id}/events.rank*.jsonl" \
+  --json "$work/fleet-logs.json" > "$work/fleet-logs.txt" 2> "$work/fleet-logs.log"
+check "sdcprobe fleet goodput --logs exit" 0 "$?"
+cat "$work/fleet-logs.txt" "$work/fleet-logs.log"
+check "the jobs whose logs matched nothing" "3 $c $d $e" "$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"]
+print(j["logs_matched_nothing"], *sorted(j["logs_matched_nothing_first"]))' "$work/fleet-logs.json")"
+
+if [ -n "${SDCPROBE_RECORD_DIR:-}" ]; then
+  mkdir -p "$SDCPROBE_RECORD_DIR"
+  cp "$work/sacct.json" "$SDCPROBE_RECORD_DIR/sacct.json"
+  cp -r "$work/logs" "$SDCPROBE_RECORD_DIR/"
+  echo "$until" > "$SDCPROBE_RECORD_DIR/until"
+  printf 'a=%s b=%s c=%s d=%s e=%s f=%s\n' "$a" "$b" "$c" "$d" "$e" "$f" > "$SDCPROBE_RECORD_DIR/jobs"
+fi
 [ "$failures" -eq 0 ] && echo "PASS" || echo "$failures check(s) failed"
 exit $((failures > 0))

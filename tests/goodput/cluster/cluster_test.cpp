@@ -7,8 +7,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "goodput/cluster/cluster_report.hpp"
@@ -486,6 +488,317 @@ TEST(FleetGoodputCli, WritesReportsOrFailsWithExitTwo) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "sdcprobe: error: " + bad + ": jobs[0].time.eligible is missing\n");
   EXPECT_FALSE(fs::exists(none));
+}
+
+// `sdcprobe fleet goodput` with `args`; the JSON report it wrote (null when none).
+struct FleetRun {
+  fuzz::ProcessResult process;
+  nlohmann::json report;
+};
+FleetRun fleet_goodput(const TempDir& dir, std::vector<std::string> args) {
+  const std::string json = dir.path("fleet-out.json");
+  fs::remove(json);
+  args.insert(args.begin(), {std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", "fleet", "goodput", "--json", json});
+  FleetRun r{fuzz::run_process(args, dir.path(""), 120), nullptr};
+  if (fs::exists(json)) r.report = nlohmann::json::parse(std::ifstream(json));
+  return r;
+}
+
+// A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 23.02's
+// {"set": false} object. Its 8 GPUs queue from eligible to the cancel, 4 s: 32 GPU-s, whatever the
+// window's end; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
+TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
+  TempDir dir;
+  const std::string tres = R"("tres": {"allocated": [], "requested": [{"type": "gres", "name": "gpu", "count": 8}]})";
+  const std::string ran = R"({"job_id": 1, "state": {"current": "COMPLETED"}, "time": {"eligible": )" +
+                          std::to_string(kT0) + R"(, "start": )" + std::to_string(kT0 + 1) + R"(, "end": )" +
+                          std::to_string(kT0 + 11) +
+                          R"(}, "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 2}]}})";
+  const std::string eligible = std::to_string(kT0 + 2), end = std::to_string(kT0 + 6);
+  const std::vector<std::pair<std::string, std::string>> forms = {
+      {"22.05 null", R"("eligible": )" + eligible + R"(, "start": null, "end": )" + end},
+      {"22.05 zero", R"("eligible": )" + eligible + R"(, "start": 0, "end": )" + end},
+      {"23.02 object", R"("eligible": {"set": true, "infinite": false, "number": )" + eligible +
+                           R"(}, "start": {"set": false, "infinite": false, "number": 0}, "end": {"set": true, )" +
+                           R"("infinite": false, "number": )" + end + "}"}};
+  for (const auto& [name, times] : forms) {
+    const std::string path = dir.file(
+        "sacct.json", "{\"jobs\": [" + ran + R"(, {"job_id": 2, "state": {"current": "CANCELLED"}, "time": {)" + times +
+                          "}, " + tres + "}]}");
+    // The window reaches an hour past the cancel; the queue must not.
+    const FleetRun r = fleet_goodput(dir, {"--sacct", path, "--until", "2027-01-01T01:00:00Z"});
+    ASSERT_TRUE(r.process.exited) << name;
+    ASSERT_EQ(r.process.code, 0) << name << ": " << r.process.err;
+    const GpuNs s = 1'000'000'000;
+    EXPECT_EQ(r.report["gpu_ns"]["queue"]["gpu_ns"], to_string(8 * 4 * s + 2 * 1 * s)) << name;
+    EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_other_run"]["gpu_ns"], to_string(2 * 10 * s)) << name;
+    EXPECT_EQ(r.report["gpu_ns"]["wall"], to_string(32 * s + 22 * s)) << name;
+    EXPECT_EQ(r.report["jobs"]["from_sacct"], 2) << name;
+  }
+  // A time in none of these forms names its field.
+  const std::string bad =
+      dir.file("bad.json", "{\"jobs\": [" + ran +
+                               R"(, {"job_id": 2, "time": {"eligible": 1, "start": {"set": "no"}, "end": 2}}]})");
+  const FleetRun r = fleet_goodput(dir, {"--sacct", bad});
+  EXPECT_EQ(r.process.code, 2);
+  EXPECT_EQ(r.process.err, "sdcprobe: error: " + bad + ": jobs[1].time.start.set must be true or false\n");
+  EXPECT_TRUE(r.report.is_null());
+}
+
+// --logs 'ROOT/{job_id}/events.rank*.jsonl': a job without a folder has no log (counted from sacct
+// and listed); a template that matches nothing for any job warns; a folder that exists but cannot be
+// read (here a symbolic link to itself) is an error.
+TEST(FleetGoodputCli, LogsTemplateMissingFoldersAreJobsWithoutLogs) {
+  TempDir dir;
+  std::vector<nlohmann::json> records;
+  for (int64_t id = 1; id <= 13; ++id) records.push_back(record(id, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 10));
+  const std::string path = dir.file("sacct.json", sacct(records));
+  // Job 1's loop ran from its start to its end, one step.
+  auto line = [](int64_t s, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(s * 1'000'000'000) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  dir.file("logs/1/events.rank0.jsonl", line(kT0, "process_start") + line(kT0 + 1, "step_begin", ",\"step\":1") +
+                                            line(kT0 + 9, "step_end", ",\"step\":1") + line(kT0 + 10, "job_end"));
+  FleetRun r = fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("logs/{job_id}/events.rank*.jsonl")});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  EXPECT_EQ(r.report["jobs"]["from_logs"], 1);
+  EXPECT_EQ(r.report["jobs"]["from_sacct"], 12);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 12);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_NE(r.process.out.find("--logs matched no file for 12 of 13 jobs (counted from sacct alone): 2, 3, 4, 5, 6, "
+                               "7, 8, 9, 10, 11 and 2 more\n"),
+            std::string::npos)
+      << r.process.out;
+  EXPECT_EQ(r.process.err, "");
+  // Exact: job 1's own ledger (one GPU), the other twelve 10 s each of uninstrumented run.
+  const fuzz::ProcessResult own =
+      fuzz::run_process({std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", "goodput", "--json", "--sacct",
+                         dir.file("1.sacct.json", sacct({records[0]})), dir.path("logs/1/events.rank0.jsonl")},
+                        dir.path(""), 120);
+  ASSERT_EQ(own.code, 0) << own.err;
+  const nlohmann::json ledger = nlohmann::json::parse(own.out);
+  EXPECT_EQ(ledger["wall_ns"], 10'000'000'000);
+  EXPECT_EQ(r.report["gpu_ns"]["productive"], to_string(GpuNs{ledger["productive_ns"].get<int64_t>()}));
+  EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_other_run"]["gpu_ns"], to_string(GpuNs{120'000'000'000}));
+  EXPECT_EQ(r.report["gpu_ns"]["wall"], to_string(GpuNs{130'000'000'000}));
+
+  r = fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("log/{job_id}/events.rank*.jsonl")});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 13);
+  EXPECT_EQ(r.process.err, "sdcprobe: WARNING: --logs '" + dir.path("log/{job_id}/events.rank*.jsonl") +
+                               "' matched no file for any of the 13 jobs; check the template\n");
+
+  fs::create_symlink(dir.path("logs/2"), dir.path("logs/2"));
+  r = fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("logs/{job_id}/events.rank*.jsonl")});
+  EXPECT_EQ(r.process.code, 2);
+  EXPECT_NE(r.process.err.find("--logs: cannot read the files of " + dir.path("logs/2/events.rank*.jsonl") + " (" +
+                               dir.path("logs/2") + ": Too many levels of symbolic links)"),
+            std::string::npos)
+      << r.process.err;
+  EXPECT_TRUE(r.report.is_null());
+}
+
+// Every rank logs its saves and evals (GoodputCallback on each DDP rank): the measured counts are
+// rank 0's, as the ledger's timeline is (TallyOfTheLogs: other ranks' faults still count).
+TEST(FleetGoodputCli, MeasuredSavesAndEvalsAreRankZeros) {
+  TempDir dir;
+  auto line = [](int64_t t, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(t) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  // Rank r's saves take 5 + r ns: rank 1's would show in the time as well as in the count.
+  auto rank = [&](int r) {
+    const std::string tag = ",\"rank\":" + std::to_string(r);
+    std::string text = line(0, "process_start", tag);
+    for (int step = 1; step <= 2; ++step) {
+      const int64_t t = 100 * step;
+      text += line(t, "step_begin", tag + ",\"step\":" + std::to_string(step)) +
+              line(t + 50, "step_end", tag + ",\"step\":" + std::to_string(step)) +
+              line(t + 50, "ckpt_begin", tag + ",\"step\":" + std::to_string(step)) +
+              line(t + 55 + r, "ckpt_end", tag + ",\"step\":" + std::to_string(step));
+    }
+    text += line(300, "eval_begin", tag) + line(310 + r, "eval_end", tag);
+    return text + (r == 0 ? line(400, "job_end", tag) : "");
+  };
+  const std::string r0 = dir.file("events.rank0.jsonl", rank(0)), r1 = dir.file("events.rank1.jsonl", rank(1));
+  const fuzz::ProcessResult p = fuzz::run_process(
+      {std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", "goodput", "--json", "--job-id", "7", r0, r1}, dir.path(""), 120);
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json m = nlohmann::json::parse(p.out)["measured"];
+  EXPECT_EQ(m["saves"], nlohmann::json({{"count", 2}, {"ns", 10}})) << m.dump();
+  EXPECT_EQ(m["evals"], nlohmann::json({{"count", 1}, {"ns", 10}})) << m.dump();
+  EXPECT_EQ(m["save_interval_ns"], 100);
+  EXPECT_EQ(m["incidents"], 0);
+}
+
+// A real Slurm 22.05 dump (tests/goodput/data/fleet_22.05/README.md: a requeue, an SDC, a job
+// without a log folder, one running at the window's end, one cancelled while pending, two ranks)
+// with its jobs' real logs, by the documented --logs template. Each job with logs equals its own
+// `goodput --sacct` ledger times its GPUs; the others are the accounting's own arithmetic; the sum
+// is exact. The same dump in Slurm 23.02's forms (sacct_as_23.py) gives the same ledger.
+TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
+  const fs::path data = fs::path(SDC_SOURCE_DIR) / "tests/goodput/data/fleet_22.05";
+  std::string until;
+  std::ifstream(data / "until") >> until;
+  std::map<std::string, int64_t> id;
+  for (std::ifstream in(data / "jobs"); in;) {
+    std::string kv;
+    if (!(in >> kv)) break;
+    id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
+  }
+  ASSERT_EQ(id.size(), 6u);
+  TempDir dir;
+  const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  const std::string logs = (data / "logs/{job_id}/events.rank*.jsonl").string();
+  const FleetRun r = fleet_goodput(dir, {"--sacct", (data / "sacct.json").string(), "--logs", logs, "--until", until});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  EXPECT_EQ(r.report["jobs"]["from_logs"], 3);
+  EXPECT_EQ(r.report["jobs"]["from_sacct"], 3);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 3);
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({id["c"], id["d"], id["e"]}));
+
+  const nlohmann::json dump = nlohmann::json::parse(std::ifstream(data / "sacct.json"));
+  const int64_t until_s = r.report["window"]["until_s"];
+  auto records_of = [&](int64_t job) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const nlohmann::json& rec : dump["jobs"]) {
+      if (rec["job_id"] == job) out.push_back(rec);
+    }
+    return out;
+  };
+  auto gpus_of = [](const nlohmann::json& rec) {
+    for (const char* kind : {"allocated", "requested"}) {
+      for (const nlohmann::json& t : rec["tres"][kind]) {
+        if (t["type"] == "gres" && t["name"] == "gpu") return t["count"].get<int64_t>();
+      }
+    }
+    return int64_t{0};
+  };
+  auto seconds = [](const nlohmann::json& v) { return v.is_null() ? int64_t{0} : v.get<int64_t>(); };
+  std::map<std::string, GpuNs> expect;
+  const GpuNs s = 1'000'000'000;
+  for (const char* job : {"a", "b", "f"}) {
+    const nlohmann::json recs = records_of(id[job]);
+    const std::string acct = dir.file(std::string(job) + ".sacct.json", nlohmann::json{{"jobs", recs}}.dump());
+    const std::string pattern = (data / "logs" / std::to_string(id[job]) / "events.rank*.jsonl").string();
+    const fuzz::ProcessResult g =
+        fuzz::run_process({binary, "goodput", "--json", "--sacct", acct, pattern}, dir.path(""), 120);
+    ASSERT_EQ(g.code, 0) << job << ": " << g.err;
+    const nlohmann::json ledger = nlohmann::json::parse(g.out);
+    const int64_t gpus = gpus_of(recs[0]);
+    expect["wall"] += GpuNs{ledger["wall_ns"].get<int64_t>()} * gpus;
+    expect["productive"] += GpuNs{ledger["productive_ns"].get<int64_t>()} * gpus;
+    for (const auto& [category, v] : ledger["categories"].items())
+      expect[category] += GpuNs{v["ns"].get<int64_t>()} * gpus;
+  }
+  for (const char* job : {"c", "d", "e"}) {
+    const nlohmann::json rec = records_of(id[job])[0];
+    const int64_t gpus = gpus_of(rec), eligible = seconds(rec["time"]["eligible"]);
+    const int64_t start = seconds(rec["time"]["start"]), end = seconds(rec["time"]["end"]);
+    if (std::string(job) == "e") {  // cancelled while pending: queued until the cancel
+      EXPECT_EQ(start == 0 || start == end, true) << rec["time"].dump();
+      expect["queue"] += (end - eligible) * s * gpus;
+      expect["wall"] += (end - eligible) * s * gpus;
+      continue;
+    }
+    const int64_t stop = std::string(job) == "d" ? until_s : end;  // d runs past the window's end
+    expect["queue"] += (start - eligible) * s * gpus;
+    expect["uninstrumented_other_run"] += (stop - start) * s * gpus;
+    expect["wall"] += (stop - eligible) * s * gpus;
+  }
+  const nlohmann::json& got = r.report["gpu_ns"];
+  EXPECT_EQ(got["wall"], to_string(expect["wall"]));
+  EXPECT_EQ(got["productive"], to_string(expect["productive"]));
+  for (const char* k :
+       {"queue", "detection_teardown", "restart_warmup", "rework", "blocking_overhead", "uninstrumented_other_run"}) {
+    EXPECT_EQ(got[k]["gpu_ns"], to_string(expect[k])) << k;
+  }
+  EXPECT_EQ(got["uninstrumented_failed_run"]["gpu_ns"], "0");
+  EXPECT_GT(expect["queue"], 0);
+
+  const FleetRun as_23 =
+      fleet_goodput(dir, {"--sacct", (data / "sacct_23.02_form.json").string(), "--logs", logs, "--until", until});
+  ASSERT_EQ(as_23.process.code, 0) << as_23.process.err;
+  EXPECT_EQ(as_23.report["gpu_ns"], got);
+  EXPECT_EQ(as_23.report["jobs"], r.report["jobs"]);
+}
+
+// A job that saves every second within each attempt, crashes, restarts 6 s later and saves every
+// second again: the planner's current interval is 1 s (the attempts' own), not the file's 2.42 s
+// that the crash stretches; its figures are readable at this scale and never "-0.0".
+TEST(FleetGoodputCli, PlannerIntervalIsMeasuredWithinAttempts) {
+  TempDir dir;
+  const int64_t ms = 1'000'000, t0 = kT0 * 1'000'000'000;
+  auto line = [&](int64_t at_ms, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(t0 + at_ms * ms) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  auto step = [](int64_t n) { return ",\"step\":" + std::to_string(n); };
+  // Steps of 900 ms, each saved in 100 ms, from `at_ms`.
+  auto saved_steps = [&](int64_t at_ms, int64_t first, int64_t last) {
+    std::string text;
+    for (int64_t n = first; n <= last; ++n, at_ms += 1000) {
+      text += line(at_ms, "step_begin", step(n)) + line(at_ms + 900, "step_end", step(n)) +
+              line(at_ms + 900, "ckpt_begin", step(n)) + line(at_ms + 1000, "ckpt_end", step(n)) +
+              line(at_ms + 1000, "ckpt_commit", step(n));
+    }
+    return text;
+  };
+  const std::string log = line(0, "process_start") + saved_steps(0, 1, 3) + line(3000, "step_begin", step(4)) +
+                          line(3900, "step_end", step(4)) + line(4000, "fault_detected") +
+                          line(10000, "process_start") + line(10000, "restore_begin") +
+                          line(10100, "restore_end", step(3)) + saved_steps(10100, 4, 6) + line(20000, "job_end");
+  dir.file("logs/9/events.rank0.jsonl", log);
+  const std::string path = dir.file("sacct.json", sacct({record(9, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 20)}));
+  const FleetRun r =
+      fleet_goodput(dir, {"--sacct", path, "--logs", dir.path("logs/{job_id}/events.rank*.jsonl"), "--by", "job"});
+  ASSERT_EQ(r.process.code, 0) << r.process.err;
+  nlohmann::json planner;
+  for (const nlohmann::json& item : r.report["work_list"]) {
+    if (item["category"] == "rework") planner = item["top"][0]["planner"];
+  }
+  ASSERT_TRUE(planner.is_object()) << r.report.dump(2);
+  EXPECT_EQ(planner["interval_now_s"], 1.0) << planner.dump();
+  EXPECT_EQ(planner["save_s"], 0.1) << planner.dump();
+  const double saved = planner["saved_gpu_hours"];
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.3g", std::fabs(saved));
+  const std::string expected = saved < 0 ? std::string("would have cost ") + figure + " GPU-h more"
+                                         : std::string("would have saved ") + figure + " GPU-h";
+  EXPECT_NE(r.process.out.find("instead of 1 s (save 0.1 s): " + expected), std::string::npos) << r.process.out;
+  EXPECT_FALSE(std::regex_search(r.process.out, std::regex("-0\\.0+[^0-9]"))) << r.process.out;
+}
+
+// A log of a replica check's events only, with no process_start: the ledger would call all of it
+// queue, its probe and its SDC included. Without the scheduler's records there is no start to count
+// from: a clear error, exit 2. With them (--sacct), the allocation starts the job's time.
+TEST(FleetGoodputCli, LogWithoutProcessStartIsRefused) {
+  TempDir dir;
+  auto line = [](int64_t s, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(s * 1'000'000'000) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  const std::string log =
+      dir.file("events.rank0.jsonl", line(kT0 + 1, "probe_begin", ",\"probe\":\"replica_check\"") +
+                                         line(kT0 + 3, "probe_end", ",\"probe\":\"replica_check\"") +
+                                         line(kT0 + 3, "sdc_detected", ",\"detector\":\"replica_check\""));
+  const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  const std::string why =
+      "no process_start (GoodputLog.attempt()) or alloc_granted: the job's time cannot be told from its queue; "
+      "log the start of each attempt, or give --sacct\n";
+  fuzz::ProcessResult p = fuzz::run_process({binary, "goodput", "--json", log}, dir.path(""), 120);
+  EXPECT_EQ(p.code, 2) << p.out;
+  EXPECT_EQ(p.out, "");
+  EXPECT_EQ(p.err, "sdcprobe: error: " + why);
+  // Merged with another rank's file (whose steps are not the job's timeline), the error names rank 0's.
+  const std::string rank1 = dir.file(
+      "events.rank1.jsonl", line(kT0 + 1, "step_begin", ",\"step\":1") + line(kT0 + 2, "step_end", ",\"step\":1"));
+  p = fuzz::run_process({binary, "goodput", "--json", log, rank1}, dir.path(""), 120);
+  EXPECT_EQ(p.code, 2) << p.out;
+  EXPECT_EQ(p.err, "sdcprobe: error: " + log + ": " + why);
+  const std::string acct = dir.file("sacct.json", sacct({record(3, "u", "p", 1, "FAILED", kT0, kT0, kT0 + 4)}));
+  p = fuzz::run_process({binary, "goodput", "--json", "--sacct", acct, log}, dir.path(""), 120);
+  ASSERT_EQ(p.code, 0) << p.err;
+  const nlohmann::json b = nlohmann::json::parse(p.out);
+  EXPECT_EQ(b["categories"]["queue"]["ns"], 0) << b.dump();
+  EXPECT_EQ(b["wall_ns"], 4'000'000'000) << b.dump();
 }
 
 }  // namespace

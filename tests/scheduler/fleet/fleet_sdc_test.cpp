@@ -18,6 +18,7 @@
 #include "scheduler/fleet/fleet_sdc_ingest.hpp"
 #include "scheduler/fleet/fleet_sdc_output.hpp"
 #include "scheduler/sweep/history.hpp"
+#include "tests/cli/run_sdcprobe.hpp"
 
 namespace sdc {
 namespace {
@@ -482,6 +483,61 @@ TEST(FleetStatistics, PoissonTailAndBenjaminiHochberg) {
   EXPECT_NEAR(q[1], 0.04 * 4 / 3, 1e-12);
   EXPECT_NEAR(q[2], 0.04 * 4 / 3, 1e-12);
   EXPECT_NEAR(q[3], 0.5, 1e-12);
+}
+
+// Through the binary: 201 devices whose faults spread over SMs, in hosts that sort first, and one
+// whose memory faults all sit in one row, in the host that sorts last. The JSON lists 200 of the 202
+// and says so; the one-location device comes first, as in the Markdown.
+TEST(FleetSdc, LocationsListOneLocationDevicesFirstWithTheirTotal) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_locations_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "reports");
+  for (int h = 0; h <= 201; ++h) {
+    char name[16];
+    std::snprintf(name, sizeof name, "a%03d", h);
+    const std::string host = h == 201 ? "z-row" : name;
+    std::vector<SimResult> results;
+    for (int run = 0; run < 2; ++run) {
+      SimResult r = h == 201 ? SimResult{"mem.walking_bits", true, false, false, 60.0}
+                             : SimResult{"alu.fma32", true, false, false, 60.0};
+      if (h == 201) {
+        r.records.push_back({{"byte_offset", (uint64_t{5} << 21) + 64 + 8 * run}, {"bits", {7}}});
+      } else {
+        r.records.push_back({{"unit", 3 + 40 * run}, {"lane", 9}, {"bits", {run}}});
+      }
+      results.push_back(r);
+    }
+    std::ofstream((dir / "reports" / (host + ".json")).string()) << report(host, kDay0, 1, {gpu(host, 0)}, {results});
+  }
+  const std::string json = (dir / "fleet.json").string();
+  const test::Outcome o = test::sdcprobe("fleet sdc " + (dir / "reports").string() + " --json " + json);
+  EXPECT_EQ(o.code, 1) << o.out;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["locations"].size(), 200u);
+  EXPECT_EQ(j["locations_total"], 202);
+  EXPECT_EQ(j["locations_cut"], true);
+  EXPECT_EQ(j["locations"][0]["host"], "z-row");
+  EXPECT_EQ(j["locations"][0]["pattern"], "one_location");
+  EXPECT_EQ(j["locations"][1]["host"], "a000");
+  EXPECT_EQ(j["locations"][1]["pattern"], "spread");
+  const size_t table = o.out.find("## Where on the chip");
+  ASSERT_NE(table, std::string::npos) << o.out;
+  EXPECT_LT(o.out.find("| z-row |", table), o.out.find("| a000 |", table));
+  std::filesystem::remove_all(dir);
+}
+
+// An empty folder holds no report: exit 2 naming it, and none of the outputs is written.
+TEST(FleetSdc, NoReportFoundWritesNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_empty_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "empty");
+  std::ofstream((dir / "empty" / "notes.txt").string()) << "not a report\n";
+  const std::string out = (dir / "out").string();
+  const test::Outcome o = test::sdcprobe("fleet sdc " + (dir / "empty").string() + " --json " + out + ".json" +
+                                         " --markdown " + out + ".md --svg " + out + ".svg --prom " + out + ".prom");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_EQ(o.out, "sdcprobe: error: no JSON report or history.db in " + (dir / "empty").string() + "\n");
+  for (const char* ext : {".json", ".md", ".svg", ".prom"}) EXPECT_FALSE(std::filesystem::exists(out + ext)) << ext;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
