@@ -345,15 +345,7 @@ GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation&
   if (verdict.report.mismatches == 0) {
     // A failed check whose element the location could not confirm still counts.
     const std::vector<uint64_t> at = gemm_unconfirmed_checks(n, row_flags);
-    const std::vector<uint64_t> bits = gather(spec.type, c, at);
-    for (size_t q = 0; q < at.size(); ++q) {
-      ++verdict.report.mismatches;
-      MismatchRecord rec;
-      rec.index = at[q];
-      rec.observed = bits[q];
-      rec.width_bits = gemm_output_bytes(spec.type) * 8;
-      verdict.report.keep(rec);
-    }
+    gemm_keep_unconfirmed(verdict.report, spec.type, at, gather(spec.type, c, at));
   }
   return verdict;
 }
@@ -411,15 +403,9 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
       DeviceMismatchLog log;
       download(&log, log_.get(), sizeof log);
       v.report.mismatches += log.mismatches;
-      for (uint64_t r = 0; r < std::min<uint64_t>(log.mismatches, kDeviceMismatchSlots); ++r) {
-        MismatchRecord rec;
-        rec.index = log.records[r].index;
-        rec.expected = log.records[r].expected;
-        rec.observed = log.records[r].observed;
-        rec.width_bits = width;
-        rec.lane = static_cast<int>(log.records[r].lane);
-        v.report.keep(rec);
-      }
+      for (uint64_t r = 0; r < std::min<uint64_t>(log.mismatches, kDeviceMismatchSlots); ++r)
+        v.report.keep(
+            gemm_mismatch_record(spec, log.records[r].index, log.records[r].expected, log.records[r].observed));
     }
     run.verify_s += seconds_since(t0);
     gemm_merge_repeat(run, v, rep, seen);
