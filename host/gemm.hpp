@@ -66,4 +66,9 @@ class GemmEngine {
   virtual GemmRun run(const GemmSpec& spec) = 0;
 };
 
+// What each engine's run() does first: throws for a spec `engine` does not support, or an odd n.
+void gemm_require_runnable(const GemmEngine& engine, const GemmSpec& spec);
+// The output buffer for `spec` in `c`, allocated on `device` unless the previous run's has its size.
+DeviceBuffer& gemm_output_buffer(Device& device, std::unique_ptr<DeviceBuffer>& c, const GemmSpec& spec);
+
 }  // namespace sdc

@@ -20,10 +20,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
-  if (!supports(spec.type, spec.path)) {
-    throw std::runtime_error(std::string("gemm: ") + gemm_type_name(spec.type) + " on this path is not supported here");
-  }
-  if (spec.n % 2 != 0) throw std::invalid_argument("gemm: n must be even (digests read 64-bit words)");
+  gemm_require_runnable(*this, spec);
   GemmRun run;
   constexpr double kSmallGemmFlops = 1 << 25;
   active_threads_ = 2.0 * spec.m * spec.n * spec.k < kSmallGemmFlops ? 1 : threads();
@@ -36,11 +33,7 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
   const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
   const unsigned width = gemm_output_bytes(spec.type) * 8;
   const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
-  if (!c_ || c_->bytes() != c_bytes) {
-    c_.reset();
-    c_ = device_.allocate(c_bytes);
-  }
-  DeviceBuffer* const c = c_.get();
+  DeviceBuffer* const c = &gemm_output_buffer(device_, c_, spec);
   const GemmAccumulation acc = accumulation(spec.type, spec.path);
   std::vector<uint8_t> first;  // repeat 0's output, for locating a repeat that differs
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once

@@ -1,5 +1,5 @@
-// The gemm.* probes' names and seeded inputs: every element from the SDC_HD generators, in loops
-// unrolled per type so that they vectorise.
+// The gemm.* probes' seeded inputs: every element from the SDC_HD generators, in loops unrolled per
+// type so that they vectorise.
 #include "host/gemm_inputs.hpp"
 
 #include <omp.h>
@@ -10,30 +10,6 @@
 #include "host/gemm_isa.hpp"
 
 namespace sdc {
-
-const char* gemm_type_name(GemmType t) {
-  switch (t) {
-    case GemmType::kFp64: return "fp64";
-    case GemmType::kFp32: return "fp32";
-    case GemmType::kTf32: return "tf32";
-    case GemmType::kFp16: return "fp16";
-    case GemmType::kBf16: return "bf16";
-    case GemmType::kE4m3: return "e4m3";
-    case GemmType::kE5m2: return "e5m2";
-    case GemmType::kInt8: return "int8";
-  }
-  return "";
-}
-
-const char* gemm_inputs_name(GemmInputs in) {
-  switch (in) {
-    case GemmInputs::kExact: return "exact";
-    case GemmInputs::kDense: return "dense";
-    case GemmInputs::kScaled: return "scaled";
-    case GemmInputs::kRandom: return "random";
-  }
-  return "";
-}
 
 namespace {
 

@@ -360,10 +360,7 @@ Digest128 CudaGemmEngine::digest(const void* c, uint64_t bytes) {
 }
 
 GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
-  if (!supports(spec.type, spec.path)) {
-    throw std::runtime_error(std::string("gemm: ") + gemm_type_name(spec.type) + " on this path is not supported here");
-  }
-  if (spec.n % 2 != 0) throw std::invalid_argument("gemm: n must be even (digests read 64-bit words)");
+  gemm_require_runnable(*this, spec);
   DeviceGuard guard(ordinal_);
   GemmRun run;
   // Choose (or look up) the pinned algorithm outside the timings.
@@ -374,11 +371,7 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
   const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
   const unsigned width = gemm_output_bytes(spec.type) * 8;
   const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
-  if (!c_ || c_->bytes() != c_bytes) {
-    c_.reset();
-    c_ = device_.allocate(c_bytes);
-  }
-  DeviceBuffer& c = *c_;
+  DeviceBuffer& c = gemm_output_buffer(device_, c_, spec);
   const GemmAccumulation acc = accumulation(spec.type, spec.path);
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
   for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {
