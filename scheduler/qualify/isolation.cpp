@@ -45,6 +45,7 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
   ChildProcess child(argv, kWorkerProtocolFd, worker_environment(device));
   std::string pending;
   std::string in_flight;
+  std::string unreadable;  // what was wrong with the line that ended it
   Clock::time_point started = Clock::now();
   Clock::time_point last_line = started;
   const auto watchdog =
@@ -76,11 +77,9 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
       WorkerLine line;
       try {
         line = parse_worker_line(text);
-      } catch (const nlohmann::json::exception&) {
+      } catch (const WorkerProtocolError& e) {
         run.end = WorkerEnd::kUnreadable;
-        break;
-      } catch (const std::invalid_argument&) {
-        run.end = WorkerEnd::kUnreadable;
+        unreadable = describe_error(e);
         break;
       }
       switch (line.kind) {
@@ -136,7 +135,7 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
     case WorkerEnd::kStopped: reason = "interrupted"; break;
     case WorkerEnd::kUnreadable:
       outcome = Outcome::kDeviceError;
-      reason = "worker sent an unreadable result; it was killed";
+      reason = "worker sent an unreadable result; it was killed (" + unreadable + ")";
       break;
   }
   if (!in_flight.empty()) {

@@ -15,20 +15,20 @@ Outcome outcome_from_name(const std::string& name) {
   for (Outcome o : {Outcome::kPass, Outcome::kFail, Outcome::kSkipped, Outcome::kDeviceError}) {
     if (name == outcome_name(o)) return o;
   }
-  throw std::invalid_argument("worker sent an unknown outcome '" + name + "'");
+  throw WorkerProtocolError("worker sent an unknown outcome '" + name + "'");
 }
 
 // The worker protocol's fields, checked for type and range: a worker whose memory is corrupt may
 // send anything, and a float cast to an integer out of range is undefined behaviour.
 const nlohmann::json& field(const nlohmann::json& j, const char* name) {
-  if (!j.is_object() || !j.contains(name)) throw std::invalid_argument(std::string("no \"") + name + "\"");
+  if (!j.is_object() || !j.contains(name)) throw WorkerProtocolError(std::string("no \"") + name + "\"");
   return j.at(name);
 }
 
 uint64_t unsigned_field(const nlohmann::json& j, const char* name, uint64_t hi = UINT64_MAX) {
   const nlohmann::json& v = field(j, name);
   if (!v.is_number_unsigned() || v.get<uint64_t>() > hi) {
-    throw std::invalid_argument(std::string("\"") + name + "\" is not an integer in [0, " + std::to_string(hi) + "]");
+    throw WorkerProtocolError(std::string("\"") + name + "\" is not an integer in [0, " + std::to_string(hi) + "]");
   }
   return v.get<uint64_t>();
 }
@@ -38,8 +38,8 @@ int int_field(const nlohmann::json& j, const char* name, int lo, std::optional<i
   if (absent && !j.contains(name)) return *absent;
   const nlohmann::json& v = field(j, name);
   if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > INT_MAX) {
-    throw std::invalid_argument(std::string("\"") + name + "\" is not an integer in [" + std::to_string(lo) + ", " +
-                                std::to_string(INT_MAX) + "]");
+    throw WorkerProtocolError(std::string("\"") + name + "\" is not an integer in [" + std::to_string(lo) + ", " +
+                              std::to_string(INT_MAX) + "]");
   }
   return static_cast<int>(v.get<int64_t>());
 }
@@ -48,15 +48,23 @@ double seconds_or_count(const nlohmann::json& j, const char* name, std::optional
   if (absent && !j.contains(name)) return *absent;
   const nlohmann::json& v = field(j, name);
   if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>())) {
-    throw std::invalid_argument(std::string("\"") + name + "\" is not a finite number >= 0");
+    throw WorkerProtocolError(std::string("\"") + name + "\" is not a finite number >= 0");
   }
   return v.get<double>();
 }
 
 std::string string_field(const nlohmann::json& j, const char* name) {
   const nlohmann::json& v = field(j, name);
-  if (!v.is_string()) throw std::invalid_argument(std::string("\"") + name + "\" is not a string");
+  if (!v.is_string()) throw WorkerProtocolError(std::string("\"") + name + "\" is not a string");
   return v.get<std::string>();
+}
+
+Digest128 digest_field(const nlohmann::json& j, const char* name) {
+  try {
+    return parse_digest(string_field(j, name));
+  } catch (const std::invalid_argument& e) {
+    throw WorkerProtocolError(std::string("\"") + name + "\": " + e.what());
+  }
 }
 
 }  // namespace
@@ -84,7 +92,7 @@ ProbeResult result_from_json(const nlohmann::json& j) {
   r.report.checked = unsigned_field(j, "checked");
   r.report.mismatches = unsigned_field(j, "mismatches");
   const nlohmann::json& records = field(j, "records");
-  if (!records.is_array()) throw std::invalid_argument("\"records\" is not an array");
+  if (!records.is_array()) throw WorkerProtocolError("\"records\" is not an array");
   for (const auto& rec : records) {
     MismatchRecord m;
     m.index = unsigned_field(rec, "index");
@@ -94,7 +102,7 @@ ProbeResult result_from_json(const nlohmann::json& j) {
     m.unit = int_field(rec, "unit", -1, -1);
     m.lane = int_field(rec, "lane", -1, -1);
     if (rec.contains("preempted")) {
-      if (!rec.at("preempted").is_boolean()) throw std::invalid_argument("\"preempted\" is not a boolean");
+      if (!rec.at("preempted").is_boolean()) throw WorkerProtocolError("\"preempted\" is not a boolean");
       m.preempted = rec.at("preempted").get<bool>();
     }
     r.report.records.push_back(m);
@@ -107,14 +115,15 @@ ProbeResult result_from_json(const nlohmann::json& j) {
   r.seed = unsigned_field(j, "seed");
   r.params = field(j, "params");
   r.reason = j.contains("reason") ? string_field(j, "reason") : "";
-  if (j.contains("digest")) r.digest = parse_digest(string_field(j, "digest"));
-  if (j.contains("golden_digest")) r.golden_digest = parse_digest(string_field(j, "golden_digest"));
+  if (j.contains("digest")) r.digest = digest_field(j, "digest");
+  if (j.contains("golden_digest")) r.golden_digest = digest_field(j, "golden_digest");
   return r;
 }
 
 WorkerLine parse_worker_line(const std::string& text) {
-  const nlohmann::json line = nlohmann::json::parse(text);
-  if (!line.is_object()) throw std::invalid_argument("not a JSON object");
+  const nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
+  if (line.is_discarded()) throw WorkerProtocolError("a line that is not JSON");
+  if (!line.is_object()) throw WorkerProtocolError("a line that is not a JSON object");
   WorkerLine w;
   if (line.contains("input_error") && line["input_error"].is_string()) {
     w.kind = WorkerLine::Kind::kInputError;
@@ -141,7 +150,13 @@ std::vector<DeviceIdentity> devices_from_answer(const std::string& answer, const
   if (!j.is_object() || !j.contains("devices") || !j["devices"].is_array())
     throw NoDeviceError("cannot list the devices: `devices` " + how_it_ended + " without a device list");
   std::vector<DeviceIdentity> devices;
-  for (const auto& d : j["devices"]) devices.push_back(identity_from_json(d));
+  for (const auto& d : j["devices"]) {
+    try {
+      devices.push_back(identity_from_json(d));
+    } catch (const nlohmann::json::exception& e) {
+      throw WorkerProtocolError("device " + std::to_string(devices.size()) + " of the `devices` answer: " + e.what());
+    }
+  }
   if (devices.empty()) throw NoDeviceError("no device to test");
   return devices;
 }

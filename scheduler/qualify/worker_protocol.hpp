@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "host/error.hpp"
 #include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
@@ -32,17 +33,17 @@ struct WorkerLine {
   ProbeResult result;  // kResult
 };
 
-// Decodes one line (without its newline). Throws std::invalid_argument or nlohmann::json::exception
-// for a line that is not the protocol.
+// Decodes one line (without its newline). Throws WorkerProtocolError for a line that is not the
+// protocol, naming what is wrong with it.
 WorkerLine parse_worker_line(const std::string& text);
 
-// The inverse of to_json(ProbeResult). Throws std::invalid_argument naming a field that is missing,
+// The inverse of to_json(ProbeResult). Throws WorkerProtocolError naming a field that is missing,
 // of another type or out of range.
 ProbeResult result_from_json(const nlohmann::json& j);
 
 // The devices in the answer of `devices --protocol-fd` ({"devices": [...]}). Throws NoDeviceError
 // with the child's reason ({"error": "..."}), or saying how the child ended (`how_it_ended`) when it
-// sent no device list or an empty one.
+// sent no device list or an empty one; WorkerProtocolError for a device it cannot read.
 std::vector<DeviceIdentity> devices_from_answer(const std::string& answer, const std::string& how_it_ended);
 
 }  // namespace sdc
