@@ -10,7 +10,7 @@
 
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
-#include "host/gemm.hpp"
+#include "host/gemm_inputs.hpp"
 #include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/runner.hpp"
 

@@ -1,6 +1,6 @@
 // The hidden `worker` subcommand: runs probes on one device for a parent (qualify, sweep) that
 // watches it, writing to fd 3 one JSON line as each probe starts, heartbeats as it progresses, and
-// one line with each result (scheduler/qualify/isolation.hpp).
+// one line with each result (scheduler/qualify/worker_protocol.hpp).
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include "host/backend.hpp"
 #include "host/error.hpp"
 #include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/worker_protocol.hpp"
 
 namespace sdc::cli {
 namespace {

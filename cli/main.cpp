@@ -83,8 +83,10 @@ int main(int argc, char** argv) {
     sdc::cli::print_npd_could_not_test(argc, argv, one_line(e.what()));
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "sdcprobe: could not test: " << one_line(e.what()) << "\n";
-    sdc::cli::print_npd_could_not_test(argc, argv, one_line(e.what()));
+    // Anything else could not test; a DependencyError names its cause ("NCCL error: ...").
+    const std::string why = one_line(sdc::describe_error(e));
+    std::cerr << "sdcprobe: could not test: " << why << "\n";
+    sdc::cli::print_npd_could_not_test(argc, argv, why);
     return 2;
   }
   return exit_code;

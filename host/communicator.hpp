@@ -74,6 +74,7 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_local_communicators(const s
 // The ranks of `control` (the MPI world), one GPU each: NCCL's unique id is broadcast over
 // `control`, which keeps carrying the records and must outlive the result.
 std::unique_ptr<Communicator> make_nccl_world_communicator(Communicator& control, const DeviceIdentity& gpu);
-// Both throw InputError when the build has no NCCL, saying what to install.
+// Both throw InputError when the build has no NCCL, saying what to install, and NcclError when NCCL
+// fails (a collective of the result too, unless another rank's failure aborted it: CommunicatorAborted).
 
 }  // namespace sdc

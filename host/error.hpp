@@ -18,6 +18,39 @@ class NoDeviceError : public InputError {
   using InputError::InputError;
 };
 
+// A failure of something the test depends on, outside the device under test: a library (NCCL,
+// NVML) or a child's protocol. The CLI exits 2, "could not test", naming cause() (describe_error).
+class DependencyError : public std::runtime_error {
+ public:
+  DependencyError(const char* cause, const std::string& message) : std::runtime_error(message), cause_(cause) {}
+  const char* cause() const { return cause_; }
+
+ private:
+  const char* cause_;
+};
+
+class NcclError : public DependencyError {
+ public:
+  explicit NcclError(const std::string& message) : DependencyError("NCCL", message) {}
+};
+
+class NvmlError : public DependencyError {
+ public:
+  explicit NvmlError(const std::string& message) : DependencyError("NVML", message) {}
+};
+
+// A line from a worker (or a `devices --protocol-fd` child) that is not the worker protocol.
+class WorkerProtocolError : public DependencyError {
+ public:
+  explicit WorkerProtocolError(const std::string& message) : DependencyError("worker protocol", message) {}
+};
+
+// What went wrong, for an operator: "<cause> error: <message>" for a DependencyError.
+inline std::string describe_error(const std::exception& e) {
+  const auto* dependency = dynamic_cast<const DependencyError*>(&e);
+  return dependency == nullptr ? e.what() : std::string(dependency->cause()) + " error: " + e.what();
+}
+
 // A backend API failure (allocation, launch, library). `sticky` means the device context is
 // unusable (illegal address, ECC, launch failure) and the device must be retested in a fresh process.
 // code() is in the numbering of source(): cuBLAS statuses and cudaError codes overlap (1 is both

@@ -56,61 +56,6 @@ struct GemmRun {
 // Called by an engine between computing C and verifying it: the owning device's inject().
 using GemmInjectFn = std::function<void(DeviceBuffer& c, uint64_t elements, unsigned width_bits, uint64_t group)>;
 
-// Seeded inputs, generated on the host by the SDC_HD generators (the same values on every backend).
-struct GemmHostInputs {
-  GemmSpec spec;
-  std::vector<uint8_t> a, bt;             // stored in the input type
-  std::vector<float> a_wide, bt_wide;     // exact float copies (empty for fp64)
-  std::vector<int32_t> row_exp, col_exp;  // scaled: C_ij = 2^(row_exp_i + col_exp_j) * Cint_ij
-  std::vector<int32_t> a_int, bt_int;     // exact families: the unscaled integer inputs
-  uint64_t exact_bound = 0;               // exact families: bound on |Cint_ij|
-};
-
-GemmHostInputs generate_gemm_inputs(const GemmSpec& spec, int threads);
-// The same into `in`, reusing its storage (no page faults when the previous run had the same size).
-void generate_gemm_inputs_into(const GemmSpec& spec, int threads, GemmHostInputs& in);
-
-struct GemmVerdict {
-  MismatchReport report;
-  double max_ratio = 0;
-  uint64_t flagged_checks = 0;
-};
-
-// Verifies output C (gemm_output_bytes(type) per element, row-major m x n) against the inputs
-// without an O(n^3) reference: Freivalds per column tile of the output (int64 modulo 2^64 with zero
-// tolerance and two odd random vectors for exact inputs; FP64 with the deterministic bound tau of
-// `acc` for random inputs), then the same check on the transpose per row tile to locate the wrong
-// elements, each confirmed by an O(k) recomputation.
-GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccumulation& acc, int threads);
-
-// Location: candidates (sorted, unique) are the elements whose row fails in its column tile
-// (row_flags, m x column tiles) and whose column fails in its row tile (col_flags, n x row tiles),
-// plus `invalid`. A failed check no candidate confirms is recorded at its tile's first column
-// (gemm_unconfirmed_checks).
-std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, const std::vector<uint8_t>& row_flags,
-                                      const std::vector<uint8_t>& col_flags, const std::vector<uint64_t>& invalid);
-std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, const std::vector<uint8_t>& row_flags);
-// At most this many candidates are confirmed; the rest count as mismatches without a record.
-inline constexpr size_t kGemmMaxConfirm = size_t{1} << 18;
-
-// Confirms candidates (index i * n + j, observed output bits) by O(k) recomputations from the
-// generators alone (no inputs in memory): what a device-verified engine does with the few
-// candidates its kernels return. Same tests and bounds as verify_gemm's confirmation.
-MismatchReport gemm_confirm_candidates(const GemmSpec& spec, const GemmAccumulation& acc,
-                                       const std::vector<uint64_t>& index, const std::vector<uint64_t>& observed,
-                                       int threads);
-
-// Adds repeat `rep`'s verdict to `run`, counting each wrong element once over the repeats (`seen`
-// holds the indices already counted).
-void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::vector<uint64_t>& seen);
-
-// Order-independent digest of C's words.
-Digest128 gemm_digest(const void* c, uint64_t bytes, int threads);
-
-// Column-tile width of the checks for an n-column output (at least 256 columns, at most
-// kGemmMaxCheckTiles = 4 tiles): gemm_check_tile_of.
-uint32_t gemm_check_tile(uint32_t n);
-
 class GemmEngine {
  public:
   virtual ~GemmEngine() = default;
@@ -120,5 +65,10 @@ class GemmEngine {
   // Generates, multiplies (spec.repeats times), injects and verifies. Throws for API failures.
   virtual GemmRun run(const GemmSpec& spec) = 0;
 };
+
+// What each engine's run() does first: throws for a spec `engine` does not support, or an odd n.
+void gemm_require_runnable(const GemmEngine& engine, const GemmSpec& spec);
+// The output buffer for `spec` in `c`, allocated on `device` unless the previous run's has its size.
+DeviceBuffer& gemm_output_buffer(Device& device, std::unique_ptr<DeviceBuffer>& c, const GemmSpec& spec);
 
 }  // namespace sdc

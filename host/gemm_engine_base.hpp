@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "host/gemm.hpp"
+#include "host/gemm_inputs.hpp"
 
 namespace sdc {
 

@@ -6,6 +6,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "host/error.hpp"
+
 namespace sdc {
 namespace {
 
@@ -67,11 +69,11 @@ class Nvml {
   template <typename F>
   F symbol(const char* name) {
     void* address = dlsym(handle_, name);
-    if (address == nullptr) throw std::runtime_error(std::string("NVML has no ") + name);
+    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + name);
     return reinterpret_cast<F>(address);
   }
   void check(NvmlReturn rc, const char* call) {
-    if (rc != kNvmlSuccess) throw std::runtime_error(std::string(call) + ": " + error_string_(rc));
+    if (rc != kNvmlSuccess) throw NvmlError(std::string(call) + ": " + error_string_(rc));
   }
   // The list can grow between the call that sizes it and the one that fills it: ask again.
   // `empty_on` (when not success) is a status that means an empty list.
@@ -91,7 +93,7 @@ class Nvml {
       for (unsigned i = 0; i < count && i < infos.size(); ++i) out.push_back(infos[i].pid);
       return out;
     }
-    throw std::runtime_error(std::string(call) + ": the process list kept growing");
+    throw NvmlError(std::string(call) + ": the process list kept growing");
   }
   static void add(GpuProcessList& list, const std::string& uuid, unsigned pid) {
     for (const GpuProcess& p : list.processes) {
@@ -124,7 +126,7 @@ GpuProcessList nvml_gpu_processes(const std::string& library) {
     const std::string error = dlerror();
     // Not installed: no driver, so no NVIDIA GPU to be in use. Any other failure is an answer nobody has.
     if (error.find("No such file") != std::string::npos) return {};
-    throw std::runtime_error("cannot load " + library + ": " + error);
+    throw NvmlError("cannot load " + library + ": " + error);
   }
   Nvml nvml(handle.get());
   return nvml.processes();

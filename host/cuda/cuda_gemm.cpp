@@ -345,15 +345,7 @@ GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation&
   if (verdict.report.mismatches == 0) {
     // A failed check whose element the location could not confirm still counts.
     const std::vector<uint64_t> at = gemm_unconfirmed_checks(n, row_flags);
-    const std::vector<uint64_t> bits = gather(spec.type, c, at);
-    for (size_t q = 0; q < at.size(); ++q) {
-      ++verdict.report.mismatches;
-      MismatchRecord rec;
-      rec.index = at[q];
-      rec.observed = bits[q];
-      rec.width_bits = gemm_output_bytes(spec.type) * 8;
-      verdict.report.keep(rec);
-    }
+    gemm_keep_unconfirmed(verdict.report, spec.type, at, gather(spec.type, c, at));
   }
   return verdict;
 }
@@ -368,10 +360,7 @@ Digest128 CudaGemmEngine::digest(const void* c, uint64_t bytes) {
 }
 
 GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
-  if (!supports(spec.type, spec.path)) {
-    throw std::runtime_error(std::string("gemm: ") + gemm_type_name(spec.type) + " on this path is not supported here");
-  }
-  if (spec.n % 2 != 0) throw std::invalid_argument("gemm: n must be even (digests read 64-bit words)");
+  gemm_require_runnable(*this, spec);
   DeviceGuard guard(ordinal_);
   GemmRun run;
   // Choose (or look up) the pinned algorithm outside the timings.
@@ -382,11 +371,7 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
   const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
   const unsigned width = gemm_output_bytes(spec.type) * 8;
   const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
-  if (!c_ || c_->bytes() != c_bytes) {
-    c_.reset();
-    c_ = device_.allocate(c_bytes);
-  }
-  DeviceBuffer& c = *c_;
+  DeviceBuffer& c = gemm_output_buffer(device_, c_, spec);
   const GemmAccumulation acc = accumulation(spec.type, spec.path);
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
   for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {
@@ -411,15 +396,9 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
       DeviceMismatchLog log;
       download(&log, log_.get(), sizeof log);
       v.report.mismatches += log.mismatches;
-      for (uint64_t r = 0; r < std::min<uint64_t>(log.mismatches, kDeviceMismatchSlots); ++r) {
-        MismatchRecord rec;
-        rec.index = log.records[r].index;
-        rec.expected = log.records[r].expected;
-        rec.observed = log.records[r].observed;
-        rec.width_bits = width;
-        rec.lane = static_cast<int>(log.records[r].lane);
-        v.report.keep(rec);
-      }
+      for (uint64_t r = 0; r < std::min<uint64_t>(log.mismatches, kDeviceMismatchSlots); ++r)
+        v.report.keep(
+            gemm_mismatch_record(spec, log.records[r].index, log.records[r].expected, log.records[r].observed));
     }
     run.verify_s += seconds_since(t0);
     gemm_merge_repeat(run, v, rep, seen);

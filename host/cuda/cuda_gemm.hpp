@@ -19,6 +19,7 @@
 #include "host/cuda/cuda_raii.hpp"
 #include "host/cuda/cuda_streams.hpp"
 #include "host/gemm.hpp"
+#include "host/gemm_confirm.hpp"
 #include "kernels/common/gemm_check.hpp"
 
 namespace sdc {

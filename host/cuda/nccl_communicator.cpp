@@ -17,6 +17,7 @@
 #include "host/cuda/cuda_error.hpp"
 #include "host/cuda/cuda_raii.hpp"
 #include "host/device.hpp"
+#include "host/error.hpp"
 
 namespace sdc {
 namespace {
@@ -27,7 +28,7 @@ constexpr std::chrono::seconds kNcclTimeout{300};
 
 void nccl_check(ncclResult_t rc, const char* what) {
   if (rc != ncclSuccess && rc != ncclInProgress) {
-    throw std::runtime_error(std::string("NCCL: ") + what + ": " + ncclGetErrorString(rc));
+    throw NcclError(std::string(what) + ": " + ncclGetErrorString(rc));
   }
 }
 
@@ -186,7 +187,7 @@ class NcclCommunicator : public Communicator {
     if (flag_ != nullptr && flag_->raised) fail("communicator aborted: " + flag_->reason());
   }
   void check(ncclResult_t rc, const char* what) {
-    if (rc != ncclSuccess && rc != ncclInProgress) fail(std::string("NCCL: ") + what + ": " + ncclGetErrorString(rc));
+    if (rc != ncclSuccess && rc != ncclInProgress) fail(std::string(what) + ": " + ncclGetErrorString(rc));
   }
   void finish(const char* what) {
     const std::string failed = poll(comm_, stream_.get(), flag_.get(), what);
@@ -203,11 +204,11 @@ class NcclCommunicator : public Communicator {
     }
     const bool echo = why.rfind("communicator aborted: ", 0) == 0;
     if (echo) throw CommunicatorAborted(why);
-    const std::string named = "rank " + std::to_string(rank()) + ": NCCL: " + why;
+    const NcclError error("rank " + std::to_string(rank()) + ": " + why);
     // The local ranks are released at once. Across processes (MPI) the peers' own polls see NCCL's
     // error or time out: ending the job from here would lose this rank's report.
-    if (flag_ != nullptr) abort(named);
-    throw std::runtime_error(named);
+    if (flag_ != nullptr) abort(describe_error(error));
+    throw error;
   }
 
   ncclComm_t comm_;
@@ -247,7 +248,7 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_local_communicators(const s
       for (ncclComm_t c : comms) {
         if (c != nullptr) (void)ncclCommAbort(c);
       }
-      throw std::runtime_error("NCCL: rank " + std::to_string(r) + ": " + failed);
+      throw NcclError("rank " + std::to_string(r) + ": " + failed);
     }
   }
   auto controls = make_local_communicators(n);
@@ -273,7 +274,7 @@ std::unique_ptr<Communicator> make_nccl_world_communicator(Communicator& control
   }
   // A broadcast from rank 0: the other ranks contribute empty records.
   const std::string root = control.all_gather(mine).front();
-  if (root.size() != sizeof id) throw std::runtime_error("NCCL: rank 0 sent no unique id");
+  if (root.size() != sizeof id) throw NcclError("rank 0 sent no unique id");
   std::memcpy(&id, root.data(), sizeof id);
   const int ordinal = ordinal_of(gpu);
   ncclComm_t comm = nullptr;
@@ -284,7 +285,7 @@ std::unique_ptr<Communicator> make_nccl_world_communicator(Communicator& control
     const std::string failed = poll(comm, nullptr, nullptr, "ncclCommInitRankConfig");
     if (!failed.empty()) {
       (void)ncclCommAbort(comm);
-      throw std::runtime_error("NCCL: rank " + std::to_string(control.rank()) + ": " + failed);
+      throw NcclError("rank " + std::to_string(control.rank()) + ": " + failed);
     }
   }
   return std::make_unique<NcclCommunicator>(comm, ordinal, control, nullptr, nullptr, nullptr);

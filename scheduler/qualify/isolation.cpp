@@ -1,147 +1,23 @@
+// Process isolation's policy (isolation.hpp): what a worker's end means for its probes.
 #include "scheduler/qualify/isolation.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <cmath>
-#include <cstring>
+#include <cstdio>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "host/error.hpp"
+#include "host/subprocess.hpp"
 #include "kernels/common/random.hpp"
-
-extern char** environ;
 
 namespace sdc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-Outcome outcome_from_name(const std::string& name) {
-  for (Outcome o : {Outcome::kPass, Outcome::kFail, Outcome::kSkipped, Outcome::kDeviceError}) {
-    if (name == outcome_name(o)) return o;
-  }
-  throw std::invalid_argument("worker sent an unknown outcome '" + name + "'");
-}
-
-// A child process in its own process group, with the write end of a pipe as its fd `pipe_fd` when
-// that is not -1 (a worker: fd 3, its stdout joined to stderr; a shell command: its stdout), and
-// `env` added to its environment. It dies with the parent (PR_SET_PDEATHSIG), so a SIGKILLed sweep
-// leaves no probe running.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, int pipe_fd,
-        const std::vector<std::pair<std::string, std::string>>& env = {}) {
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    // The environment is built before fork: only async-signal-safe calls may follow it.
-    std::vector<std::string> vars;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string var = *e;
-      const bool replaced = std::any_of(env.begin(), env.end(), [&](const auto& kv) {
-        return var.compare(0, kv.first.size() + 1, kv.first + "=") == 0;
-      });
-      if (!replaced) vars.push_back(var);
-    }
-    for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (auto& v : vars) envp.push_back(v.data());
-    envp.push_back(nullptr);
-    int fds[2] = {-1, -1};
-    if (pipe_fd >= 0 && ::pipe2(fds, O_CLOEXEC) != 0)
-      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid_ == 0) {
-      // Only async-signal-safe calls between fork and exec.
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      if (pipe_fd >= 0) {
-        if (pipe_fd != STDOUT_FILENO) ::dup2(STDERR_FILENO, STDOUT_FILENO);
-        if (fds[1] == pipe_fd) {
-          ::fcntl(pipe_fd, F_SETFD, 0);  // dup2 onto itself would leave close-on-exec set
-        } else {
-          ::dup2(fds[1], pipe_fd);
-        }
-      }
-      ::execve(args[0], args.data(), envp.data());
-      ::_exit(127);
-    }
-    ::setpgid(pid_, pid_);  // also here, so that kill(-pid) works whichever side runs first
-    if (pipe_fd >= 0) {
-      ::close(fds[1]);
-      out_ = fds[0];
-    }
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      kill_now();
-      wait();
-    }
-    if (out_ >= 0) ::close(out_);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  int out() const { return out_; }
-  void kill_now() { ::kill(-pid_, SIGKILL); }
-  // The wait status; the child is reaped.
-  int wait() {
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-};
-
-int milliseconds_until(Clock::time_point t) {
-  if (t == Clock::time_point::max()) return -1;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()).count();
-  return static_cast<int>(std::clamp<long long>(ms, 0, 1 << 30));
-}
-
-enum class Wake { kReadable, kTimeout, kStop };
-
-Wake wait_for(int fd, int stop_fd, Clock::time_point until) {
-  for (;;) {
-    pollfd fds[2] = {{fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    const int n = ::poll(fds, stop_fd >= 0 ? 2 : 1, milliseconds_until(until));
-    if (n < 0 && errno == EINTR) {
-      // A signal handler wrote to stop_fd; poll again to see it.
-      continue;
-    }
-    if (n < 0) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
-    if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return Wake::kStop;
-    if (n == 0) return Wake::kTimeout;
-    return Wake::kReadable;
-  }
-}
-
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "exited with code " + std::to_string(WEXITSTATUS(status));
-}
 
 ProbeResult unrun(const std::string& probe, const DeviceIdentity& device, Outcome outcome, std::string reason) {
   ProbeResult r;
@@ -157,121 +33,26 @@ ProbeResult unrun(const std::string& probe, const DeviceIdentity& device, Outcom
 
 uint64_t retry_seed(uint64_t run_seed) { return mix64(run_seed ^ 0x5e77ab1e0badf00dULL); }
 
-std::string worker_start_line(const std::string& probe_id, bool retry) {
-  return nlohmann::json{{"start", probe_id}, {"retry", retry}}.dump() + "\n";
-}
-
-std::string worker_beat_line() { return "{\"beat\":true}\n"; }
-
 std::vector<std::pair<std::string, std::string>> worker_environment(const DeviceIdentity& device) {
   if (device.backend == "cuda") return {{"CUDA_VISIBLE_DEVICES", device.uuid}};
   return {};
-}
-
-std::string worker_result_line(const ProbeResult& result, bool retry) {
-  return nlohmann::json{{"result", to_json(result)}, {"retry", retry}}.dump() + "\n";
-}
-
-std::string worker_input_error_line(const std::string& message) {
-  return nlohmann::json{{"input_error", message}}.dump() + "\n";
-}
-
-namespace {
-
-// The worker protocol's fields, checked for type and range: a worker whose memory is corrupt may
-// send anything, and a float cast to an integer out of range is undefined behaviour.
-const nlohmann::json& field(const nlohmann::json& j, const char* name) {
-  if (!j.is_object() || !j.contains(name)) throw std::invalid_argument(std::string("no \"") + name + "\"");
-  return j.at(name);
-}
-
-uint64_t unsigned_field(const nlohmann::json& j, const char* name, uint64_t hi = UINT64_MAX) {
-  const nlohmann::json& v = field(j, name);
-  if (!v.is_number_unsigned() || v.get<uint64_t>() > hi) {
-    throw std::invalid_argument(std::string("\"") + name + "\" is not an integer in [0, " + std::to_string(hi) + "]");
-  }
-  return v.get<uint64_t>();
-}
-
-// An int in [lo, INT_MAX], or `absent` when the field is missing.
-int int_field(const nlohmann::json& j, const char* name, int lo, std::optional<int> absent = std::nullopt) {
-  if (absent && !j.contains(name)) return *absent;
-  const nlohmann::json& v = field(j, name);
-  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > INT_MAX) {
-    throw std::invalid_argument(std::string("\"") + name + "\" is not an integer in [" + std::to_string(lo) + ", " +
-                                std::to_string(INT_MAX) + "]");
-  }
-  return static_cast<int>(v.get<int64_t>());
-}
-
-double seconds_or_count(const nlohmann::json& j, const char* name, std::optional<double> absent = std::nullopt) {
-  if (absent && !j.contains(name)) return *absent;
-  const nlohmann::json& v = field(j, name);
-  if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>())) {
-    throw std::invalid_argument(std::string("\"") + name + "\" is not a finite number >= 0");
-  }
-  return v.get<double>();
-}
-
-std::string string_field(const nlohmann::json& j, const char* name) {
-  const nlohmann::json& v = field(j, name);
-  if (!v.is_string()) throw std::invalid_argument(std::string("\"") + name + "\" is not a string");
-  return v.get<std::string>();
-}
-
-}  // namespace
-
-ProbeResult result_from_json(const nlohmann::json& j) {
-  ProbeResult r;
-  r.probe = string_field(j, "probe");
-  r.device_index = int_field(j, "device_index", 0);
-  r.device_uuid = string_field(j, "device_uuid");
-  r.outcome = outcome_from_name(string_field(j, "outcome"));
-  r.report.checked = unsigned_field(j, "checked");
-  r.report.mismatches = unsigned_field(j, "mismatches");
-  const nlohmann::json& records = field(j, "records");
-  if (!records.is_array()) throw std::invalid_argument("\"records\" is not an array");
-  for (const auto& rec : records) {
-    MismatchRecord m;
-    m.index = unsigned_field(rec, "index");
-    m.expected = unsigned_field(rec, "expected");
-    m.observed = unsigned_field(rec, "observed");
-    m.width_bits = static_cast<unsigned>(unsigned_field(rec, "width_bits", 64));
-    m.unit = int_field(rec, "unit", -1, -1);
-    m.lane = int_field(rec, "lane", -1, -1);
-    if (rec.contains("preempted")) {
-      if (!rec.at("preempted").is_boolean()) throw std::invalid_argument("\"preempted\" is not a boolean");
-      m.preempted = rec.at("preempted").get<bool>();
-    }
-    r.report.records.push_back(m);
-  }
-  r.duration_s = seconds_or_count(j, "duration_s");
-  r.setup_s = seconds_or_count(j, "setup_s", 0.0);
-  r.bytes = unsigned_field(j, "bytes");
-  r.host_device_bytes = j.contains("host_device_bytes") ? unsigned_field(j, "host_device_bytes") : 0;
-  r.flops = seconds_or_count(j, "flops");
-  r.seed = unsigned_field(j, "seed");
-  r.params = field(j, "params");
-  r.reason = j.contains("reason") ? string_field(j, "reason") : "";
-  if (j.contains("digest")) r.digest = parse_digest(string_field(j, "digest"));
-  if (j.contains("golden_digest")) r.golden_digest = parse_digest(string_field(j, "golden_digest"));
-  return r;
 }
 
 WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity& device,
                      const std::vector<std::string>& probe_ids, const IsolationLimits& limits,
                      const std::function<void(const std::string&)>& on_start) {
   WorkerRun run;
-  Child child(argv, kWorkerProtocolFd, worker_environment(device));
+  ChildProcess child(argv, kWorkerProtocolFd, worker_environment(device));
   std::string pending;
   std::string in_flight;
+  std::string unreadable;  // what was wrong with the line that ended it
   Clock::time_point started = Clock::now();
   Clock::time_point last_line = started;
   const auto watchdog =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.probe_timeout_s));
   bool eof = false;
   while (!eof) {
-    const Wake wake = wait_for(child.out(), limits.stop_fd, std::min(last_line + watchdog, limits.deadline));
+    const Wake wake = wait_readable(child.out(), limits.stop_fd, std::min(last_line + watchdog, limits.deadline));
     if (wake == Wake::kStop) {
       run.end = WorkerEnd::kStopped;
       break;
@@ -290,33 +71,30 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
     last_line = Clock::now();
     pending.append(buf, static_cast<size_t>(n));
     size_t newline;
-    while (run.end != WorkerEnd::kUnreadable && (newline = pending.find('\n')) != std::string::npos) {
+    while ((newline = pending.find('\n')) != std::string::npos) {
       const std::string text = pending.substr(0, newline);
       pending.erase(0, newline + 1);
+      WorkerLine line;
       try {
-        const nlohmann::json line = nlohmann::json::parse(text);
-        if (!line.is_object()) throw std::invalid_argument("not a JSON object");
-        if (line.contains("input_error") && line["input_error"].is_string()) {
-          child.wait();
-          throw InputError(line["input_error"].get<std::string>());
-        }
-        const bool retry = line.contains("retry") && line["retry"].is_boolean() && line["retry"].get<bool>();
-        if (line.contains("beat")) continue;
-        if (line.contains("start")) {
-          if (!line["start"].is_string()) throw std::invalid_argument("\"start\" is not a string");
-          in_flight = line["start"].get<std::string>();
+        line = parse_worker_line(text);
+      } catch (const WorkerProtocolError& e) {
+        run.end = WorkerEnd::kUnreadable;
+        unreadable = describe_error(e);
+        break;
+      }
+      switch (line.kind) {
+        case WorkerLine::Kind::kInputError: child.wait(); throw InputError(line.text);
+        case WorkerLine::Kind::kBeat: break;
+        case WorkerLine::Kind::kStart:
+          in_flight = line.text;
           started = last_line;
-          if (on_start && !retry) on_start(in_flight);
-        } else {
-          ProbeResult r = result_from_json(field(line, "result"));
-          r.device_index = device.index;  // the worker's own numbering may differ (CUDA_VISIBLE_DEVICES)
-          (retry ? run.retries : run.results).push_back(std::move(r));
+          if (on_start && !line.retry) on_start(in_flight);
+          break;
+        case WorkerLine::Kind::kResult:
+          line.result.device_index = device.index;  // the worker's own numbering may differ (CUDA_VISIBLE_DEVICES)
+          (line.retry ? run.retries : run.results).push_back(std::move(line.result));
           in_flight.clear();
-        }
-      } catch (const nlohmann::json::exception&) {
-        run.end = WorkerEnd::kUnreadable;
-      } catch (const std::invalid_argument&) {
-        run.end = WorkerEnd::kUnreadable;
+          break;
       }
     }
     if (run.end == WorkerEnd::kUnreadable) break;
@@ -349,7 +127,7 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
       break;
     case WorkerEnd::kCrashed:
       outcome = in_flight.empty() ? Outcome::kSkipped : Outcome::kDeviceError;
-      reason = (in_flight.empty() ? "worker " : "crashed: worker ") + describe_status(status);
+      reason = (in_flight.empty() ? "worker " : "crashed: worker ") + describe_wait_status(status);
       break;
     case WorkerEnd::kOutOfBudget:
       reason = "could not test: still progressing when the " + limits.budget_name + " ran out";
@@ -357,7 +135,7 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
     case WorkerEnd::kStopped: reason = "interrupted"; break;
     case WorkerEnd::kUnreadable:
       outcome = Outcome::kDeviceError;
-      reason = "worker sent an unreadable result; it was killed";
+      reason = "worker sent an unreadable result; it was killed (" + unreadable + ")";
       break;
   }
   if (!in_flight.empty()) {
@@ -452,7 +230,7 @@ RunReport run_probes_isolated(const std::vector<std::string>& ids, const std::ve
 std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable, const BackendOptions& backend) {
   // Its answer comes on fd 3, as a worker's does; its stdout joins stderr, so a library printing
   // there changes nothing.
-  Child child(
+  ChildProcess child(
       {executable, "--backend", backend.backend, "--cpu-devices", std::to_string(backend.cpu_devices), "--expect-gpus",
        std::to_string(backend.expect_gpus), "devices", "--json", "--protocol-fd", std::to_string(kWorkerProtocolFd)},
       kWorkerProtocolFd);
@@ -465,35 +243,7 @@ std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable,
     out.append(buf, static_cast<size_t>(n));
   }
   const int status = child.wait();
-  const nlohmann::json answer = nlohmann::json::parse(out, nullptr, false);
-  if (answer.is_object() && answer.contains("error") && answer["error"].is_string())
-    throw NoDeviceError(answer["error"].get<std::string>());
-  if (!answer.is_object() || !answer.contains("devices") || !answer["devices"].is_array())
-    throw NoDeviceError("cannot list the devices: `devices` " + describe_status(status) + " without a device list");
-  std::vector<DeviceIdentity> devices;
-  for (const auto& d : answer["devices"]) devices.push_back(identity_from_json(d));
-  if (devices.empty()) throw NoDeviceError("no device to test");
-  return devices;
-}
-
-int run_shell_command(const std::string& shell_command, double timeout_s, int stop_fd) {
-  Child child({"/bin/sh", "-c", shell_command}, STDOUT_FILENO);
-  const auto until =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  for (;;) {
-    const Wake wake = wait_for(child.out(), stop_fd, until);
-    if (wake != Wake::kReadable) {
-      child.kill_now();
-      child.wait();
-      return -1;
-    }
-    char buf[4096];
-    const ssize_t n = ::read(child.out(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // its output is not ours to show: the command's exit code is the answer
-  }
-  const int status = child.wait();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return devices_from_answer(out, describe_wait_status(status));
 }
 
 }  // namespace sdc

@@ -12,8 +12,6 @@
 // kMinHangSilence_s, and otherwise "could not test" (skipped): it was still making progress.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <functional>
 #include <string>
@@ -22,10 +20,10 @@
 
 #include "host/backend.hpp"
 #include "scheduler/qualify/runner.hpp"
+#include "scheduler/qualify/worker_protocol.hpp"
 
 namespace sdc {
 
-inline constexpr int kWorkerProtocolFd = 3;
 // At a deadline, a probe silent for less than this is never called hung.
 inline constexpr double kMinHangSilence_s = 1.0;
 
@@ -87,25 +85,11 @@ RunReport run_probes_isolated(const std::vector<std::string>& probe_ids, const s
 // The seed of the re-run after a failure: new, and still a pure function of the run seed.
 uint64_t retry_seed(uint64_t run_seed);
 
-// The worker's side of the protocol.
-std::string worker_start_line(const std::string& probe_id, bool retry = false);
-std::string worker_beat_line();
-std::string worker_result_line(const ProbeResult& result, bool retry);
-// Bad input found by the worker (e.g. a size a probe rejects): run_worker rethrows it as InputError.
-std::string worker_input_error_line(const std::string& message);
-// The inverse of to_json(ProbeResult). Throws std::invalid_argument naming a field that is missing,
-// of another type or out of range.
-ProbeResult result_from_json(const nlohmann::json& j);
-
 // The devices `executable --backend B ... devices --json --protocol-fd 3` lists (a GPU that CUDA does
 // not show among them, with its open_error). Enumerating in a child process leaves this one without a
 // CUDA context while its workers run (EXCLUSIVE_PROCESS compute mode would refuse them a context
 // otherwise). The child answers on fd 3, so nothing printed on its stdout matters. Throws
 // NoDeviceError with the child's reason when it lists none.
 std::vector<DeviceIdentity> list_devices_in_child(const std::string& executable, const BackendOptions& backend);
-
-// Runs `shell_command` with /bin/sh -c (the sweep's idle check). Returns its exit code, or -1 when it
-// ran past `timeout_s` or `stop_fd` became readable (it is killed then).
-int run_shell_command(const std::string& shell_command, double timeout_s, int stop_fd);
 
 }  // namespace sdc

@@ -73,7 +73,7 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
     result.reason = "out of memory";
   } catch (const std::exception& e) {
     result.outcome = Outcome::kSkipped;
-    result.reason = e.what();
+    result.reason = describe_error(e);
   }
   device.set_injection(nullptr, "");
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -19,6 +19,7 @@
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
 #include "host/parse_number.hpp"
+#include "host/subprocess.hpp"
 #include "scheduler/sweep/prometheus.hpp"
 #include "scheduler/version.hpp"
 

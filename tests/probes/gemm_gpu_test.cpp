@@ -13,6 +13,7 @@
 
 #include "host/backend.hpp"
 #include "host/cuda/cuda_gemm.hpp"
+#include "host/gemm_inputs.hpp"
 #include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/runner.hpp"
 

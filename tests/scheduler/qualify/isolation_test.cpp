@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,38 @@ TEST(Isolation, AnUnreadableResultIsTheDevicesErrorNotACrashOfTheParent) {
   EXPECT_EQ(run.end, WorkerEnd::kCompleted);
   ASSERT_EQ(run.results.size(), 1u);
   EXPECT_EQ(run.results[0].outcome, Outcome::kPass);
+}
+
+TEST(Isolation, TheReasonOfAnUnreadableLineNamesTheProtocolError) {
+  const DeviceIdentity d = cpu(0);
+  const auto command = script([](const DeviceIdentity&) {
+    return std::string("printf '%s\\n' '{\"start\":\"mem.a\"}' '{\"start\":7}' >&3; exec sleep 600");
+  });
+  const WorkerRun run = run_worker(command(d, {"mem.a"}), d, {"mem.a"}, limits(600));
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].outcome, Outcome::kDeviceError);
+  EXPECT_NE(run.results[0].reason.find("(worker protocol error: \"start\" is not a string)"), std::string::npos)
+      << run.results[0].reason;
+}
+
+TEST(Isolation, ADeviceListTheChildSendsUnreadableIsAWorkerProtocolError) {
+  // A stand-in for `sdcprobe devices --protocol-fd 3` that answers a device without its fields.
+  const fs::path dir = fs::temp_directory_path() / ("sdc-devices-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path child = dir / "devices";
+  {
+    std::ofstream out(child);
+    out << "#!/bin/sh\nprintf '%s\\n' '{\"devices\":[{\"index\":0}]}' >&3\n";
+  }
+  fs::permissions(child, fs::perms::owner_all);
+  try {
+    list_devices_in_child(child.string(), BackendOptions{"cpu", 1, -1});
+    ADD_FAILURE() << "no exception";
+  } catch (const WorkerProtocolError& e) {
+    EXPECT_EQ(describe_error(e).rfind("worker protocol error: device 0 of the `devices` answer: ", 0), 0u)
+        << describe_error(e);
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Isolation, ASilentWorkerIsHungAtTheWatchdog) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "host/error.hpp"
 #include "tests/cli/run_sdcprobe.hpp"
 
 namespace sdc {
@@ -113,6 +114,13 @@ TEST_F(NvmlLoader, AFailedInitialisationThrowsWithNvmlsMessage) {
   }
 }
 
+TEST_F(NvmlLoader, ItsFailuresAreNvmlErrors) {
+  setenv("FAKE_NVML", "GPU-a=", 1);
+  setenv("FAKE_NVML_INIT", "fail", 1);
+  EXPECT_THROW(nvml_gpu_processes(fake_), NvmlError);
+  EXPECT_THROW(nvml_gpu_processes("libm.so.6"), NvmlError);
+}
+
 TEST_F(NvmlLoader, ALibraryThatIsNotNvmlThrows) {
   EXPECT_THROW(nvml_gpu_processes("libm.so.6"), std::runtime_error);  // loads, but has no nvmlInit_v2
 }
@@ -132,6 +140,15 @@ TEST(IdleCommand, ExitCodesFollowTheGpusProcesses) {
   o = test::run_command("SDCPROBE_NVML_LIBRARY=libnvidia-ml-absent.so.1 " + sdcprobe);
   EXPECT_EQ(o.code, 0) << o.out;
   EXPECT_NE(o.out.find("no NVIDIA driver (libnvidia-ml-absent.so.1)"), std::string::npos) << o.out;
+}
+
+TEST(IdleCommand, ANvmlFailureCouldNotTestAndNamesNvml) {
+  const std::string env = "SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " ";
+  const test::Outcome o =
+      test::run_command(env + "FAKE_NVML='GPU-a=' FAKE_NVML_INIT=fail " + SDC_BINARY_DIR + "/cli/sdcprobe idle");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("sdcprobe: could not test: NVML error: nvmlInit_v2: Driver Not Loaded"), std::string::npos)
+      << o.out;
 }
 
 }  // namespace

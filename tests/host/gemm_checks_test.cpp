@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "host/gemm.hpp"
+#include "host/gemm_checks.hpp"
+#include "host/gemm_digest.hpp"
 #include "kernels/common/gemm_check.hpp"
 #include "kernels/common/gemm_elements.hpp"
 

@@ -1,0 +1,372 @@
+// The host's GEMM checks (gemm_checks.hpp): Freivalds/ABFT per tile, in FP64 with the
+// deterministic bound for random inputs and modulo 2^64 for exact ones.
+#include "host/gemm_checks.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "host/gemm_isa.hpp"
+#include "kernels/common/gemm_check.hpp"
+
+namespace sdc {
+namespace {
+
+// ---- FP64 Freivalds / ABFT with the deterministic bound --------------------------------------
+
+// The inner loops of the FP64 check, each compiled for AVX-512, AVX2 and the baseline instruction
+// set (widest).
+template <typename T>
+__attribute__((always_inline)) inline void y_update_body(const T* row, double* yr, double* yar, double wj, uint32_t lo,
+                                                         uint32_t hi) {
+  row += lo, yr += lo, yar += lo;
+  const size_t len = hi - lo;
+#pragma omp simd
+  for (size_t p = 0; p < len; ++p) {
+    const double b = static_cast<double>(row[p]);
+    yr[p] += b * wj;
+    yar[p] += std::fabs(b) * wj;
+  }
+}
+
+// Four rows of Bt at once (same tile): a quarter of the loads and stores of y.
+template <typename T>
+__attribute__((always_inline)) inline void y_update4_body(const T* r0, const T* r1, const T* r2, const T* r3,
+                                                          double* yr, double* yar, const double* w, uint32_t lo,
+                                                          uint32_t hi) {
+  const double w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+  r0 += lo, r1 += lo, r2 += lo, r3 += lo, yr += lo, yar += lo;
+  const size_t len = hi - lo;
+#pragma omp simd
+  for (size_t p = 0; p < len; ++p) {
+    const double b0 = r0[p], b1 = r1[p], b2 = r2[p], b3 = r3[p];
+    yr[p] += (b0 * w0 + b1 * w1) + (b2 * w2 + b3 * w3);
+    yar[p] += (std::fabs(b0) * w0 + std::fabs(b1) * w1) + (std::fabs(b2) * w2 + std::fabs(b3) * w3);
+  }
+}
+
+template <typename T>
+__attribute__((always_inline)) inline void row_dots4_body(const T* a0, const T* a1, const T* a2, const T* a3,
+                                                          const double* yr, const float* yar, uint32_t k, double* s,
+                                                          double* q) {
+  // The residual in FP64; the bound's sum of nonnegative terms in FP32 (the caller scales it up
+  // by its worst-case relative rounding, kFloatSumFactor).
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  float q0 = 0, q1 = 0, q2 = 0, q3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3, q0, q1, q2, q3)
+  for (size_t p = 0; p < k; ++p) {
+    const double v0 = a0[p], v1 = a1[p], v2 = a2[p], v3 = a3[p];
+    s0 += v0 * yr[p];
+    s1 += v1 * yr[p];
+    s2 += v2 * yr[p];
+    s3 += v3 * yr[p];
+    q0 += std::fabs(static_cast<float>(a0[p])) * yar[p];
+    q1 += std::fabs(static_cast<float>(a1[p])) * yar[p];
+    q2 += std::fabs(static_cast<float>(a2[p])) * yar[p];
+    q3 += std::fabs(static_cast<float>(a3[p])) * yar[p];
+  }
+  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+  q[0] = q0, q[1] = q1, q[2] = q2, q[3] = q3;
+}
+
+// sum_j c_j w_j over [jlo, jhi) of a row with stride 1.
+template <typename Out>
+__attribute__((always_inline)) inline void c_dots_body(const Out* c, const double* w, uint32_t jlo, uint32_t jhi,
+                                                       double* out) {
+  // size_t indices from zero: uint32 ones starting at jlo may wrap, which defeats vectorisation.
+  const Out* cp = c + jlo;
+  const double* wp = w + jlo;
+  const size_t len = jhi - jlo;
+  double cw = 0;
+#pragma omp simd reduction(+ : cw)
+  for (size_t j = 0; j < len; ++j) cw += static_cast<double>(cp[j]) * wp[j];
+  out[0] = cw;
+}
+
+// Calls kernel(args...) compiled for the widest instruction set this CPU has.
+template <auto kKernel, typename... Args>
+SDC_GEMM_AVX512 void on_avx512(Args... args) {
+  kKernel(args...);
+}
+template <auto kKernel, typename... Args>
+SDC_GEMM_AVX2 void on_avx2(Args... args) {
+  kKernel(args...);
+}
+template <auto kKernel, typename... Args>
+void widest(Args... args) {
+  if (gemm_have_avx512()) return on_avx512<kKernel>(args...);
+  if (gemm_have_avx2()) return on_avx2<kKernel>(args...);
+  kKernel(args...);
+}
+
+// c_dots_body on an output row: int32 rows (int8 GEMMs) are summed in the baseline instruction set.
+template <typename Out>
+void c_dots(const Out* c, const double* w, uint32_t jlo, uint32_t jhi, double* out) {
+  if constexpr (std::is_same_v<Out, int32_t>) {
+    c_dots_body(c, w, jlo, jhi, out);
+  } else {
+    widest<&c_dots_body<Out>>(c, w, jlo, jhi, out);
+  }
+}
+
+// Checks C (m x n at c[i * rs + j * cs]) against A (m x k rows) and Bt (n x k rows) per column tile
+// of width `tile`: flags[i * tiles + t] = 1 where |r| > tau. Returns the largest |r| / tau.
+template <typename T, typename Out>
+double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, const Out* c, size_t rs, size_t cs,
+                   uint32_t tile, uint32_t key, const GemmAccumulation& acc, int threads, std::vector<uint8_t>& flags) {
+  const uint32_t tiles = (n + tile - 1) / tile;
+  flags.assign(static_cast<size_t>(m) * tiles, 0);
+  std::vector<double> w(n);
+  for (uint32_t j = 0; j < n; ++j) w[j] = gemm_float_check_weight(key, j);  // in [1, 2)
+  // Y_t = B w_t and |B| w_t, tile by tile (tiles x k).
+  std::vector<double> y(static_cast<size_t>(tiles) * k, 0.0), ya(static_cast<size_t>(tiles) * k, 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const uint32_t lo = static_cast<uint32_t>(uint64_t{k} * t / nt),
+                   hi = static_cast<uint32_t>(uint64_t{k} * (t + 1) / nt);
+    for (uint32_t j = 0; j < n;) {
+      double* yr = y.data() + static_cast<size_t>(j / tile) * k;
+      double* yar = ya.data() + static_cast<size_t>(j / tile) * k;
+      if (j + 4 <= n && j / tile == (j + 3) / tile) {
+        const T* r = bt + static_cast<size_t>(j) * k;
+        widest<&y_update4_body<T>>(r, r + k, r + 2 * size_t{k}, r + 3 * size_t{k}, yr, yar, w.data() + j, lo, hi);
+        j += 4;
+      } else {
+        widest<&y_update_body<T>>(bt + static_cast<size_t>(j) * k, yr, yar, w[j], lo, hi);
+        j += 1;
+      }
+    }
+  }
+  // |B||w| rounded to FP32 for the bound's sum, which runs in FP32 on 16 lanes (see row_dots4_body).
+  const std::vector<float> yaf(ya.begin(), ya.end());
+  const double float_sum_factor = gemm_float_sum_factor(k);
+  const double rel = gemm_relative_bound(acc, k);
+  const double slack = gemm_check_slack(k, n);
+  // sum of w over each tile, for the underflow allowance.
+  std::vector<double> wsum(tiles, 0.0);
+  for (uint32_t j = 0; j < n; ++j) wsum[j / tile] += w[j];
+  double max_ratio = 0;
+  std::vector<double> strided;
+  // Dynamic: on shared cores a descheduled thread must not hold the others at the barrier.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 8) reduction(max : max_ratio) firstprivate(strided)
+  for (int64_t ib = 0; ib < static_cast<int64_t>((m + 3) / 4); ++ib) {
+    const uint32_t i0 = static_cast<uint32_t>(ib) * 4;
+    const uint32_t rows = std::min(4u, m - i0);
+    const T* ar[4];
+    for (uint32_t r = 0; r < 4; ++r) ar[r] = a + static_cast<size_t>(i0 + (r < rows ? r : 0)) * k;
+    for (uint32_t tt = 0; tt < tiles; ++tt) {
+      double s[4], q[4];
+      widest<&row_dots4_body<T>>(ar[0], ar[1], ar[2], ar[3], y.data() + static_cast<size_t>(tt) * k,
+                                 yaf.data() + static_cast<size_t>(tt) * k, k, s, q);
+      for (double& x : q) x *= float_sum_factor;
+      const uint32_t jlo = tt * tile, jhi = std::min(n, jlo + tile);
+      for (uint32_t r = 0; r < rows; ++r) {
+        const uint32_t i = i0 + r;
+        double d[1];
+        if (cs == 1) {
+          c_dots(c + static_cast<size_t>(i) * rs, w.data(), jlo, jhi, d);
+        } else {  // the transposed check (location only): gather the strided row first
+          strided.resize(n);
+          for (uint32_t j = jlo; j < jhi; ++j)
+            strided[j] = static_cast<double>(c[static_cast<size_t>(i) * rs + j * cs]);
+          c_dots(strided.data(), w.data(), jlo, jhi, d);
+        }
+        const double cw = d[0];
+        const double tau = gemm_tile_tau(acc, rel, slack, k, q[r], wsum[tt]);
+        const double res = std::fabs(cw - s[r]);
+        if (gemm_check_fails(res, tau)) flags[static_cast<size_t>(i) * tiles + tt] = 1;
+        if (res == res && tau > 0) max_ratio = std::max(max_ratio, res / tau);
+      }
+    }
+  }
+  return max_ratio;
+}
+
+// ---- Exact Freivalds modulo 2^64 -------------------------------------------------------------
+
+template <typename C>
+void exact_check(uint32_t m, uint32_t n, uint32_t k, const int32_t* a, const int32_t* bt, C c, uint32_t tile,
+                 uint32_t key, int threads, std::vector<uint8_t>& flags) {
+  constexpr uint32_t kVectors = kGemmExactVectors;
+  const uint32_t tiles = (n + tile - 1) / tile;
+  flags.assign(static_cast<size_t>(m) * tiles, 0);
+  std::vector<uint64_t> w(static_cast<size_t>(n) * kVectors);
+  for (uint32_t j = 0; j < n; ++j) {
+    for (uint32_t v = 0; v < kVectors; ++v)
+      w[static_cast<size_t>(j) * kVectors + v] = gemm_exact_check_weight(key, j, v);
+  }
+  const size_t rows_y = static_cast<size_t>(tiles) * kVectors;
+  std::vector<uint64_t> y(rows_y * k, 0);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const uint32_t lo = static_cast<uint32_t>(uint64_t{k} * t / nt),
+                   hi = static_cast<uint32_t>(uint64_t{k} * (t + 1) / nt);
+    for (uint32_t j = 0; j < n; ++j) {
+      const int32_t* row = bt + static_cast<size_t>(j) * k;
+      for (uint32_t v = 0; v < kVectors; ++v) {
+        uint64_t* yr = y.data() + (static_cast<size_t>(j / tile) * kVectors + v) * k;
+        const uint64_t wj = w[static_cast<size_t>(j) * kVectors + v];
+        for (uint32_t p = lo; p < hi; ++p) yr[p] += static_cast<uint64_t>(static_cast<int64_t>(row[p])) * wj;
+      }
+    }
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t ii = 0; ii < static_cast<int64_t>(m); ++ii) {
+    const uint32_t i = static_cast<uint32_t>(ii);
+    const int32_t* ar = a + static_cast<size_t>(i) * k;
+    for (uint32_t tt = 0; tt < tiles; ++tt) {
+      const uint32_t jlo = tt * tile, jhi = std::min(n, jlo + tile);
+      for (uint32_t v = 0; v < kVectors; ++v) {
+        const uint64_t* yr = y.data() + (static_cast<size_t>(tt) * kVectors + v) * k;
+        uint64_t s = 0, cw = 0;
+        for (uint32_t p = 0; p < k; ++p) s += static_cast<uint64_t>(static_cast<int64_t>(ar[p])) * yr[p];
+        for (uint32_t j = jlo; j < jhi; ++j) {
+          const int64_t cv = c(i, j);
+          cw += static_cast<uint64_t>(cv == kGemmInvalid ? 0 : cv) * w[static_cast<size_t>(j) * kVectors + v];
+        }
+        if (s != cw) flags[static_cast<size_t>(i) * tiles + tt] = 1;
+      }
+    }
+  }
+}
+
+// Exact families: the observed outputs as unscaled integers (kGemmInvalid where one cannot be the
+// integer product), with the indices of the invalid ones appended to `invalid`.
+std::vector<int64_t> unscaled_outputs(const GemmHostInputs& in, const void* c, int threads,
+                                      std::vector<uint64_t>& invalid) {
+  const uint32_t m = in.spec.m, n = in.spec.n;
+  std::vector<int64_t> cint(static_cast<size_t>(m) * n);
+  const double bound = static_cast<double>(in.exact_bound);
+  std::vector<std::vector<uint64_t>> bad(static_cast<size_t>(std::max(1, threads)));
+  // Unscaling multiplies by exact powers of two; every exact bound is below 2^31, so an integer
+  // in range converts to int32 exactly (a loop that vectorises).
+  std::vector<double> col_scale(n, 1.0);
+  for (uint32_t j = 0; j < n && !in.col_exp.empty(); ++j) col_scale[j] = std::ldexp(1.0, -in.col_exp[j]);
+  auto convert = [&](const auto* cv) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t ii = 0; ii < static_cast<int64_t>(m); ++ii) {
+      const size_t i = static_cast<size_t>(ii);
+      const double row_scale = in.row_exp.empty() ? 1.0 : std::ldexp(1.0, -in.row_exp[i]);
+      const auto* crow = cv + i * n;
+      int64_t* out = cint.data() + i * n;
+      const double* cs = col_scale.data();
+      size_t wrong = 0;
+#pragma omp simd reduction(+ : wrong)
+      for (size_t j = 0; j < n; ++j) {
+        const int64_t iv = gemm_unscale_output(static_cast<double>(crow[j]), row_scale * cs[j], bound);
+        out[j] = iv;
+        wrong += iv == kGemmInvalid ? 1 : 0;
+      }
+      if (wrong == 0) continue;
+      auto& list = bad[static_cast<size_t>(omp_get_thread_num()) % bad.size()];
+      for (size_t j = 0; j < n; ++j) {
+        if (out[j] == kGemmInvalid) list.push_back(i * n + j);
+      }
+    }
+  };
+  if (in.spec.type == GemmType::kFp64) {
+    convert(static_cast<const double*>(c));
+  } else if (in.spec.type == GemmType::kInt8) {
+    convert(static_cast<const int32_t*>(c));
+  } else {
+    convert(static_cast<const float*>(c));
+  }
+  for (auto& b : bad) invalid.insert(invalid.end(), b.begin(), b.end());
+  return cint;
+}
+
+// The floating-point check of C against A and Bt: over its rows per column tile or, transposed (to
+// locate), over its columns per row tile.
+template <typename T, typename Out>
+double float_pass(const GemmSpec& s, const T* a, const T* bt, const Out* c, const GemmAccumulation& acc,
+                  bool transposed, int threads, std::vector<uint8_t>& flags) {
+  if (!transposed) {
+    return float_check(s.m, s.n, s.k, a, bt, c, s.n, 1, gemm_check_tile(s.n),
+                       gemm_stream_key(s.seed, kGemmStreamRowCheck), acc, threads, flags);
+  }
+  return float_check(s.n, s.m, s.k, bt, a, c, 1, s.n, gemm_check_tile(s.m),
+                     gemm_stream_key(s.seed, kGemmStreamColCheck), acc, threads, flags);
+}
+
+// One pass of the checks (rows, or transposed the columns) for the inputs' family: exact on the
+// unscaled outputs `cint`, FP64 on the stored FP64 inputs, FP64 on the exact float copies of the
+// others. Returns the largest |r| / tau (0 for exact inputs).
+double check_pass(const GemmHostInputs& in, const void* c, const std::vector<int64_t>& cint,
+                  const GemmAccumulation& acc, bool transposed, int threads, std::vector<uint8_t>& flags) {
+  const GemmSpec& s = in.spec;
+  const uint32_t n = s.n;
+  if (gemm_inputs_exact(s.inputs)) {
+    const int64_t* ci = cint.data();
+    if (!transposed) {
+      exact_check(
+          s.m, n, s.k, in.a_int.data(), in.bt_int.data(),
+          [ci, n](uint32_t i, uint32_t j) { return ci[static_cast<size_t>(i) * n + j]; }, gemm_check_tile(n),
+          gemm_stream_key(s.seed, kGemmStreamRowCheck), threads, flags);
+    } else {
+      exact_check(
+          n, s.m, s.k, in.bt_int.data(), in.a_int.data(),
+          [ci, n](uint32_t j, uint32_t i) { return ci[static_cast<size_t>(i) * n + j]; }, gemm_check_tile(s.m),
+          gemm_stream_key(s.seed, kGemmStreamColCheck), threads, flags);
+    }
+    return 0;
+  }
+  if (s.type == GemmType::kFp64) {
+    return float_pass(s, reinterpret_cast<const double*>(in.a.data()), reinterpret_cast<const double*>(in.bt.data()),
+                      static_cast<const double*>(c), acc, transposed, threads, flags);
+  }
+  const float* a = in.a_wide.empty() ? reinterpret_cast<const float*>(in.a.data()) : in.a_wide.data();
+  const float* bt = in.bt_wide.empty() ? reinterpret_cast<const float*>(in.bt.data()) : in.bt_wide.data();
+  if (s.type == GemmType::kInt8)
+    return float_pass(s, a, bt, static_cast<const int32_t*>(c), acc, transposed, threads, flags);
+  return float_pass(s, a, bt, static_cast<const float*>(c), acc, transposed, threads, flags);
+}
+
+uint64_t count_flags(const std::vector<uint8_t>& flags) {
+  uint64_t count = 0;
+  for (uint8_t f : flags) count += f;
+  return count;
+}
+
+}  // namespace
+
+GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccumulation& acc, int threads) {
+  const GemmSpec& s = in.spec;
+  GemmVerdict verdict;
+  std::vector<uint64_t> invalid;
+  const std::vector<int64_t> cint =
+      gemm_inputs_exact(s.inputs) ? unscaled_outputs(in, c, threads, invalid) : std::vector<int64_t>{};
+  std::vector<uint8_t> row_flags, col_flags;
+  verdict.max_ratio = check_pass(in, c, cint, acc, false, threads, row_flags);
+  verdict.flagged_checks = count_flags(row_flags);
+  if (verdict.flagged_checks == 0 && invalid.empty()) {
+    verdict.report.checked = static_cast<uint64_t>(s.m) * s.n;
+    return verdict;
+  }
+
+  // Locate: the same check on the transpose, per row tile of C; an element is a candidate where its
+  // row fails in its column tile and its column fails in its row tile.
+  check_pass(in, c, cint, acc, true, threads, col_flags);
+  verdict.flagged_checks += count_flags(col_flags);
+  std::vector<uint64_t> candidates = gemm_candidates(s.m, s.n, row_flags, col_flags, invalid);
+
+  // Confirm each candidate by an O(k) recomputation (capped; the rest count as mismatches).
+  const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
+  candidates.resize(candidates.size() - unconfirmed);
+  verdict.report = gemm_confirm_from_inputs(in, acc, c, candidates, threads);
+  verdict.report.checked = static_cast<uint64_t>(s.m) * s.n;
+  verdict.report.mismatches += unconfirmed;
+  if (verdict.report.mismatches == 0) {
+    // A failed check whose element the location could not confirm still counts.
+    const std::vector<uint64_t> at = gemm_unconfirmed_checks(s.n, row_flags);
+    std::vector<uint64_t> bits;
+    for (uint64_t idx : at) bits.push_back(gemm_output_bits(s.type, c, idx));
+    gemm_keep_unconfirmed(verdict.report, s.type, at, bits);
+  }
+  return verdict;
+}
+
+}  // namespace sdc
