@@ -3,6 +3,7 @@
 #include <string>
 
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 
 namespace sdc::goodput {
 
@@ -19,17 +20,35 @@ Breakdown finish_ledger(Ledger& ledger, const std::string& restore_asked_at, boo
   }
 }
 
-Analysis analyze(std::istream& in, const LedgerOptions& options, bool lenient) {
+Analysis analyze(std::istream& in, const LedgerOptions& options, bool lenient, Tally* measured) {
   Ledger ledger(options);
   EventReader reader(lenient);
+  TallyCounter tally;
+  tally.start_file(0);
   Analysis out;
   uint64_t restore_asked_at = 0;  // the line of the event that left a restore pending
   out.stats = reader.read(in, [&](const Event& e) {
+    tally.add(e);  // as analyze_files counts: every event read
     const bool was_pending = ledger.restore_pending();
     ledger.add(e);
     if (!was_pending && ledger.restore_pending()) restore_asked_at = reader.line();
   });
   out.breakdown = finish_ledger(ledger, "line " + std::to_string(restore_asked_at), lenient, out.stats);
+  tally.end_file();
+  if (measured != nullptr) *measured = tally.finish();
+  return out;
+}
+
+Analysis analyze_file(const std::string& path, const LedgerOptions& options, bool lenient, Tally* measured) {
+  std::ifstream in = open_input(path, "event log");
+  Analysis out;
+  try {
+    out = analyze(in, options, lenient, measured);
+  } catch (const InputError&) {
+    check_read(in, path, "event log");  // a failed read cuts the last line short: that error comes first
+    throw;
+  }
+  check_read(in, path, "event log");
   return out;
 }
 

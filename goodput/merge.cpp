@@ -12,6 +12,7 @@
 #include <set>
 
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -49,9 +50,7 @@ int64_t rank_from_name(const std::string& path) {
 template <class Take>
 void read_file(File& file, size_t index, bool lenient, TallyCounter& tally, const Take& take) {
   const std::string& path = file.path;
-  if (fs::is_directory(path)) throw InputError(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path);
+  std::ifstream in = open_input(path, "event log");
   EventReader reader(lenient);
   int64_t last_t = 0;
   bool first = true;
@@ -69,8 +68,10 @@ void read_file(File& file, size_t index, bool lenient, TallyCounter& tally, cons
       take({e, index, reader.line()});
     });
   } catch (const InputError& e) {
+    check_read(in, path, "event log");  // a failed read cuts the last line short: that error comes first
     throw InputError(path + ": " + e.what());
   }
+  check_read(in, path, "event log");
   tally.end_file();
   if (file.stats.skipped > 0) file.stats.first_skip = path + ": " + file.stats.first_skip;
 }
