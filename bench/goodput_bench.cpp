@@ -1,18 +1,23 @@
 // Ingest plus classification of a simulated event log, in events per second on one core, against
 // two ceilings measured in the same run on the same bytes: simdjson parsing every line and touching
 // every field (all a parser can do), and memcpy (all a reader can do). A second benchmark reads a
-// short log many times: what each read costs beyond its parsing.
+// short log many times: what each read costs beyond its parsing. A third runs `sdcprobe goodput
+// --json` on the log as a file: the command's whole read of it, with what it measures and its JSON.
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "goodput/analyze.hpp"
+#include "goodput/commands.hpp"
 #include "goodput/simulator.hpp"
 
 namespace {
@@ -140,6 +145,29 @@ void BM_GoodputIngestSmall(benchmark::State& state) {
   state.counters["vs_simdjson_parse"] = static_cast<double>(log.events) / ingest_s / parse_ceiling;
 }
 BENCHMARK(BM_GoodputIngestSmall)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The command on the log as a file, against simdjson over the same bytes in the same run.
+void BM_GoodputCommandJson(benchmark::State& state) {
+  const Log& log = simulated_log();
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("sdc-goodput-bench-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(path, std::ios::binary) << log.text;
+  sdc::goodput::GoodputOptions options;
+  options.events_paths = {path.string()};
+  options.json = true;
+  auto run = [&] {
+    std::ostringstream out;
+    sdc::goodput::goodput_command(options, out);
+    benchmark::DoNotOptimize(out.str().size());
+  };
+  const double parse_ceiling = simdjson_events_per_second(log);
+  for (auto _ : state) run();
+  state.counters["events_per_s"] = benchmark::Counter(
+      static_cast<double>(log.events) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["vs_simdjson_parse"] = static_cast<double>(log.events) / best_seconds(run) / parse_ceiling;
+  std::filesystem::remove(path);
+}
+BENCHMARK(BM_GoodputCommandJson)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -1,4 +1,5 @@
-// Reads an event log and runs it through the ledger: the one call behind `sdcprobe goodput`.
+// Reads one event log and runs it through the ledger, counting what it measured in the same pass:
+// `sdcprobe goodput` on one log (several go through analyze_files, goodput/merge.hpp).
 #pragma once
 
 #include <istream>
@@ -7,6 +8,7 @@
 #include "goodput/breakdown.hpp"
 #include "goodput/event.hpp"
 #include "goodput/ledger.hpp"
+#include "goodput/tally.hpp"
 
 namespace sdc::goodput {
 
@@ -16,8 +18,11 @@ struct Analysis {
 };
 
 // Throws InputError naming the line of the first bad event, unless `lenient` (then bad lines are
-// skipped and counted in stats.skipped).
-Analysis analyze(std::istream& in, const LedgerOptions& options = {}, bool lenient = false);
+// skipped and counted in stats.skipped). With `measured`, the same pass counts what analyze_files
+// would.
+Analysis analyze(std::istream& in, const LedgerOptions& options = {}, bool lenient = false, Tally* measured = nullptr);
+// The file at `path` (host/input_file: a FIFO too, read once).
+Analysis analyze_file(const std::string& path, const LedgerOptions& options, bool lenient, Tally* measured);
 
 // A log with no process_start or alloc_granted whose whole time the ledger labels queue (only a
 // replica check's events, say) cannot be told from queue: an InputError, `where` + kNoStart, or

@@ -2,15 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "goodput/analyze.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/report.hpp"
-#include "goodput/tally.hpp"
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
 
@@ -32,18 +29,13 @@ std::string ratio(double r) {
 
 nlohmann::ordered_json activity_json(const Activity& a) { return {{"count", a.count}, {"ns", a.ns}}; }
 
-// The ledger's JSON, plus the job id and what the logs measured (docs/goodput.md, "Cluster"): counted
-// by the merge's pass when it read the files (`measured`), else by reading the file again.
-std::string summary_json(const Analysis& analysis, const GoodputOptions& o, const std::vector<std::string>& paths,
-                         const Tally* measured) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json_report(analysis));
+// The ledger's JSON, plus the job id and what the logs measured (docs/goodput.md, "Cluster").
+std::string summary_json(const Analysis& analysis, const GoodputOptions& o, const Tally& t) {
+  nlohmann::ordered_json j = json_report(analysis);
   if (o.job_id >= 0) j["job_id"] = o.job_id;
-  if (paths[0] != "-") {
-    const Tally t = measured != nullptr ? *measured : tally_files(paths, o.lenient);
-    j["measured"] = {{"saves", activity_json(t.saves)},        {"data_waits", activity_json(t.data_waits)},
-                     {"evals", activity_json(t.evals)},        {"probes", activity_json(t.probes)},
-                     {"save_interval_ns", t.save_interval_ns}, {"incidents", t.incidents}};
-  }
+  j["measured"] = {{"saves", activity_json(t.saves)},        {"data_waits", activity_json(t.data_waits)},
+                   {"evals", activity_json(t.evals)},        {"probes", activity_json(t.probes)},
+                   {"save_interval_ns", t.save_interval_ns}, {"incidents", t.incidents}};
   return j.dump(2) + "\n";
 }
 
@@ -53,8 +45,7 @@ int goodput_command(const GoodputOptions& o, std::ostream& out) {
   const std::vector<std::string> paths = expand_event_paths(o.events_paths);
   if (paths.empty()) throw InputError("no event log given");
   Analysis analysis;
-  Tally measured;
-  const bool merged = !o.sacct_path.empty() || paths.size() > 1;
+  Tally measured;  // counted by the pass that reads the logs: each is read once
   if (!o.sacct_path.empty()) {
     if (paths[0] == "-") throw InputError("--sacct merges event files, not standard input");
     const std::vector<SlurmRecord> records = read_sacct_json(o.sacct_path);
@@ -62,18 +53,15 @@ int goodput_command(const GoodputOptions& o, std::ostream& out) {
   } else if (paths.size() > 1) {
     analysis = analyze_files(paths, o.ledger, o.lenient, nullptr, "", &measured);
   } else if (paths[0] == "-") {
-    analysis = analyze(std::cin, o.ledger, o.lenient);
+    analysis = analyze(std::cin, o.ledger, o.lenient, &measured);
   } else {
-    if (std::filesystem::is_directory(paths[0])) throw InputError(paths[0] + ": is a directory");
-    std::ifstream in(paths[0], std::ios::binary);
-    if (!in) throw InputError("cannot read " + paths[0]);
-    analysis = analyze(in, o.ledger, o.lenient);
+    analysis = analyze_file(paths[0], o.ledger, o.lenient, &measured);
   }
   if (analysis.stats.events == 0) {
     throw InputError((paths.size() > 1 ? std::string("the merged logs") : paths[0]) + ": no events");
   }
   if (!o.svg_path.empty()) write_file_atomically(o.svg_path, svg_report(analysis.breakdown));
-  out << (o.json ? summary_json(analysis, o, paths, merged ? &measured : nullptr) : text_report(analysis));
+  out << (o.json ? summary_json(analysis, o, measured) : text_report(analysis));
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -37,16 +38,14 @@ bool is_pattern(const std::string& s) { return s.find_first_of("*?[") != std::st
 template <class Take>
 void read_file(File& file, size_t index, bool only_file, bool lenient, TallyCounter& tally, const Take& take) {
   const std::string& path = file.path;
-  if (fs::is_directory(path)) throw InputError(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path);
+  std::ifstream in = open_input(path, "event log");
   EventReader reader(lenient);
   int64_t last_t = 0;
   bool first = true;
   tally.start_file(index, rank_from_name(path), only_file);
   try {
     file.stats = reader.read(in, [&](const Event& e) {
-      tally.add(e);  // as tally_files counts: every event read
+      tally.add(e);  // every event read
       // Thrown here, the reader adds the line number (or skips the line in lenient mode).
       if (e.t < last_t) throw InputError("time goes backwards in this file");
       // Only the first event says whose file it is: a later "rank" may mean something else (the
@@ -57,8 +56,10 @@ void read_file(File& file, size_t index, bool only_file, bool lenient, TallyCoun
       take({e, index, reader.line()});
     });
   } catch (const InputError& e) {
+    check_read(in, path, "event log");  // a failed read cuts the last line short: that error comes first
     throw InputError(path + ": " + e.what());
   }
+  check_read(in, path, "event log");
   tally.end_file();
   if (file.stats.skipped > 0) file.stats.first_skip = path + ": " + file.stats.first_skip;
 }

@@ -25,7 +25,7 @@ std::vector<std::string> expand_event_paths(const std::vector<std::string>& argu
 // line. With `allocations` (Slurm's records of the job, read from `sacct_path`), the scheduler's
 // eligible, start and end times are merged in as job_eligible, alloc_granted and alloc_released
 // (job_end for the last), and the loop's own job_end is dropped. With `measured`, the same pass
-// counts what tally_files would.
+// counts what the job's logs measured (goodput/tally.hpp).
 Analysis analyze_files(const std::vector<std::string>& paths, const LedgerOptions& options = {}, bool lenient = false,
                        const std::vector<SlurmRecord>* allocations = nullptr, const std::string& sacct_path = "",
                        Tally* measured = nullptr);

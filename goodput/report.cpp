@@ -114,14 +114,14 @@ std::string text_report(const Analysis& a, bool diagnostics) {
 
 std::string json_breakdown(const Breakdown& b) { return breakdown_object(b).dump(2) + "\n"; }
 
-std::string json_report(const Analysis& a) {
+nlohmann::ordered_json json_report(const Analysis& a) {
   nlohmann::ordered_json j = breakdown_object(a.breakdown);
   j["diagnostics"] = {{"gaps", {{"count", a.breakdown.gap_count}, {"ns", a.breakdown.gap_ns}}},
                       {"rollbacks", a.breakdown.rollbacks},
                       {"overlapped_probe_ns", a.breakdown.overlapped_probe_ns},
                       {"events", a.stats.events},
                       {"skipped_lines", a.stats.skipped}};
-  return j.dump(2) + "\n";
+  return j;
 }
 
 std::string svg_report(const Breakdown& b) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "goodput/analyze.hpp"
@@ -12,7 +13,7 @@ namespace sdc::goodput {
 // ETTR, the breakdown table, SDC time lost, the work list and (for a ledger's result) diagnostics.
 std::string text_report(const Analysis& analysis, bool diagnostics = true);
 // The keys of docs/goodput.md: wall_ns, productive_ns, ettr, sdc_lost_ns, categories, diagnostics.
-std::string json_report(const Analysis& analysis);
+nlohmann::ordered_json json_report(const Analysis& analysis);
 // The ground truth of a simulated run, with the same keys.
 std::string json_breakdown(const Breakdown& breakdown);
 // A stacked bar of the whole wall time and a ranked bar per loss category with its SDC share.

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -76,6 +76,7 @@ class ValueCutter {
     if (pos_ == end_) {
       in_.read(buffer_, sizeof buffer_);
       end_ = static_cast<size_t>(in_.gcount());
+      if (end_ == 0) check_read(in_, path_, "--sacct");  // a failed read is no end of file
       pos_ = 0;
     }
     return pos_ == end_ ? EOF : static_cast<unsigned char>(buffer_[pos_]);
@@ -117,9 +118,7 @@ int64_t sacct_seconds(const nlohmann::json& time, const char* name, const std::s
 
 void for_each_sacct_record(const std::string& path, const SacctRecordSink& record,
                            const nlohmann::json::parser_callback_t& keep) {
-  if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path);
+  std::ifstream in = open_input(path, "--sacct");
   const std::string no_jobs = path + ": no \"jobs\" array (expected `sacct --json` output)";
   ValueCutter cutter(in, path);
   std::string text;

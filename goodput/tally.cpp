@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-
-#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -103,25 +100,6 @@ Tally TallyCounter::finish() {
     if (i == 0 || progressed) ++tally_.incidents;
   }
   return tally_;
-}
-
-Tally tally_files(const std::vector<std::string>& paths, bool lenient) {
-  TallyCounter counter;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    const std::string& path = paths[i];
-    if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError("cannot read " + path);
-    counter.start_file(i, rank_from_name(path), paths.size() == 1);
-    EventReader reader(lenient);
-    try {
-      reader.read(in, [&](const Event& e) { counter.add(e); });
-    } catch (const InputError& e) {
-      throw InputError(path + ": " + e.what());
-    }
-    counter.end_file();
-  }
-  return counter.finish();
 }
 
 }  // namespace sdc::goodput

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "goodput/event.hpp"
@@ -67,9 +66,5 @@ class TallyCounter {
   int64_t most_saves_ = 0;
   size_t most_saves_order_ = 0;
 };
-
-// Reads the files on their own (analyze_files counts the same in its pass). Throws InputError
-// naming the file and line on bad input unless `lenient`.
-Tally tally_files(const std::vector<std::string>& paths, bool lenient);
 
 }  // namespace sdc::goodput

@@ -1,11 +1,9 @@
 #include "goodput/cluster/cluster_summary.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 
 namespace sdc::goodput::cluster {
 namespace {
@@ -71,12 +69,7 @@ JobSummary parse_job_summary(const std::string& path, const std::string& text) {
 }
 
 JobSummary read_job_summary(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw InputError(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_job_summary(path, text.str());
+  return parse_job_summary(path, read_input(path, "job summary"));
 }
 
 }  // namespace sdc::goodput::cluster

@@ -2,10 +2,10 @@
 
 #include <cstdlib>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 #include "kernels/common/random.hpp"
 
 namespace sdc {
@@ -32,10 +32,8 @@ std::string site_defaults_path() {
 }
 
 std::string read_fleet_secret(const std::string& path) {
-  const std::string why = std::string("--seed fleet needs the site secret ") + kFleetSecretSetting + "= in " + path;
-  if (std::filesystem::is_directory(path)) throw InputError(why + ": is a directory");
-  std::ifstream in(path);
-  if (!in) throw InputError(why + ": cannot read the file");
+  const std::string why = std::string("--seed fleet needs the site secret ") + kFleetSecretSetting + "= in";
+  std::ifstream in = open_input(path, why);
   std::string secret;
   const std::string prefix = std::string(kFleetSecretSetting) + "=";
   for (std::string line; std::getline(in, line);) {
@@ -48,8 +46,8 @@ std::string read_fleet_secret(const std::string& path) {
     }
     secret = value;
   }
-  if (in.bad()) throw InputError(why + ": cannot read the file");
-  if (secret.empty()) throw InputError(why + ": the setting is missing or empty");
+  check_read(in, path, why);
+  if (secret.empty()) throw InputError(why + " " + path + ": the setting is missing or empty");
   return secret;
 }
 

@@ -1,12 +1,10 @@
 #include "scheduler/consensus/golden.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 
 namespace sdc {
 
@@ -47,15 +45,11 @@ std::string golden_to_json(const GoldenFile& g) {
 }
 
 GoldenFile load_golden(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw InputError("--golden " + path + ": is a directory");
-  std::ifstream in(path);
-  if (!in) throw InputError("--golden " + path + ": cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input(path, "--golden");
   auto bad = [&](const std::string& field, const std::string& why) {
     return InputError("--golden " + path + ": " + field + ": " + why);
   };
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw bad("(file)", "not a JSON object");
   if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != "sdcprobe-golden") {
     throw bad("format", "must be the string \"sdcprobe-golden\"");

@@ -14,6 +14,7 @@
 
 #include "host/device.hpp"
 #include "host/error.hpp"
+#include "host/input_file.hpp"
 #include "host/time.hpp"
 #include "probes/result.hpp"
 #include "scheduler/consensus/consensus.hpp"
@@ -199,21 +200,17 @@ bool same_class(const ReportDevice& a, const ReportDevice& b) {
          a.runtime_version == b.runtime_version;
 }
 
-bool is_history_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[16] = {};
-  in.read(head, sizeof head);
-  return in.gcount() == 16 && std::string(head, 16) == std::string("SQLite format 3\0", 16);
-}
-
+// A history database is SQLite's to read, by its path; anything else is a report, read once (a FIFO
+// too): its first bytes tell which.
 void ingest_file(const std::string& path, FleetTally& tally) {
   ++tally.files;
-  if (is_history_file(path)) return ingest_history(path, tally);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot read the file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InputError(path + ": cannot read the file");
-  ingest_report_text(path, text, tally);
+  std::ifstream in = open_input(path, "report");
+  const std::string sqlite("SQLite format 3\0", 16);
+  std::string head(sqlite.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head == sqlite) return ingest_history(path, tally);
+  ingest_report_text(path, head + read_rest(in, path, "report"), tally);
 }
 
 }  // namespace

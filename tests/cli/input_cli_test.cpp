@@ -128,8 +128,110 @@ TEST_F(InputCliTest, AnInjectionThatMatchesNothingIsAnInputError) {
 }
 
 TEST_F(InputCliTest, GoodputOfADirectorySaysSo) {
-  expect_input_error({"goodput", "/"}, "/: is a directory");
-  expect_input_error({"goodput", dir_.string()}, "is a directory");
+  expect_input_error({"goodput", "/"}, "/: cannot read the file: Is a directory");
+  expect_input_error({"goodput", dir_.string()}, "Is a directory");
+}
+
+// Every reader of an input file words its failures one way: the flag or field, the path, "cannot
+// read the file" and the system's reason; exit 2. /proc/self/mem opens, but its first page is not
+// mapped: the first read fails with EIO, a real read error.
+TEST_F(InputCliTest, EveryReaderWordsAnUnreadableFileOneWay) {
+  write("log.jsonl", "{\"t\":0,\"event\":\"alloc_granted\"}\n{\"t\":5,\"event\":\"job_end\"}\n");
+  fs::create_directory(dir_ / "adir");
+  const std::string sacct = std::string(SDC_SOURCE_DIR) + "/tests/goodput/data/sacct_requeue_22.05.json";
+  struct Reader {
+    std::string what;
+    std::vector<std::string> args;  // "@" is the path
+    bool lists_directories;         // a directory is a list of inputs, not an input
+  };
+  const std::vector<Reader> readers = {
+      {"event log", {"goodput", "@"}, false},
+      {"event log", {"goodput", path("log.jsonl"), "@"}, false},
+      {"--sacct", {"goodput", path("log.jsonl"), "--sacct", "@"}, false},
+      {"--sacct", {"fleet", "goodput", "--sacct", "@"}, false},
+      {"job summary", {"fleet", "goodput", "--sacct", sacct, "@"}, true},
+      {"report", {"fleet", "sdc", "@"}, true},
+      {"--golden", {"--backend", "cpu", "qualify", "--golden", "@"}, false},
+      {"--seed fleet needs the site secret FLEET_SECRET= in",
+       {"/usr/bin/env", "SDCPROBE_DEFAULTS_FILE=@", kBinary, "--backend", "cpu", "run", "alu.fma32", "--seed", "fleet"},
+       false},
+  };
+  const std::vector<std::pair<std::string, std::string>> failures = {
+      {path("missing"), "No such file or directory"},
+      {path("adir"), "Is a directory"},
+      {"/proc/self/mem", "Input/output error"},
+  };
+  for (const Reader& reader : readers) {
+    for (const auto& [file, why] : failures) {
+      if (reader.lists_directories && file == path("adir")) continue;
+      std::vector<std::string> args;
+      for (const std::string& a : reader.args) {
+        const size_t at = a.find('@');
+        args.push_back(at == std::string::npos ? a : a.substr(0, at) + file);
+      }
+      if (args[0] != "/usr/bin/env") args.insert(args.begin(), kBinary);
+      const ProcessResult r = sdc::fuzz::run_process(args, dir_.string(), 600);
+      ASSERT_TRUE(r.exited) << args[1] << " " << file;
+      EXPECT_EQ(r.code, 2) << args[1] << " " << file << "\n" << r.err;
+      EXPECT_EQ(r.err, "sdcprobe: error: " + reader.what + " " + file + ": cannot read the file: " + why + "\n")
+          << args[1] << " " << file;
+    }
+  }
+}
+
+// A FIFO or /dev/stdin on a pipe can be read once: each reader that takes a stream reads it once,
+// and reads what a file of the same bytes gives it. A reader that opened it twice would wait for a
+// writer that is gone (the timeout ends it) or see it empty.
+TEST_F(InputCliTest, FifosAreReadOnceWithTheFilesResult) {
+  const ProcessResult simulated = sdcprobe({"simulate", "--out", path("log.jsonl"), "--days", "2", "--seed", "3"});
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+  const ProcessResult report = sdcprobe(with(kRun, {"--json", path("report.json")}));
+  ASSERT_EQ(report.code, 0) << report.err;
+  const std::string data = std::string(SDC_SOURCE_DIR) + "/tests/goodput/data/";
+  struct Case {
+    std::vector<std::string> inputs;  // each becomes a FIFO fed by its own writer
+    std::vector<std::string> args;    // "@N" is input N
+  };
+  const std::vector<Case> cases = {
+      {{path("log.jsonl")}, {"goodput", "@0", "--json"}},
+      {{path("log.jsonl")}, {"goodput", "@0"}},
+      {{data + "sacct_requeue_events.rank0.jsonl", data + "sacct_requeue_22.05.json"},
+       {"goodput", "@0", "--sacct", "@1", "--json"}},
+      {{path("report.json")}, {"fleet", "sdc", "@0"}},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::vector<std::string> from_files, from_fifos;
+    std::string writers;
+    for (const std::string& a : cases[c].args) {
+      const size_t i = a[0] == '@' ? std::stoul(a.substr(1)) : SIZE_MAX;
+      from_files.push_back(i == SIZE_MAX ? a : cases[c].inputs[i]);
+      from_fifos.push_back(i == SIZE_MAX ? a : path("fifo" + std::to_string(c) + "." + std::to_string(i)));
+    }
+    for (size_t i = 0; i < cases[c].inputs.size(); ++i) {
+      const std::string fifo = path("fifo" + std::to_string(c) + "." + std::to_string(i));
+      ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+      writers += "cat '" + cases[c].inputs[i] + "' > '" + fifo + "' & ";
+    }
+    const ProcessResult file = sdcprobe(from_files);
+    ASSERT_EQ(file.code, 0) << file.err;
+    std::string command = writers + kBinary;
+    for (const std::string& a : from_fifos) command += " '" + a + "'";
+    const ProcessResult fifo =
+        sdc::fuzz::run_process({"/bin/sh", "-c", command + "; rc=$?; wait; exit $rc"}, dir_.string(), 30);
+    EXPECT_FALSE(fifo.timed_out) << "a FIFO opened twice, or never: " << command;
+    if (fifo.timed_out) continue;
+    EXPECT_EQ(fifo.code, 0) << command << "\n" << fifo.err;
+    EXPECT_EQ(fifo.out, file.out) << command;
+  }
+  // The same through /dev/stdin on a pipe, and through "-".
+  const ProcessResult file = sdcprobe({"goodput", path("log.jsonl"), "--json"});
+  for (const char* name : {"/dev/stdin", "-"}) {
+    const ProcessResult piped = sdc::fuzz::run_process(
+        {"/bin/sh", "-c", "cat log.jsonl | " + kBinary + " goodput " + name + " --json"}, dir_.string(), 30);
+    EXPECT_FALSE(piped.timed_out) << name;
+    EXPECT_EQ(piped.code, 0) << name << "\n" << piped.err;
+    EXPECT_EQ(piped.out, file.out) << name;
+  }
 }
 
 std::string golden(const std::string& extra) {

@@ -39,7 +39,7 @@ TEST(GoodputDocs, WorkedExampleAddsUp) {
   EXPECT_EQ(b[Category::kBlockingOverhead], (CategoryNs{7 * kMin, 2 * kMin}));
   EXPECT_EQ(b.sdc_lost_ns(), 55 * kMin);
   // The JSON shown in the document is what --json prints for this log.
-  EXPECT_EQ(nlohmann::json::parse(json_report(a)), nlohmann::json::parse(fenced_block(doc.str(), "json")));
+  EXPECT_EQ(nlohmann::json::parse(json_report(a).dump()), nlohmann::json::parse(fenced_block(doc.str(), "json")));
 }
 
 }  // namespace

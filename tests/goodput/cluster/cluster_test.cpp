@@ -361,20 +361,24 @@ TEST(ClusterLedger, TallyOfTheLogs) {
           line(70, "step_begin", ",\"step\":3") + line(80, "step_end", ",\"step\":3") + line(90, "fault_detected"));
   const std::string rank1 = dir.file(
       "events.rank1.jsonl", line(53, "fault_detected", ",\"rank\":1") + line(95, "sdc_detected", ",\"rank\":1"));
-  const goodput::Tally t = goodput::tally_files({rank0, rank1}, false);
-  EXPECT_EQ(t.saves, (goodput::Activity{2, 12}));
-  EXPECT_EQ(t.data_waits, (goodput::Activity{1, 3}));
-  EXPECT_EQ(t.save_interval_ns, 22);
-  EXPECT_EQ(t.incidents, 2);  // 52 and 53: one; 90 and 95: one
-  // The ledger's pass counts the same (fleet goodput reads the logs once), in either order given.
+  // Counted by the ledger's pass (fleet goodput reads the logs once), in either order given.
   for (const std::vector<std::string>& paths : {std::vector<std::string>{rank0, rank1}, {rank1, rank0}}) {
-    goodput::Tally one_pass;
-    goodput::analyze_files(paths, {}, false, nullptr, "", &one_pass);
-    EXPECT_EQ(one_pass.saves, t.saves);
-    EXPECT_EQ(one_pass.data_waits, t.data_waits);
-    EXPECT_EQ(one_pass.save_interval_ns, t.save_interval_ns);
-    EXPECT_EQ(one_pass.incidents, t.incidents);
+    goodput::Tally t;
+    goodput::analyze_files(paths, {}, false, nullptr, "", &t);
+    EXPECT_EQ(t.saves, (goodput::Activity{2, 12}));
+    EXPECT_EQ(t.data_waits, (goodput::Activity{1, 3}));
+    EXPECT_EQ(t.save_interval_ns, 22);
+    EXPECT_EQ(t.incidents, 2);  // 52 and 53: one; 90 and 95: one
   }
+  // One log alone, streamed through the ledger, counts in its one pass as the merge does.
+  goodput::Tally alone, merged;
+  goodput::analyze_file(rank0, {}, false, &alone);
+  goodput::analyze_files({rank0}, {}, false, nullptr, "", &merged);
+  EXPECT_EQ(alone.saves, (goodput::Activity{2, 12}));
+  EXPECT_EQ(alone.data_waits, merged.data_waits);
+  EXPECT_EQ(alone.save_interval_ns, merged.save_interval_ns);
+  EXPECT_EQ(alone.incidents, 2);  // 52, and 90 after the step that ended at 80
+  EXPECT_EQ(alone.incidents, merged.incidents);
 }
 
 void expect_error(const ClusterInputs& in, const std::string& needle) {
