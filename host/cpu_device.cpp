@@ -33,8 +33,13 @@ constexpr size_t kLineWords = 8;
 // and TLB misses for the memory probes' large sequential passes.
 constexpr size_t kHugePage = 2u << 20;
 constexpr size_t kPage = 4096;
-// Bytes each core pre-faults between two heartbeats: under half a second at the slowest rate seen.
-constexpr size_t kPrefaultRoundBytes = 64u << 20;
+// The work each core does between two heartbeats, so that a watchdog of a few seconds never takes a
+// healthy device, even ten times slower than a loaded sanitizer build, for a hung one: bytes of
+// memory faulted in (64 MiB took under half a second at the slowest rate seen), bytes of a pattern
+// pass or digest, and chain steps (copies times iterations; 2^22 fp32 steps take about 20 ms).
+constexpr size_t kPrefaultRoundBytes = 8u << 20;
+constexpr size_t kPassRoundWords = (16u << 20) / 8;
+constexpr uint64_t kChainRoundSteps = 1u << 22;
 
 class CpuBuffer : public DeviceBuffer {
  public:
@@ -193,22 +198,16 @@ std::unique_ptr<DeviceBuffer> CpuDevice::allocate(size_t bytes) {
   // It goes in rounds, each core faulting the next kPrefaultRoundBytes of its own words, with a
   // heartbeat after each: faulting gigabytes of host memory can take longer than the watchdog.
   const uintptr_t base = reinterpret_cast<uintptr_t>(buf->data());
-  const size_t words = (bytes + 7) / 8;
-  const size_t n = cores().size();
-  const size_t longest = ((words + kLineWords - 1) / kLineWords + n - 1) / n * kLineWords;  // for_each_core's
-  for (size_t done = 0; done < longest; done += kPrefaultRoundBytes / 8) {
-    for_each_core(cores(), words, kLineWords, [&](size_t, size_t lo, size_t hi, int) {
-      // Each page that starts in this round of this core's words; the first core also the page the
-      // buffer starts in.
-      const size_t round_lo = std::min(hi, lo + done), round_hi = std::min(hi, round_lo + kPrefaultRoundBytes / 8);
-      const uintptr_t begin = base + round_lo * 8, end = base + round_hi * 8;
-      if (round_lo == 0 && round_lo < round_hi) *reinterpret_cast<volatile unsigned char*>(begin) = 0;
-      for (uintptr_t a = (begin + kPage - 1) / kPage * kPage; a < end; a += kPage) {
-        *reinterpret_cast<volatile unsigned char*>(a) = 0;
-      }
-    });
-    beat();
-  }
+  for_each_core_in_rounds(
+      cores(), (bytes + 7) / 8, kLineWords, kPrefaultRoundBytes / 8, false, [this] { beat(); },
+      [&](size_t, size_t lo, size_t hi, int) {
+        // Each page that starts in this piece; the first piece also the page the buffer starts in.
+        const uintptr_t begin = base + lo * 8, end = base + hi * 8;
+        if (lo == 0) *reinterpret_cast<volatile unsigned char*>(begin) = 0;
+        for (uintptr_t a = (begin + kPage - 1) / kPage * kPage; a < end; a += kPage) {
+          *reinterpret_cast<volatile unsigned char*>(a) = 0;
+        }
+      });
   return buf;
 }
 
@@ -225,8 +224,9 @@ void CpuDevice::download(void* dst, DeviceBuffer& src, size_t bytes) {
 void CpuDevice::fill(DeviceBuffer& buf, size_t words, const Pattern& p) {
   check_words(buf, words);
   uint64_t* data = words_of(buf);
-  for_each_core(cores(), words, kLineWords,
-                [&](size_t, size_t lo, size_t hi, int) { cpu_fill_words(data, lo, hi, p); });
+  for_each_core_in_rounds(
+      cores(), words, kLineWords, kPassRoundWords, false, [this] { beat(); },
+      [&](size_t, size_t lo, size_t hi, int) { cpu_fill_words(data, lo, hi, p); });
 }
 
 MismatchReport CpuDevice::verify(DeviceBuffer& buf, size_t words, const Pattern& expect, const Pattern* then_write,
@@ -235,10 +235,12 @@ MismatchReport CpuDevice::verify(DeviceBuffer& buf, size_t words, const Pattern&
   inject(buf, words, 64, 1);
   uint64_t* data = words_of(buf);
   std::vector<MismatchReport> parts(cores().size());
-  for_each_core(cores(), words, kLineWords, [&](size_t chunk, size_t lo, size_t hi, int core) {
-    parts[chunk].checked = hi - lo;
-    cpu_verify_words(data, lo, hi, expect, then_write, dir, core, parts[chunk]);
-  });
+  for_each_core_in_rounds(
+      cores(), words, kLineWords, kPassRoundWords, dir == Direction::kDown, [this] { beat(); },
+      [&](size_t chunk, size_t lo, size_t hi, int core) {
+        parts[chunk].checked += hi - lo;
+        cpu_verify_words(data, lo, hi, expect, then_write, dir, core, parts[chunk]);
+      });
   MismatchReport total;
   for (const auto& r : parts) total.merge(r);
   return total;
@@ -253,8 +255,10 @@ MismatchReport CpuDevice::run_chains(const ChainJob& job, const std::vector<uint
   const uint64_t elements = job.copies * kChainOutputsPerCopy;
   auto out = allocate(elements * width / 8);
   // Compute and verify with the same split, so a mismatch names the core that computed it.
-  for_each_core(cores(), job.copies, 64,
-                [&](size_t, size_t lo, size_t hi, int) { cpu_compute_chains(job, lo, hi, out->data()); });
+  const uint64_t round_copies = kChainRoundSteps / std::max<uint64_t>(job.iterations, 1);
+  for_each_core_in_rounds(
+      cores(), job.copies, 64, round_copies, false, [this] { beat(); },
+      [&](size_t, size_t lo, size_t hi, int) { cpu_compute_chains(job, lo, hi, out->data()); });
   inject(*out, elements, width, kChainOutputsPerCopy);
   const unsigned lanes = cpu_simd_lanes(width == 32 ? 32 : 64);
   std::vector<MismatchReport> parts(cores().size());
@@ -288,11 +292,13 @@ Digest128 CpuDevice::digest(DeviceBuffer& buf, size_t words) {
   check_words(buf, words);
   const uint64_t* w = words_of(buf);
   std::vector<Digest128> parts(cores().size());
-  for_each_core(cores(), words, kLineWords, [&](size_t chunk, size_t lo, size_t hi, int) {
-    Digest128 d;
-    for (size_t i = lo; i < hi; ++i) digest_add(d, w[i], i);
-    parts[chunk] = d;
-  });
+  for_each_core_in_rounds(
+      cores(), words, kLineWords, kPassRoundWords, false, [this] { beat(); },
+      [&](size_t chunk, size_t lo, size_t hi, int) {
+        Digest128 d;
+        for (size_t i = lo; i < hi; ++i) digest_add(d, w[i], i);
+        digest_merge(parts[chunk], d);
+      });
   Digest128 total;
   for (const auto& d : parts) digest_merge(total, d);
   return total;

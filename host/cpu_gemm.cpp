@@ -113,10 +113,21 @@ void cpu_blocked_sgemm(uint32_t m, uint32_t n, uint32_t k, const float* a, const
 
 void CpuGemmEngine::multiply(const GemmHostInputs& in, DeviceBuffer& c) {
   const GemmSpec& s = in.spec;
-  const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
+  const int n = static_cast<int>(s.n), k = static_cast<int>(s.k);
+  // Rows of C per round, with a heartbeat after each: about 2^28 flops (milliseconds), where one
+  // n = 2048 multiply takes seconds on a shared core.
+  const size_t round_rows = std::max<size_t>(16, static_cast<size_t>((1u << 28) / (2.0 * s.n * s.k)) / 16 * 16);
+  const auto beat = [this] { device_.beat(); };
   if (s.path == GemmPath::kSimt) {
-    cpu_blocked_sgemm(s.m, s.n, s.k, float_inputs(in.a, in.a_wide), float_inputs(in.bt, in.bt_wide),
-                      static_cast<float*>(c.data()), active_threads());
+    // Each call packs B's panels again: at least 128 rows a call keep that a small share.
+    const size_t simt_rows = std::max<size_t>(round_rows, 128);
+    const float* a = float_inputs(in.a, in.a_wide);
+    for (size_t lo = 0; lo < s.m; lo += simt_rows) {
+      const size_t rows = std::min<size_t>(simt_rows, s.m - lo);
+      cpu_blocked_sgemm(static_cast<uint32_t>(rows), s.n, s.k, a + lo * s.k, float_inputs(in.bt, in.bt_wide),
+                        static_cast<float*>(c.data()) + lo * s.n, active_threads());
+      beat();
+    }
     return;
   }
   // OpenBLAS runs single-threaded on each core, on that core's block of rows of C: no OpenBLAS
@@ -130,16 +141,16 @@ void CpuGemmEngine::multiply(const GemmHostInputs& in, DeviceBuffer& c) {
       const double* a = reinterpret_cast<const double*>(in.a.data());
       const double* bt = reinterpret_cast<const double*>(in.bt.data());
       double* out = static_cast<double*>(c.data());
-      for_each_core(team, s.m, 16, [&](size_t, size_t lo, size_t hi, int) {
+      for_each_core_in_rounds(team, s.m, 16, round_rows, false, beat, [&](size_t, size_t lo, size_t hi, int) {
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), n, k, 1.0, a + lo * k, k, bt, k,
                     0.0, out + lo * n, n);
       });
       break;
     }
     case GemmType::kInt8: {
-      c64_.resize(static_cast<size_t>(m) * n);
+      c64_.resize(static_cast<size_t>(s.m) * n);
       int32_t* out = static_cast<int32_t*>(c.data());
-      for_each_core(team, s.m, 16, [&](size_t, size_t lo, size_t hi, int) {
+      for_each_core_in_rounds(team, s.m, 16, round_rows, false, beat, [&](size_t, size_t lo, size_t hi, int) {
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), n, k, 1.0, a64_.data() + lo * k,
                     k, bt64_.data(), k, 0.0, c64_.data() + lo * n, n);
         for (size_t e = lo * n; e < hi * n; ++e) out[e] = static_cast<int32_t>(c64_[e]);
@@ -150,7 +161,7 @@ void CpuGemmEngine::multiply(const GemmHostInputs& in, DeviceBuffer& c) {
       const float* a = float_inputs(in.a, in.a_wide);
       const float* bt = float_inputs(in.bt, in.bt_wide);
       float* out = static_cast<float*>(c.data());
-      for_each_core(team, s.m, 16, [&](size_t, size_t lo, size_t hi, int) {
+      for_each_core_in_rounds(team, s.m, 16, round_rows, false, beat, [&](size_t, size_t lo, size_t hi, int) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), n, k, 1.0f, a + lo * k, k, bt,
                     k, 0.0f, out + lo * n, n);
       });

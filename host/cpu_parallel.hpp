@@ -16,6 +16,14 @@ namespace sdc {
 template <typename F>
 void for_each_core(const std::vector<int>& cores, size_t n, size_t align, F&& f);
 
+// for_each_core in rounds, for work long enough to need a heartbeat: each core's chunk (the same
+// split) goes to f a piece of at most `round` elements at a time, from the chunk's start (or, when
+// `descending`, from its end), all cores taking their next piece together, and `between()` runs on
+// the calling thread after each round. So each round is a bounded amount of every core's progress.
+template <typename F, typename B>
+void for_each_core_in_rounds(const std::vector<int>& cores, size_t n, size_t align, size_t round, bool descending,
+                             B&& between, F&& f);
+
 // Pins the calling thread to one core and restores its previous affinity on destruction.
 class CorePin {
  public:
@@ -46,6 +54,29 @@ void for_each_core(const std::vector<int>& cores, size_t n, size_t align, F&& f)
       CorePin pin(cores[t]);
       f(static_cast<size_t>(t), lo, hi, cores[t]);
     }
+  }
+}
+
+template <typename F, typename B>
+void for_each_core_in_rounds(const std::vector<int>& cores, size_t n, size_t align, size_t round, bool descending,
+                             B&& between, F&& f) {
+  const size_t threads = cores.size(), units = (n + align - 1) / align;
+  size_t longest = 0;  // the longest chunk of for_each_core's split
+  for (size_t t = 0; t < threads; ++t)
+    longest =
+        std::max(longest, std::min(n, units * (t + 1) / threads * align) - std::min(n, units * t / threads * align));
+  round = std::max(align, round / align * align);
+  for (size_t done = 0; done < longest; done += round) {
+    for_each_core(cores, n, align, [&](size_t chunk, size_t lo, size_t hi, int core) {
+      if (done >= hi - lo) return;
+      const size_t take = std::min(round, hi - lo - done);
+      if (descending) {
+        f(chunk, hi - done - take, hi - done, core);
+      } else {
+        f(chunk, lo + done, lo + done + take, core);
+      }
+    });
+    between();
   }
 }
 

@@ -35,13 +35,16 @@ void CpuDevice::run_sfu(const SfuJob& job, DeviceBuffer& out) {
   const uint64_t total = job.per_function * kSfuFunctions;
   if (total * sizeof(float) > out.bytes()) throw std::out_of_range("run_sfu beyond the end of its buffer");
   auto* o = static_cast<float*>(out.data());
-  // Chunks of whole 64-byte lines (16 floats), so no two cores write one line.
-  for_each_core(cores(), total, 16, [&](size_t, size_t lo, size_t hi, int) {
-    for (uint64_t i = lo; i < hi; ++i) {
-      const SfuFunction f = sfu_function_of(i, job.per_function);
-      o[i] = libm_sfu(f, sfu_input(job.seed, f, i % job.per_function));
-    }
-  });
+  // Chunks of whole 64-byte lines (16 floats), so no two cores write one line; a heartbeat after
+  // each 2^16 elements per core (a few milliseconds of libm).
+  for_each_core_in_rounds(
+      cores(), total, 16, 1u << 16, false, [this] { beat(); },
+      [&](size_t, size_t lo, size_t hi, int) {
+        for (uint64_t i = lo; i < hi; ++i) {
+          const SfuFunction f = sfu_function_of(i, job.per_function);
+          o[i] = libm_sfu(f, sfu_input(job.seed, f, i % job.per_function));
+        }
+      });
   inject(out, total, 32, 1);
 }
 

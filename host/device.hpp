@@ -117,6 +117,12 @@ class Device {
   // Called after each operation's computation (a kernel, a pass): an isolated worker's heartbeat,
   // which tells its parent the device is still making progress.
   void set_heartbeat(std::function<void()> beat) { heartbeat_ = std::move(beat); }
+  // The heartbeat, for work long enough to need its own: a CPU pass beats after each bounded round of
+  // it, and a probe's host-side work (goldens, references, checks) after each bounded piece. Only
+  // after progress, never from a timer: a device that stops progressing must fall silent.
+  void beat() {
+    if (heartbeat_) heartbeat_();
+  }
   // The parent's position for this device, where the worker sees it alone (CUDA_VISIBLE_DEVICES).
   void set_index(int index) { identity_.index = index; }
   void reset_injection_tally() { tally_ = InjectionTally{}; }
@@ -202,10 +208,6 @@ class Device {
   // Applies the injector's plan for `elements` elements of `width_bits` to `buf`, then beats the
   // heartbeat. Backends call it after computing and before verifying.
   void inject(DeviceBuffer& buf, uint64_t elements, unsigned width_bits, uint64_t group);
-  // The heartbeat, for work long enough to need its own (a CPU buffer's pre-faulting).
-  void beat() {
-    if (heartbeat_) heartbeat_();
-  }
   // Returns the number of elements whose bits changed.
   virtual uint64_t apply_corruption(DeviceBuffer& buf, unsigned width_bits, uint64_t elements, uint64_t group,
                                     const Corruption& c) = 0;

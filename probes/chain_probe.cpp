@@ -1,5 +1,6 @@
 #include "probes/chain_probe.hpp"
 
+#include <functional>
 #include <tuple>
 
 #include "kernels/common/chains.hpp"
@@ -7,10 +8,13 @@
 namespace sdc {
 namespace {
 
-// Scalar on purpose: the device's vector units must agree with the host's scalar units.
-__attribute__((optimize("no-tree-vectorize"))) std::vector<uint64_t> compute_goldens(const ChainJob& job) {
+// Scalar on purpose: the device's vector units must agree with the host's scalar units. `beat`
+// after every 64 seeds: at the long level, 1,024 seeds take seconds.
+__attribute__((optimize("no-tree-vectorize"))) std::vector<uint64_t> compute_goldens(
+    const ChainJob& job, const std::function<void()>& beat) {
   std::vector<uint64_t> goldens(static_cast<size_t>(job.seeds) * kChainOutputsPerCopy);
   for (uint32_t k = 0; k < job.seeds; ++k) {
+    if (k % 64 == 63 && beat) beat();
     uint64_t* g = goldens.data() + static_cast<size_t>(k) * kChainOutputsPerCopy;
     switch (job.kind) {
       case ChainKind::kFma32: {
@@ -105,18 +109,18 @@ ReferenceCache<ExpectedKey, ChainExpected>& expected_cache() {
   return cache;
 }
 
-std::shared_ptr<const GoldenSet> golden_set(const ChainJob& job) {
+std::shared_ptr<const GoldenSet> golden_set(const ChainJob& job, const std::function<void()>& beat = {}) {
   return golden_cache().get(GoldenKey{job.kind, job.seed, job.seeds, job.iterations},
-                            [&] { return GoldenSet{compute_goldens(job)}; });
+                            [&] { return GoldenSet{compute_goldens(job, beat)}; });
 }
 
 }  // namespace
 
 std::vector<uint64_t> chain_goldens(const ChainJob& job) { return golden_set(job)->values; }
 
-std::shared_ptr<const ChainExpected> chain_expected(const ChainJob& job) {
+std::shared_ptr<const ChainExpected> chain_expected(const ChainJob& job, const std::function<void()>& beat) {
   return expected_cache().get(ExpectedKey{job.kind, job.seed, job.seeds, job.iterations, job.copies}, [&] {
-    const std::shared_ptr<const GoldenSet> set = golden_set(job);
+    const std::shared_ptr<const GoldenSet> set = golden_set(job, beat);
     const std::shared_ptr<const std::vector<uint64_t>> goldens(set, &set->values);
     return ChainExpected{goldens, chain_output_digest(job, *goldens)};
   });
@@ -128,7 +132,7 @@ ReferenceCacheStats chain_digest_cache_stats() { return expected_cache().stats()
 void run_chain_probe(ProbeContext& ctx, ProbeResult& result, ChainKind kind) {
   const ChainJob job = size_job(ctx, kind);
   const uint64_t offset = result.report.checked;  // a second chain kind's elements follow the first's
-  const std::shared_ptr<const ChainExpected> expected = chain_expected(job);
+  const std::shared_ptr<const ChainExpected> expected = chain_expected(job, [&] { ctx.device.beat(); });
   Digest128 digest;
   MismatchReport report = ctx.device.run_chains(job, *expected->goldens, &digest);
   for (auto& r : report.records) r.index += offset;

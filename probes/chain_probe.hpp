@@ -2,6 +2,7 @@
 // lane; the host computes each seed's golden once, in scalar code, and every copy must match it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -22,8 +23,9 @@ struct ChainExpected {
 // per (kind, seed, seeds, iterations) and kept for the process.
 std::vector<uint64_t> chain_goldens(const ChainJob& job);
 // The goldens and expected digest of `job`, computed once per configuration (the goldens' key and
-// the copies) and kept for the process: a repeated or inline probe pays device time only.
-std::shared_ptr<const ChainExpected> chain_expected(const ChainJob& job);
+// the copies) and kept for the process: a repeated or inline probe pays device time only. `beat` is
+// the device's heartbeat, called as the goldens progress.
+std::shared_ptr<const ChainExpected> chain_expected(const ChainJob& job, const std::function<void()>& beat = {});
 // What the two caches behind them have done in this process.
 ReferenceCacheStats chain_golden_cache_stats();
 ReferenceCacheStats chain_digest_cache_stats();

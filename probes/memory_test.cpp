@@ -31,6 +31,13 @@ uint64_t memory_probe_bytes(uint64_t spare_bytes, const Device::MemoryRates& rat
   return std::max<uint64_t>(static_cast<uint64_t>(bytes) / kMiB, 1) * kMiB;
 }
 
+uint64_t memory_prefix_bytes(uint64_t bytes, double left_s, double rate, double traffic_left) {
+  if (!(rate > 0) || !(traffic_left > 0)) return bytes;
+  const double fit = std::max(0.0, left_s) * rate / traffic_left;
+  if (fit >= static_cast<double>(bytes)) return bytes;
+  return std::min(bytes, std::max<uint64_t>(static_cast<uint64_t>(fit) / kMiB, 1) * kMiB);
+}
+
 const Device::MemoryRates& measured_memory_rates(Device& device) {
   std::optional<Device::MemoryRates>& rates = device.memory_rates();
   if (rates) return *rates;
@@ -54,7 +61,8 @@ const Device::MemoryRates& measured_memory_rates(Device& device) {
   return *rates;
 }
 
-MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result, double traffic_per_byte) : ctx_(ctx), result_(result) {
+MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result, double traffic_per_byte)
+    : ctx_(ctx), result_(result), traffic_left_(traffic_per_byte) {
   // Measuring, allocating (and on the CPU pre-faulting) a fresh buffer is setup, not the passes.
   const auto start = std::chrono::steady_clock::now();
   uint64_t bytes = 0;
@@ -70,20 +78,53 @@ MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result, double traffic_pe
   if (words_ == 0) throw InputError("--size must be at least 8 bytes");
   buffer_ = &ctx.device.scratch(words_ * 8);
   result.setup_s += seconds_since(start);
-  result.params["bytes"] = words_ * 8;
   result.params["traffic_per_byte"] = traffic_per_byte;
-  const uint64_t total = ctx.device.identity().memory_bytes;
-  if (total > 0) result.params["memory_fraction"] = static_cast<double>(words_ * 8) / static_cast<double>(total);
+  covered();
+  boxed_ = !ctx.size_bytes && !ctx.iterations;
+  if (boxed_) {
+    const double box_s = memory_probe_time(ctx.level).passes_s;
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(box_s));
+    result.params["time_box_s"] = box_s;
+    result.params["planned_bytes"] = words_ * 8;
+  }
+}
+
+void MemoryTest::covered() {
+  result_.params["bytes"] = words_ * 8;
+  const uint64_t total = ctx_.device.identity().memory_bytes;
+  if (total > 0) result_.params["memory_fraction"] = static_cast<double>(words_ * 8) / static_cast<double>(total);
+}
+
+template <typename Op>
+void MemoryTest::timed(double traffic, Op&& op) {
+  if (boxed_) {
+    // The rate so far: this probe's own passes, else the device's last.
+    const double rate = moved_s_ > 0 ? moved_ / moved_s_ : measured_memory_rates(ctx_.device).fill_bytes_per_s;
+    const double left_s = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
+    const size_t fitted = memory_prefix_bytes(words_ * 8, left_s, rate, std::max(traffic_left_, traffic)) / 8;
+    if (fitted < words_) {
+      words_ = fitted;
+      covered();
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  op();
+  moved_ += traffic * static_cast<double>(words_) * 8;
+  moved_s_ += seconds_since(start);
+  traffic_left_ -= traffic;
+  result_.bytes += static_cast<uint64_t>(traffic) * words_ * 8;
+  // Kept for the device's next probe, measured while every device and the node's load ran.
+  if (boxed_ && moved_s_ > 0) ctx_.device.memory_rates()->fill_bytes_per_s = moved_ / moved_s_;
 }
 
 void MemoryTest::fill(const Pattern& p) {
-  ctx_.device.fill(*buffer_, words_, p);
-  result_.bytes += words_ * 8;
+  timed(1, [&] { ctx_.device.fill(*buffer_, words_, p); });
 }
 
 void MemoryTest::check(const Pattern& expect, const Pattern* then_write, Direction dir) {
-  result_.report.merge(ctx_.device.verify(*buffer_, words_, expect, then_write, dir));
-  result_.bytes += words_ * 8 * (then_write ? 2 : 1);
+  timed(then_write ? 2 : 1,
+        [&] { result_.report.merge(ctx_.device.verify(*buffer_, words_, expect, then_write, dir)); });
 }
 
 void MemoryTest::write_and_check(const std::vector<Pattern>& sequence) {

@@ -2,12 +2,20 @@
 // rates to cover all the memory the device can spare when that fits, and the byte accounting.
 #pragma once
 
+#include <chrono>
 #include <vector>
 
 #include "probes/probe.hpp"
 
 namespace sdc {
 
+// With the level's default sizing (no --size, no --iterations) a probe keeps its time box: before
+// each fill or check the tested range shrinks to the prefix of the buffer that leaves the rest of the
+// probe's traffic within what is left of the box, at the rate its own passes ran so far (every
+// earlier operation covered that prefix, so the probe's sequence stays whole on it, and it never
+// shrinks below 1 MiB). The rate is kept for the device's next probe: sizes come from passes run
+// while the level's devices and the node's load run together. `bytes` in the result's params is the
+// prefix every operation covered.
 class MemoryTest {
  public:
   // `traffic_per_byte`: the bytes the probe reads and writes per buffer byte (one March C- pass is
@@ -26,10 +34,21 @@ class MemoryTest {
   void write_and_check(const std::vector<Pattern>& sequence);
 
  private:
+  // Records the tested prefix in the result's params.
+  void covered();
+  // Runs one fill or check that moves `traffic` bytes per buffer byte, within the time box.
+  template <typename Op>
+  void timed(double traffic, Op&& op);
+
   ProbeContext& ctx_;
   ProbeResult& result_;
   DeviceBuffer* buffer_;
   size_t words_ = 0;
+  bool boxed_ = false;
+  std::chrono::steady_clock::time_point deadline_;
+  double traffic_left_ = 0;  // bytes per buffer byte the probe has still to move
+  double moved_ = 0;         // bytes its operations moved so far, and the seconds they took
+  double moved_s_ = 0;
 };
 
 // Passes: the operator's --iterations, else the level's default.
@@ -50,6 +69,11 @@ MemoryTime memory_probe_time(Level level);
 // `time` allows. A whole number of MiB, at least 1 MiB.
 uint64_t memory_probe_bytes(uint64_t spare_bytes, const Device::MemoryRates& rates, const MemoryTime& time,
                             double traffic_per_byte);
+
+// The bytes a time-boxed probe's next fill or check covers: `bytes` (the prefix covered so far) when
+// `traffic_left` bytes per buffer byte fit in `left_s` seconds at `rate` bytes per second (or the rate
+// is unknown, 0), else the largest whole number of MiB that fits, at least 1 MiB and at most `bytes`.
+uint64_t memory_prefix_bytes(uint64_t bytes, double left_s, double rate, double traffic_left);
 
 // The device's allocation and fill rates, measured on first use (a fresh buffer of up to 64 MiB on
 // the CPU, 1 GiB elsewhere: its allocation, then the fastest of three fills after a first) and kept.

@@ -41,12 +41,16 @@ ReferenceCache<std::tuple<uint64_t, uint64_t>, SfuReferenceSet>& reference_cache
   return cache;
 }
 
-SfuReferenceSet compute_reference_set(uint64_t seed, uint64_t per_function) {
+// A heartbeat after each kBeatElements of the host's FP64 work: at the long level it takes seconds.
+constexpr uint64_t kBeatElements = 1u << 16;
+
+SfuReferenceSet compute_reference_set(uint64_t seed, uint64_t per_function, const std::function<void()>& beat) {
   const uint64_t total = per_function * kSfuFunctions;
   SfuReferenceSet set;
   set.reference.resize(total);
   set.allowed.resize(total);
   for (uint64_t i = 0; i < total; ++i) {
+    if (i % kBeatElements == kBeatElements - 1 && beat) beat();
     const SfuFunction f = sfu_function_of(i, per_function);
     const SfuArgs a = sfu_input(seed, f, i % per_function);
     set.reference[i] = sfu_reference(f, a);
@@ -83,11 +87,13 @@ class SfuTranscendentalProbe : public Probe {
 
     // No golden_digest: without correct rounding the host cannot predict the device's bits.
     const bool cuda = ctx.device.identity().backend == "cuda";
-    const std::shared_ptr<const SfuReferenceSet> set = sfu_reference_set(job.seed, job.per_function);
+    const std::function<void()> beat = [&] { ctx.device.beat(); };
+    const std::shared_ptr<const SfuReferenceSet> set = sfu_reference_set(job.seed, job.per_function, beat);
     std::array<double, kSfuFunctions> max_ratio{};
     MismatchReport& report = result.report;
     report.checked += total;
     for (uint64_t i = 0; i < total; ++i) {
+      if (i % kBeatElements == kBeatElements - 1) beat();
       const SfuFunction f = sfu_function_of(i, job.per_function);
       double reference, allowed;
       if (set) {
@@ -127,9 +133,10 @@ class SfuTranscendentalProbe : public Probe {
 
 }  // namespace
 
-std::shared_ptr<const SfuReferenceSet> sfu_reference_set(uint64_t seed, uint64_t per_function) {
+std::shared_ptr<const SfuReferenceSet> sfu_reference_set(uint64_t seed, uint64_t per_function,
+                                                         const std::function<void()>& beat) {
   if (per_function > kSfuCacheBytes / (kSfuFunctions * 2 * sizeof(double))) return nullptr;
-  return reference_cache().get({seed, per_function}, [&] { return compute_reference_set(seed, per_function); });
+  return reference_cache().get({seed, per_function}, [&] { return compute_reference_set(seed, per_function, beat); });
 }
 
 ReferenceCacheStats sfu_reference_cache_stats() { return reference_cache().stats(); }

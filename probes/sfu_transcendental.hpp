@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,8 +25,10 @@ inline constexpr size_t kSfuCacheBytes = 256u << 20;
 
 // The reference of input set (seed, per_function), computed on the host from the seeded inputs
 // alone, never from a device's output. nullptr for a set larger than kSfuCacheBytes: the probe then
-// computes each element's reference as it checks it, holding none of them.
-std::shared_ptr<const SfuReferenceSet> sfu_reference_set(uint64_t seed, uint64_t per_function);
+// computes each element's reference as it checks it, holding none of them. `beat` is the device's
+// heartbeat, called as the reference progresses.
+std::shared_ptr<const SfuReferenceSet> sfu_reference_set(uint64_t seed, uint64_t per_function,
+                                                         const std::function<void()>& beat = {});
 ReferenceCacheStats sfu_reference_cache_stats();
 
 }  // namespace sdc

@@ -1,8 +1,11 @@
 // The real binary on a node whose PCI bus holds GPUs (a fake sysfs tree, SDCPROBE_SYSFS_ROOT) that
 // CUDA does not show, as this machine shows them (no GPU, or no CUDA backend): a fault naming every
 // bus id, never a CPU pass. Also: npd's UNKNOWN line on every exit 2, a preloaded library that
-// prints on stdout changing nothing, and what a quick qualify of the CPU covers within its budget.
+// prints on stdout changing nothing, and what a quick qualify of the CPU covers within its budget,
+// on more devices than cores and beside CPU-bound processes.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -203,5 +206,52 @@ TEST(QuickCoverage, TheHostMemorySettingReachesEveryWorker) {
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("--host-memory"), std::string::npos) << bad.out;
 }
+
+// Quick at its defaults (the suite's host memory setting unset) on `devices` CPU devices, beside
+// `busy` CPU-bound processes that it starts and kills: exit 0, so within the level's own budget (a
+// probe still running when it ends is exit 2), every probe passing, and every memory probe checked
+// the bytes it reports having covered.
+void quick_keeps_its_budget(int devices, int busy) {
+  std::vector<pid_t> spinners;
+  for (int i = 0; i < busy; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (volatile uint64_t x = 0;; x = x + 1) {
+      }
+    }
+    spinners.push_back(pid);
+  }
+  const fs::path report = fs::temp_directory_path() / ("sdcprobe-quick-load-" + std::to_string(::getpid()) + "-" +
+                                                       std::to_string(devices) + ".json");
+  const Outcome r = run_command("env -u SDCPROBE_HOST_MEMORY " + kBinary + " qualify --level quick --backend cpu " +
+                                "--cpu-devices " + std::to_string(devices) + " --json " + report.string());
+  for (pid_t pid : spinners) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  std::ifstream in(report);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  fs::remove(report);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(j["budget_s"], 50);
+  size_t memory_probes = 0;
+  for (const auto& result : j["results"]) {
+    EXPECT_EQ(result["outcome"], "pass") << result.dump();
+    if (result["probe"].get<std::string>().rfind("mem.", 0) != 0) continue;
+    ++memory_probes;
+    const uint64_t covered = result["params"]["bytes"].get<uint64_t>();
+    EXPECT_GT(covered, 0u) << result.dump();
+    EXPECT_GE(result["checked"].get<uint64_t>() * 8, covered) << result.dump();
+  }
+  EXPECT_EQ(memory_probes, 6u * devices);
+}
+
+// More devices than cores: four workers share two, each sizing its memory probes from the rates its
+// passes get beside the others.
+TEST(QuickCoverage, QuickOnFourDevicesOfTwoCoresKeepsItsBudget) { quick_keeps_its_budget(4, 0); }
+
+// Two CPU-bound processes take their share of the cores for the whole run.
+TEST(QuickCoverage, QuickBesideTwoCpuBoundProcessesKeepsItsBudget) { quick_keeps_its_budget(2, 2); }
 
 }  // namespace

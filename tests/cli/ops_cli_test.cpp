@@ -385,6 +385,9 @@ TEST_F(OpsCliTest, QualifySurvivesAHungAndACrashedDevice) {
   }
 }
 
+// No timing assumption: a healthy worker beats after every bounded piece of its work, whatever the
+// machine's speed (Isolation.AHealthyDeviceTenTimesSlowerIsNeverHungAndAHangStillIs), and a hung one
+// is silent.
 TEST_F(OpsCliTest, QualifyWatchesHungDevicesInParallelAndPassesTheRest) {
   const fs::path report = dir_ / "hung.json";
   const Outcome r =

@@ -211,7 +211,7 @@ TEST(CpuDevices, BuffersComeFaultedInAndLargeOnesHugePageAligned) {
 }
 
 // Faulting in a large buffer beats the heartbeat as it goes, so the watchdog never takes a slow
-// allocation for a hang: once per 64 MiB of each core's share, every page faulted in.
+// allocation for a hang: once per 8 MiB of each core's share, every page faulted in.
 TEST(CpuDevices, PreFaultingALargeBufferBeatsTheHeartbeat) {
   for (int count : {1, 3}) {
     auto devices = make_cpu_devices(count);
@@ -222,9 +222,70 @@ TEST(CpuDevices, PreFaultingALargeBufferBeatsTheHeartbeat) {
     auto buf = device.allocate(bytes);
     const size_t cores = device.identity().cores.size();
     const size_t share = (bytes / 8 / cores + 8) * 8;  // each core's words, whole lines
-    EXPECT_EQ(beats, (share + (64u << 20) - 1) / (64u << 20)) << count;
+    EXPECT_EQ(beats, (share + (8u << 20) - 1) / (8u << 20)) << count;
     size_t pages = 0;
     EXPECT_EQ(resident_pages(buf->data(), bytes, pages), pages) << count;
+  }
+}
+
+// A pass over a large buffer, and a long chain run, beat as they go, not only once done: a pass once
+// per 16 MiB of each core's share, chains once per 2^22 steps of each core's copies (and once for
+// faulting in their output, once when they are injected).
+TEST(CpuDevices, LongPassesAndChainsBeatTheHeartbeatAsTheyGo) {
+  auto devices = make_cpu_devices(1);
+  Device& device = *devices.front();
+  const size_t cores = device.identity().cores.size();
+  const size_t words = (size_t{96} << 20) / 8;
+  auto buf = device.allocate(words * 8);
+  size_t beats = 0;
+  device.set_heartbeat([&] { ++beats; });
+  const Pattern p{PatternKind::kRandom, 0, 7, false};
+  device.fill(*buf, words, p);
+  const size_t rounds = ((words + cores - 1) / cores * 8 + (16u << 20) - 1) / (16u << 20);
+  EXPECT_EQ(beats, rounds);
+  beats = 0;
+  EXPECT_EQ(device.verify(*buf, words, p, nullptr, Direction::kDown).mismatches, 0u);
+  EXPECT_EQ(beats, 1 + rounds);  // injection, then each round
+  beats = 0;
+  ChainJob job;
+  job.kind = ChainKind::kFma32;
+  job.seed = 3;
+  job.seeds = 64;
+  job.copies = 8 * 64 * cores;
+  job.iterations = 1u << 16;  // 64 copies of 2^16 steps a round: 8 rounds
+  EXPECT_EQ(device.run_chains(job, chain_goldens(job), nullptr).mismatches, 0u);
+  EXPECT_EQ(beats, 1 + 8u + 1);
+}
+
+// The rounds hand each core exactly its for_each_core chunk, in pieces no larger than a round, in
+// order (or in reverse), with `between` after each round.
+TEST(CpuParallel, RoundsCoverEachCoresChunkInOrder) {
+  const std::vector<int> cores = available_cores();
+  for (const bool descending : {false, true}) {
+    for (const size_t n : {size_t{0}, size_t{5}, size_t{1000}, size_t{4099}}) {
+      std::vector<std::pair<size_t, size_t>> whole(cores.size(), {0, 0});
+      for_each_core(cores, n, 8, [&](size_t chunk, size_t lo, size_t hi, int) { whole[chunk] = {lo, hi}; });
+      std::vector<std::vector<std::pair<size_t, size_t>>> pieces(cores.size());
+      size_t rounds = 0;
+      for_each_core_in_rounds(
+          cores, n, 8, 100, descending, [&] { ++rounds; },
+          [&](size_t chunk, size_t lo, size_t hi, int core) {
+            EXPECT_EQ(core, cores[chunk]);
+            pieces[chunk].emplace_back(lo, hi);
+          });
+      size_t longest = 0;
+      for (size_t c = 0; c < cores.size(); ++c) {
+        longest = std::max(longest, whole[c].second - whole[c].first);
+        size_t at = descending ? whole[c].second : whole[c].first;
+        for (const auto& [lo, hi] : pieces[c]) {
+          EXPECT_LE(hi - lo, 96u);  // the round, rounded down to the alignment
+          EXPECT_EQ(descending ? hi : lo, at);
+          at = descending ? lo : hi;
+        }
+        EXPECT_EQ(at, descending ? whole[c].first : whole[c].second) << n;
+      }
+      EXPECT_EQ(rounds, (longest + 95) / 96) << n;
+    }
   }
 }
 

@@ -496,6 +496,52 @@ TEST(MemorySizing, WithoutASizeEachProbeTestsWhatTheDeviceSparesWithinItsTime) {
   EXPECT_EQ(r.bytes, 10 * r.params.at("bytes").get<uint64_t>());
 }
 
+TEST(MemorySizing, ATimeBoxedProbeCoversThePrefixThatFitsWhatIsLeftOfItsBox) {
+  // 1 GB/s and 4 bytes of traffic per byte left: 1 s fits 250 MB, in whole MiB.
+  EXPECT_EQ(memory_prefix_bytes(1ULL << 30, 1.0, 1e9, 4), 238ULL << 20);
+  EXPECT_EQ(memory_prefix_bytes(64ULL << 20, 1.0, 1e9, 4), 64ULL << 20);  // it all fits: never grows
+  EXPECT_EQ(memory_prefix_bytes(1ULL << 30, -2.0, 1e9, 4), 1ULL << 20);   // the box is over: 1 MiB
+  EXPECT_EQ(memory_prefix_bytes(1ULL << 30, 1e-9, 1e9, 4), 1ULL << 20);
+  EXPECT_EQ(memory_prefix_bytes(1ULL << 30, 1.0, 0, 4), 1ULL << 30);  // no rate yet: as planned
+}
+
+// A device whose first fill takes longer than a quick probe's whole box (a node whose other jobs
+// took its memory bandwidth once the probe was sized).
+class SlowFirstFillDevice : public CpuDevice {
+ public:
+  SlowFirstFillDevice() : CpuDevice(0, {0}) {}
+  void fill(DeviceBuffer& buf, size_t words, const Pattern& p) override {
+    if (fills_++ == 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(memory_probe_time(Level::kQuick).passes_s + 0.5));
+    CpuDevice::fill(buf, words, p);
+  }
+
+ private:
+  int fills_ = 0;
+};
+
+// The probe ends its passes within its box (one operation over): the rest of its sequence runs on
+// 1 MiB, and it passes on what it covered, reporting it; the rate it saw is kept for the next probe.
+TEST(MemorySizing, AProbeSlowerThanItsRatesSaidShrinksToItsBoxAndPassesOnWhatItCovered) {
+  const HostMemorySetting set("16M");
+  SlowFirstFillDevice device;
+  device.memory_rates() = Device::MemoryRates{1e15, 1e15};  // far faster than any device: sized to all it spares
+  RunOptions o;
+  o.seed = 1;
+  const ProbeResult r = run_probe(*builtin_registry().find("mem.march_c"), device, o);
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  EXPECT_EQ(r.params.at("planned_bytes").get<uint64_t>(), 16ULL << 20);
+  EXPECT_EQ(r.params.at("bytes").get<uint64_t>(), 1ULL << 20);
+  // The fill of all 16 MiB, then March C-'s five checks (four of them rewriting) of the 1 MiB prefix.
+  EXPECT_EQ(r.bytes, (16ULL << 20) + 9 * (1ULL << 20));
+  EXPECT_EQ(r.report.checked, 5 * (1ULL << 20) / 8);
+  EXPECT_LT(device.memory_rates()->fill_bytes_per_s, 1e13);
+  // An injected fault in the prefix is still caught: the shrunk sequence is whole.
+  Injector injector(parse_injection_specs("model=bitflip,index=7"), 1, 0);
+  o.injector = &injector;
+  EXPECT_EQ(run_probe(*builtin_registry().find("mem.march_c"), device, o).outcome, Outcome::kFail);
+}
+
 TEST(MemorySizing, EachResultReportsTheFractionOfMemoryTested) {
   auto devices = make_cpu_devices(1);
   RunOptions o;

@@ -1,14 +1,17 @@
 // The parent's side of process isolation, with /bin/sh scripts standing in for the worker: the
-// protocol on fd 3, parallel workers, the worker environment, and hang versus overrun; and the
-// device each MPI rank tests.
+// protocol on fd 3, parallel workers, the worker environment, and hang versus overrun; the real
+// worker slowed ten times; and the device each MPI rank tests.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -243,6 +246,84 @@ TEST(Isolation, AWorkerThatKeepsBeatingIsNeverHungButCouldNotTest) {
 
 namespace sdc {
 namespace {
+
+// The processes whose parent is this one.
+std::vector<pid_t> children() {
+  std::vector<pid_t> kids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid ...": the command may hold spaces and parentheses, so from the last ')'.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == ::getpid())
+      kids.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return kids;
+}
+
+// While it lives, every child of this process runs at a tenth of its speed: stopped (SIGSTOP) for
+// 90 ms of every 100 ms, as under a CPU quota. This process, whose watchdog reads the clock, runs on.
+class SlowedChildren {
+ public:
+  SlowedChildren()
+      : thread_([this] {
+          while (!done_) {
+            const std::vector<pid_t> kids = children();
+            for (pid_t p : kids) ::kill(p, SIGSTOP);
+            std::this_thread::sleep_for(std::chrono::milliseconds(90));
+            for (pid_t p : kids) ::kill(p, SIGCONT);
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        }) {}
+  ~SlowedChildren() {
+    done_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// The real worker, ten times slower, under a 2 s watchdog: every kind of work it does (allocating
+// and faulting a buffer, pattern passes up and down, chains and their host goldens, the SFU and its
+// host check, GEMMs) beats often enough that it is never called hung, and a hang under the same
+// slow-down is still caught.
+TEST(Isolation, AHealthyDeviceTenTimesSlowerIsNeverHungAndAHangStillIs) {
+  const std::vector<std::string> probes = {"mem.own_address",    "mem.march_c",    "alu.fma32",        "alu.divsqrt",
+                                           "sfu.transcendental", "gemm.simt.fp32", "gemm.random.fp32", "alu.int64"};
+  std::vector<std::string> argv = {std::string(SDC_BINARY_DIR) + "/cli/sdcprobe",
+                                   "--backend",
+                                   "cpu",
+                                   "worker",
+                                   "--seed",
+                                   "1",
+                                   "--device",
+                                   "0",
+                                   "--inject",
+                                   "model=hang,probe=alu.int64",
+                                   "--"};
+  argv.insert(argv.end(), probes.begin(), probes.end());
+  WorkerRun run;
+  {
+    const SlowedChildren slowed;
+    run = run_worker(argv, cpu(0), probes, limits(2));
+  }
+  ASSERT_EQ(run.results.size(), probes.size());
+  for (size_t i = 0; i + 1 < probes.size(); ++i) {
+    EXPECT_EQ(run.results[i].probe, probes[i]);
+    EXPECT_EQ(run.results[i].outcome, Outcome::kPass) << probes[i] << ": " << run.results[i].reason;
+  }
+  EXPECT_EQ(run.end, WorkerEnd::kHung);
+  EXPECT_EQ(run.results.back().outcome, Outcome::kDeviceError);
+  EXPECT_EQ(run.results.back().reason.rfind("hung: no progress", 0), 0u) << run.results.back().reason;
+}
 
 TEST(RankPlacement, EightRanksOnOneNodeTestEightDistinctDevices) {
   const std::vector<std::string> hosts(8, "node7");
