@@ -41,7 +41,7 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
     c_ = device_.allocate(c_bytes);
   }
   DeviceBuffer* const c = c_.get();
-  const GemmAccumulation acc = accumulation(spec.type, spec.path);
+  const GemmAccumulation acc = spec.model ? *spec.model : accumulation(spec.type, spec.path);
   std::vector<uint8_t> first;  // repeat 0's output, for locating a repeat that differs
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
   for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {
