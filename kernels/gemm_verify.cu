@@ -3,10 +3,12 @@
 // SDC_HD code of gemm_check.hpp that the host's verify_gemm uses; these kernels only sum.
 //
 // A check is Y = B w per column tile (the inputs regenerated, one thread per depth index p), then
-// a block per few lines of C: A_line . Y, |A_line| . |B||w| and C_line . w, reduced in a fixed
-// order. The outputs are read once; the inputs are never read (regenerated in registers). The sums
-// use explicit FMAs (this library compiles with --fmad=false): one rounding per step, which the
-// bound's error model (any order, at most one rounding per operation) covers.
+// a block per few lines of C and few tiles: A_line . Y, |A_line| . |B||w| and C_line . w, reduced in
+// a fixed order. Random inputs take narrow tiles (gemm_float_tile_of), so a line has many. The
+// outputs are read once by the check (and once more for the rms of C); the inputs are never read
+// (regenerated in registers). The sums use explicit FMAs (this library compiles with --fmad=false):
+// one rounding per step, which the bound's error model (any order, at most one rounding per
+// operation) covers.
 #include <cuda_runtime.h>
 
 #include "kernels/device_util.cuh"
@@ -124,8 +126,8 @@ __global__ void __launch_bounds__(kThreads, kLineBlocksPerSm)
   for (uint32_t first = blockIdx.x * kLines; first < s.lines; first += gridDim.x * kLines) {
     const uint32_t count = min(kLines, s.lines - first);
     // Per line r and tile t of the group: A_r . Y_t, then C_r . w over tile t (doubles);
-    // |A_r| . |B||w|_t in FP32, as on the host; and sum C^2.
-    double sums[2 * kLines * kGroupTiles + 1] = {};
+    // |A_r| . |B||w|_t in FP32, as on the host.
+    double sums[2 * kLines * kGroupTiles] = {};
     float q[kLines * kGroupTiles] = {};
     for (uint32_t p = threadIdx.x; p < s.k; p += blockDim.x) {
       double yt[kGroupTiles];
@@ -190,9 +192,22 @@ __global__ void __launch_bounds__(kThreads, kLineBlocksPerSm)
       // A nonnegative double orders as its bits do.
       atomicMax(&summary->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(ratio)));
       atomicMax(&summary->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(detectable)));
-      atomicAdd(&summary->c_square_sum, sums[2 * kLines * kGroupTiles]);
     }
   }
+}
+
+// summary->c_square_sum += sum of C^2 (a statistic: atomics in any order), apart from float_lines,
+// whose registers it would spill.
+template <typename Out>
+__global__ void square_sum(const Out* __restrict__ c, uint64_t elements, GemmCheckSummary* summary) {
+  double v[1] = {0};
+  const uint64_t stride = grid_stride();
+  for (uint64_t e = grid_thread(); e < elements; e += stride) {
+    const double x = static_cast<double>(c[e]);
+    v[0] = fma(x, x, v[0]);
+  }
+  block_sum(v);
+  if (threadIdx.x == 0) atomicAdd(&summary->c_square_sum, v[0]);
 }
 
 // ---- Exact families: int64 Freivalds modulo 2^64 ----------------------------------------------
@@ -330,15 +345,21 @@ cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBoun
   float_y_partial<<<dim3(pblocks, s.tiles * cpt), kThreads, 0, stream>>>(s, cpt, partial, wpart);
   float_y_reduce<<<dim3(pblocks, s.tiles), kThreads, 0, stream>>>(s, cpt, partial, wpart, y, ya, tw);
   const dim3 blocks(float_line_blocks(s.lines), (s.tiles + kGroupTiles - 1) / kGroupTiles);
+  const uint64_t elements = static_cast<uint64_t>(s.lines) * s.width;
+  const LaunchShape shape{4096, kThreads};
+  const unsigned sum_blocks = blocks_for(elements, shape);
   switch (s.out_type) {
     case GemmType::kFp64:
       float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const double*>(c), y, ya, tw, flags, summary);
+      square_sum<<<sum_blocks, kThreads, 0, stream>>>(static_cast<const double*>(c), elements, summary);
       break;
     case GemmType::kInt8:
       float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const int32_t*>(c), y, ya, tw, flags, summary);
+      square_sum<<<sum_blocks, kThreads, 0, stream>>>(static_cast<const int32_t*>(c), elements, summary);
       break;
     default:
       float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const float*>(c), y, ya, tw, flags, summary);
+      square_sum<<<sum_blocks, kThreads, 0, stream>>>(static_cast<const float*>(c), elements, summary);
       break;
   }
   return cudaGetLastError();
