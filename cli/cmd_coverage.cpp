@@ -115,11 +115,16 @@ void add_coverage_command(CLI::App& app, const GlobalOptions& global, int& exit_
   sub->add_option("--seed", args->seed, "Campaign seed (replays it exactly)")
       ->check(unsigned_in(0, UINT64_MAX))
       ->capture_default_str();
+  // unsigned_in and the multiple of 32 both run on every value (CLI11's &): the second must not throw.
+  const CLI::Validator multiple_of_32(
+      [](std::string& text) -> std::string {
+        const bool ok = !text.empty() && text.size() < 9 && text.find_first_not_of("0123456789") == std::string::npos &&
+                        std::stoul(text) % 32 == 0;
+        return ok ? "" : "must be a multiple of 32";
+      },
+      "a multiple of 32");
   sub->add_option("--gemm-n", args->gemm_n, "GEMM probes at n x n x n (a multiple of 32), as a level runs them")
-      ->check(
-          unsigned_in(64, 32768) &
-          CLI::Validator([](std::string& text) { return std::stoul(text) % 32 == 0 ? "" : "must be a multiple of 32"; },
-                         "a multiple of 32"));
+      ->check(unsigned_in(64, 32768) & multiple_of_32);
   sub->add_option("--gemm-bounds", args->gemm_bounds,
                   "Accumulation model random GEMMs are verified with: engine (this backend's) or cuda (the CUDA "
                   "engine's bounds and check tiles, looser than the CPU's)")
