@@ -66,15 +66,18 @@ SDC_HD double gemm_tile_rel(const GemmAccumulation& acc, uint32_t k, uint32_t wi
 // Random families: the column-tile width. q grows as k x tile while a typical |C| grows as sqrt(k),
 // so a tile of T columns catches a single wrong element of about 1.5 E|a|E|b| / rms(a)rms(b) x
 // T eps sqrt(k) times the rms of C (eps = gemm_tile_rel; the weights average 1.5, the inputs' moment
-// ratio is 0.64): T = kGemmTileTarget / (eps sqrt(k)) puts that near 1.4x. The check costs 1/T of
-// the GEMM's multiply-adds (in FP64, and as many in FP32), so T is at least kGemmMinFloatTile,
-// which binds only where the accumulation is coarse (fp8 on tensor cores; docs/probes.md).
+// ratio is 0.64): T = kGemmTileTarget / (eps sqrt(k)) puts that near 1.4x, and T is never wider
+// than the exact families' tile (where that catches smaller changes, at small k). The check costs
+// 1/T of the GEMM's multiply-adds (in FP64, and as many in FP32), so T is at least
+// kGemmMinFloatTile, which binds only where the accumulation is coarse (fp8 on tensor cores;
+// docs/probes.md).
 inline constexpr double kGemmTileTarget = 1.5;
 inline constexpr uint32_t kGemmMinFloatTile = 8;
 SDC_HD uint32_t gemm_float_tile_of(const GemmAccumulation& acc, uint32_t k, uint32_t width) {
+  const uint32_t widest = gemm_exact_tile_of(width);
   const double per_column = gemm_tile_rel(acc, k, width) * sqrt(static_cast<double>(k));
-  const double t = per_column > 0 ? kGemmTileTarget / per_column : static_cast<double>(width);
-  uint32_t tile = t >= width ? width : static_cast<uint32_t>(t);
+  const double t = per_column > 0 ? kGemmTileTarget / per_column : static_cast<double>(widest);
+  uint32_t tile = t >= widest ? widest : static_cast<uint32_t>(t);
   if (tile < kGemmMinFloatTile) tile = kGemmMinFloatTile;
   return tile < width ? tile : width;
 }

@@ -172,9 +172,9 @@ TEST(GemmCheck, CheckVectorsAndTilesAreThoseDocumented) {
     const uint32_t tile = gemm_exact_tile_of(n);
     EXPECT_LE((n + tile - 1) / tile, kGemmExactMaxTiles) << n;
   }
-  // Random inputs: tile = 1.5 / (eps sqrt(k)), at least 8, at most the line; with the CUDA engine's
-  // models at n = k = 8192 (docs/probes.md): fp32 33, the 2^-23 tensor-core types 16, fp8 8 (the
-  // floor), fp64 the whole line.
+  // Random inputs: tile = 1.5 / (eps sqrt(k)), at least 8, at most the exact families' tile; with
+  // the CUDA engine's models at n = k = 8192 (docs/probes.md): fp32 33, the 2^-23 tensor-core types
+  // 16, fp8 8 (the floor), fp64 a quarter of the line.
   const auto tile = [](GemmType t, uint32_t n) {
     return gemm_float_tile_of(gemm_cuda_accumulation(t, GemmPath::kLibrary), n, n);
   };
@@ -182,14 +182,15 @@ TEST(GemmCheck, CheckVectorsAndTilesAreThoseDocumented) {
   EXPECT_EQ(tile(GemmType::kBf16, 8192), 16u);
   EXPECT_EQ(tile(GemmType::kTf32, 8192), 16u);
   EXPECT_EQ(tile(GemmType::kE4m3, 8192), kGemmMinFloatTile);
-  EXPECT_EQ(tile(GemmType::kFp64, 8192), 8192u);
+  EXPECT_EQ(tile(GemmType::kFp64, 8192), 2048u);
+  EXPECT_EQ(tile(GemmType::kFp32, 1024), 256u);
   for (GemmType t : {GemmType::kFp32, GemmType::kBf16, GemmType::kE4m3}) {
     for (uint32_t n : {256u, 1024u, 2048u, 4096u, 8192u}) {
       const GemmAccumulation acc = gemm_cuda_accumulation(t, GemmPath::kLibrary);
       const uint32_t w = tile(t, n);
       const double per_column = gemm_tile_rel(acc, n, n) * std::sqrt(static_cast<double>(n));
-      EXPECT_LE(w, n);
-      if (w > kGemmMinFloatTile && w < n) {
+      EXPECT_LE(w, gemm_exact_tile_of(n));
+      if (w > kGemmMinFloatTile && w < gemm_exact_tile_of(n)) {
         EXPECT_LE(w * per_column, kGemmTileTarget) << gemm_type_name(t) << " " << n;
         EXPECT_GT((w + 1) * per_column, kGemmTileTarget) << gemm_type_name(t) << " " << n;
       }
