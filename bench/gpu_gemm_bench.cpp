@@ -6,13 +6,18 @@
 // rate / bare rate, end_to_end_ratio = (generate + GEMM + verify) / bare GEMM, verify_share =
 // verify / (generate + GEMM + verify), verify_fraction = verify / GEMM, generate_fraction =
 // generate / GEMM, wall_ratio = the probe's whole duration / bare GEMM, host_device_bytes = bytes
-// the probe copied between host and device (O(n): summaries and candidates only). Goal on an H200:
-// end_to_end_ratio <= 1.10 and verify_share <= 0.05 at n = 8192. Without a device every benchmark
-// is skipped. Run: build/release/bench/gpu_gemm_bench --benchmark_format=json
+// the probe copied between host and device (O(n): summaries and candidates only), and the check's
+// figures: check_tile, check_fraction = the check kernels' time / the GEMM's (both from CUDA events
+// on the stream), max_ratio = the largest |r|/tau (false alarm at 1) and detectable_multiple = the
+// smallest change of one element every check was sure to catch, per rms of C. Goal on an H200:
+// end_to_end_ratio <= 1.10 and verify_share <= 0.05 at n = 8192. BM_GemmBound reports the check's
+// figures for the other random types. Without a device every benchmark is skipped. Run:
+// build/release/bench/gpu_gemm_bench --benchmark_format=json
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -141,7 +146,7 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
   // Warm-up: module loading, the heuristic's choice (pinned by the engine), first allocations.
   (void)sdc::run_probe(*probe, *devices[0], options);
   (void)bare_gemm_seconds(type, n, 1);
-  double bare = 0, gemm = 0, verify = 0, generate = 0, total = 0, bytes = 0;
+  double bare = 0, gemm = 0, verify = 0, generate = 0, total = 0, bytes = 0, check = 0, ratio = 0, detectable = 0;
   for (auto _ : state) {
     const double b = bare_gemm_seconds(type, n, 10);
     if (b <= 0) {
@@ -159,7 +164,11 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
     generate += r.params["generate_s"].get<double>();
     total += r.duration_s;
     bytes += static_cast<double>(r.host_device_bytes);
+    check += r.params["check_s"].get<double>();
+    ratio = std::max(ratio, r.params["max_ratio"].get<double>());
+    detectable = std::max(detectable, r.params["detectable_multiple"].get<double>());
     state.counters["n"] = r.params["n"].get<double>();
+    state.counters["check_tile"] = r.params["check_tile"].get<double>();
   }
   if (bare <= 0 || gemm <= 0) return;
   const double iters = static_cast<double>(state.iterations());
@@ -172,6 +181,47 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
   state.counters["end_to_end_ratio"] = (generate + gemm + verify) / bare;
   state.counters["wall_ratio"] = total / bare;
   state.counters["host_device_bytes"] = bytes / iters;
+  state.counters["check_fraction"] = check / gemm;
+  state.counters["max_ratio"] = ratio;
+  state.counters["detectable_multiple"] = detectable;
+}
+
+// The check's figures alone at the level's size (no bare GEMM to compare with).
+void BM_GemmBound(benchmark::State& state, const char* probe_id) {
+  auto devices = sdc::make_cuda_devices();
+  const sdc::Probe* probe = sdc::builtin_registry().find(probe_id);
+  if (devices.empty() || !probe->included_at(sdc::Level::kStandard, devices[0]->identity())) {
+    state.SkipWithError(devices.empty() ? "no CUDA device" : "device lacks this data type");
+    for (auto _ : state) {
+    }
+    return;
+  }
+  sdc::RunOptions options;
+  options.seed = 1;
+  options.level = sdc::Level::kStandard;
+  options.gemm_n = bench_n();
+  (void)sdc::run_probe(*probe, *devices[0], options);  // warm-up
+  double gemm = 0, check = 0, ratio = 0, detectable = 0;
+  for (auto _ : state) {
+    const sdc::ProbeResult r = sdc::run_probe(*probe, *devices[0], options);
+    if (r.outcome != sdc::Outcome::kPass) {
+      state.SkipWithError(("probe did not pass: " + r.reason).c_str());
+      break;
+    }
+    gemm += r.params["gemm_s"].get<double>();
+    check += r.params["check_s"].get<double>();
+    ratio = std::max(ratio, r.params["max_ratio"].get<double>());
+    detectable = std::max(detectable, r.params["detectable_multiple"].get<double>());
+    state.counters["n"] = r.params["n"].get<double>();
+    state.counters["check_tile"] = r.params["check_tile"].get<double>();
+  }
+  if (gemm <= 0) return;
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["gemm_ms"] = 1e3 * gemm / iters;
+  state.counters["check_ms"] = 1e3 * check / iters;
+  state.counters["check_fraction"] = check / gemm;
+  state.counters["max_ratio"] = ratio;
+  state.counters["detectable_multiple"] = detectable;
 }
 
 }  // namespace
@@ -184,5 +234,10 @@ BENCHMARK_CAPTURE(BM_GemmProbeVsCublasLt, e4m3, sdc::GemmType::kE4m3, "gemm.rand
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
+
+BENCHMARK_CAPTURE(BM_GemmBound, fp64, "gemm.random.fp64")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_GemmBound, fp32, "gemm.random.fp32")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_GemmBound, tf32, "gemm.random.tf32")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_GemmBound, fp16, "gemm.random.fp16")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 BENCHMARK_MAIN();

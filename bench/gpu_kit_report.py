@@ -136,11 +136,23 @@ def bench_rows(logs):
         if b.get("error_occurred"):
             errors.append("%s: %s" % (b["name"], b.get("error_message", "")))
             continue
-        gemm.append({"name": "gemm.random." + b["name"].split("/")[1], "bare_TFLOP/s": b["bare_TFLOP/s"], "probe_TFLOP/s": b["probe_TFLOP/s"],
+        bound = {k: b[k] for k in ("n", "check_tile", "check_fraction", "max_ratio", "detectable_multiple") if k in b}
+        if b["name"].startswith("BM_GemmBound"):
+            gemm.append(dict(bound, name="gemm.random." + b["name"].split("/")[1]))
+            continue
+        gemm.append(dict(bound, **{"name": "gemm.random." + b["name"].split("/")[1], "bare_TFLOP/s": b["bare_TFLOP/s"], "probe_TFLOP/s": b["probe_TFLOP/s"],
                      "gemm_ratio": b["gemm_ratio"], "verify_fraction": b["verify_fraction"],
                      "end_to_end_ratio": b["end_to_end_ratio"], "verify_share": b.get("verify_share", 0.0),
-                     "host_device_bytes": b.get("host_device_bytes", 0.0)})
+                     "host_device_bytes": b.get("host_device_bytes", 0.0)}))
     return rows, ceilings, gemm, errors
+
+
+def bound_lines(gemm):
+    """One line per GEMM probe with the check's figures at the size it ran (events on the stream)."""
+    return ["%-20s n %5d, tile %4d: max |r|/tau %.3g (false alarm at 1), catches one element off by "
+            "%.3g x rms(C), check %.3f of the GEMM's time" % (g["name"], g["n"], g["check_tile"], g["max_ratio"],
+                                                               g["detectable_multiple"], g["check_fraction"])
+            for g in gemm if "max_ratio" in g]
 
 
 def bench(logs):
@@ -150,7 +162,9 @@ def bench(logs):
     if not rows and not gemm:
         print("kit: no benchmark results")
         return 1
-    print("kit: %d probe rates, %d GEMM probes against bare cuBLASLt" % (len(rows), len(gemm)))
+    for line in bound_lines(gemm):
+        print("kit: " + line)
+    print("kit: %d probe rates, %d GEMM probes against bare cuBLASLt" % (len(rows), len([g for g in gemm if "bare_TFLOP/s" in g])))
     return 1 if errors else 0
 
 
@@ -221,10 +235,11 @@ def summary(work, out, exit_code, seconds):
     if gemm:
         lines.append("%-24s %9s %9s %7s %8s %8s %10s" % ("GEMM probe, random data", "bare TF/s", "probe TF/s",
                                                           "ratio", "verify", "e2e/bare", "host<->dev"))
-        for g in gemm:
+        for g in [g for g in gemm if "bare_TFLOP/s" in g]:
             lines.append("%-24s %9.1f %9.1f %7.3f %8.3f %7.2fx %9.0fB" % (
                 g["name"], g["bare_TFLOP/s"], g["probe_TFLOP/s"], g["gemm_ratio"], g["verify_share"],
                 g["end_to_end_ratio"], g["host_device_bytes"]))
+    lines.extend(bound_lines(gemm))
     if result["gemm_max_ratio_to_bound"]:
         lines.append("GEMM bound headroom, max |r|/tau on random inputs (false alarm at 1): %s" % ", ".join(
             "%s %.3g" % kv for kv in sorted(result["gemm_max_ratio_to_bound"].items())))

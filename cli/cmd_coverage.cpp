@@ -19,6 +19,8 @@ struct CoverageArgs {
   uint64_t trials = 1000;
   uint64_t clean = 0;
   uint64_t seed = 1;
+  uint32_t gemm_n = 0;  // 0: from the campaign's buffer size
+  std::string gemm_bounds = "engine";
   std::string json_path;
   std::string markdown_path;
 };
@@ -51,6 +53,8 @@ int run_coverage_command(const GlobalOptions& global, const CoverageArgs& args, 
   options.trials = args.trials;
   options.clean_runs = args.clean;
   options.seed = args.seed;
+  if (args.gemm_n != 0) options.gemm_n = args.gemm_n;
+  options.gemm_cuda_model = args.gemm_bounds == "cuda";
   if (::isatty(STDERR_FILENO) == 1) {
     options.progress = [](uint64_t done, uint64_t total, const std::string& probe) {
       if (done == total || done % 16 == 0) {
@@ -111,6 +115,21 @@ void add_coverage_command(CLI::App& app, const GlobalOptions& global, int& exit_
   sub->add_option("--seed", args->seed, "Campaign seed (replays it exactly)")
       ->check(unsigned_in(0, UINT64_MAX))
       ->capture_default_str();
+  // unsigned_in and the multiple of 32 both run on every value (CLI11's &): the second must not throw.
+  const CLI::Validator multiple_of_32(
+      [](std::string& text) -> std::string {
+        const bool ok = !text.empty() && text.size() < 9 && text.find_first_not_of("0123456789") == std::string::npos &&
+                        std::stoul(text) % 32 == 0;
+        return ok ? "" : "must be a multiple of 32";
+      },
+      "a multiple of 32");
+  sub->add_option("--gemm-n", args->gemm_n, "GEMM probes at n x n x n (a multiple of 32), as a level runs them")
+      ->check(unsigned_in(64, 32768) & multiple_of_32);
+  sub->add_option("--gemm-bounds", args->gemm_bounds,
+                  "Accumulation model random GEMMs are verified with: engine (this backend's) or cuda (the CUDA "
+                  "engine's bounds and check tiles, looser than the CPU's)")
+      ->check(CLI::IsMember({"engine", "cuda"}))
+      ->capture_default_str();
   sub->add_option("--json", args->json_path, "Write the counts as JSON (atomically)");
   sub->add_option("--markdown", args->markdown_path, "Write the published tables as Markdown (atomically)");
   sub->callback([&global, &exit_code, args] {
@@ -118,6 +137,8 @@ void add_coverage_command(CLI::App& app, const GlobalOptions& global, int& exit_
     std::string command = "sdcprobe coverage --probes '" + args->probes + "' --models " + args->models + " --trials " +
                           std::to_string(args->trials) + " --clean " + std::to_string(args->clean) + " --seed " +
                           std::to_string(args->seed);
+    if (args->gemm_n != 0) command += " --gemm-n " + std::to_string(args->gemm_n);
+    if (args->gemm_bounds != "engine") command += " --gemm-bounds " + args->gemm_bounds;
     if (!args->markdown_path.empty()) command += " --markdown " + args->markdown_path;
     exit_code = run_coverage_command(global, *args, command);
   });

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,15 +40,23 @@ struct GemmSpec {
   uint64_t seed = 0;
   uint32_t repeats = 1;  // gemm.repeat: the same inputs this many times, digests compared
   bool digest = false;   // digest C even for one repeat (deterministic families, for consensus)
+  // Random inputs: verify against this accumulation model instead of the engine's own. It must be
+  // at least as loose as the engine's: coverage runs the CUDA engine's bounds and tiles on the CPU.
+  std::optional<GemmAccumulation> model;
 };
 
 struct GemmRun {
-  MismatchReport report;           // records name (row, column) as index = row * n + column
-  double max_ratio = 0;            // largest |r| / tau over every check (random inputs); 0 for exact
+  MismatchReport report;    // records name (row, column) as index = row * n + column
+  double max_ratio = 0;     // largest |r| / tau over every check (random inputs); 0 for exact
+  uint32_t check_tile = 0;  // columns per row check
+  // Random inputs, the row checks of the last repeat: the smallest change of one element that every
+  // check was sure to catch (gemm_detectable_error), and the rms of C, for it as a multiple.
+  double detectable = 0, c_rms = 0;
   uint64_t flagged_checks = 0;     // row / column tile checks that failed
   double generate_s = 0;           // input generation (on the host, and upload; or on the device)
-  double gemm_s = 0;               // all repeats together
+  double gemm_s = 0;               // all repeats together (CUDA: timed by events on the stream)
   double verify_s = 0;             // all verification (download included)
+  double check_s = 0;              // the checks' passes alone (CUDA: their kernels, timed by events)
   std::vector<Digest128> digests;  // one per repeat, when repeats > 1 or spec.digest
   std::string algorithm;           // what computed it (for the equivalence class)
   std::string library_version;
@@ -55,6 +64,9 @@ struct GemmRun {
 
 // Called by an engine between computing C and verifying it: the owning device's inject().
 using GemmInjectFn = std::function<void(DeviceBuffer& c, uint64_t elements, unsigned width_bits, uint64_t group)>;
+
+// The accumulation model of the CUDA engine (cuBLASLt and the SIMT kernel) for `type` on `path`.
+GemmAccumulation gemm_cuda_accumulation(GemmType type, GemmPath path);
 
 class GemmEngine {
  public:

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <type_traits>
 
@@ -71,7 +72,7 @@ __attribute__((always_inline)) inline void row_dots4_body(const T* a0, const T* 
   q[0] = q0, q[1] = q1, q[2] = q2, q[3] = q3;
 }
 
-// sum_j c_j w_j over [jlo, jhi) of a row with stride 1.
+// sum_j c_j w_j and sum_j c_j^2 over [jlo, jhi) of a row with stride 1.
 template <typename Out>
 __attribute__((always_inline)) inline void c_dots_body(const Out* c, const double* w, uint32_t jlo, uint32_t jhi,
                                                        double* out) {
@@ -79,10 +80,15 @@ __attribute__((always_inline)) inline void c_dots_body(const Out* c, const doubl
   const Out* cp = c + jlo;
   const double* wp = w + jlo;
   const size_t len = jhi - jlo;
-  double cw = 0;
-#pragma omp simd reduction(+ : cw)
-  for (size_t j = 0; j < len; ++j) cw += static_cast<double>(cp[j]) * wp[j];
+  double cw = 0, cc = 0;
+#pragma omp simd reduction(+ : cw, cc)
+  for (size_t j = 0; j < len; ++j) {
+    const double v = static_cast<double>(cp[j]);
+    cw += v * wp[j];
+    cc += v * v;
+  }
   out[0] = cw;
+  out[1] = cc;
 }
 
 // Calls kernel(args...) compiled for the widest instruction set this CPU has.
@@ -111,11 +117,19 @@ void c_dots(const Out* c, const double* w, uint32_t jlo, uint32_t jhi, double* o
   }
 }
 
+// What one pass of the checks measured (random inputs).
+struct CheckStats {
+  double max_ratio = 0;     // largest |r| / tau
+  double detectable = 0;    // largest gemm_detectable_error
+  double c_square_sum = 0;  // sum of C^2
+};
+
 // Checks C (m x n at c[i * rs + j * cs]) against A (m x k rows) and Bt (n x k rows) per column tile
-// of width `tile`: flags[i * tiles + t] = 1 where |r| > tau. Returns the largest |r| / tau.
+// of width `tile`: flags[i * tiles + t] = 1 where |r| > tau.
 template <typename T, typename Out>
-double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, const Out* c, size_t rs, size_t cs,
-                   uint32_t tile, uint32_t key, const GemmAccumulation& acc, int threads, std::vector<uint8_t>& flags) {
+CheckStats float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, const Out* c, size_t rs, size_t cs,
+                       uint32_t tile, uint32_t key, const GemmAccumulation& acc, int threads,
+                       std::vector<uint8_t>& flags) {
   const uint32_t tiles = (n + tile - 1) / tile;
   flags.assign(static_cast<size_t>(m) * tiles, 0);
   std::vector<double> w(n);
@@ -145,13 +159,13 @@ double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, 
   const double float_sum_factor = gemm_float_sum_factor(k);
   const double rel = gemm_relative_bound(acc, k);
   const double slack = gemm_check_slack(k, n);
-  // sum of w over each tile, for the underflow allowance.
-  std::vector<double> wsum(tiles, 0.0);
-  for (uint32_t j = 0; j < n; ++j) wsum[j / tile] += w[j];
-  double max_ratio = 0;
+  std::vector<GemmTileWeights> tw(tiles);
+  for (uint32_t tt = 0; tt < tiles; ++tt) tw[tt] = gemm_tile_weights(key, tt * tile, std::min(n, (tt + 1) * tile));
+  double max_ratio = 0, detectable = 0, c_square_sum = 0;
   std::vector<double> strided;
   // Dynamic: on shared cores a descheduled thread must not hold the others at the barrier.
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 8) reduction(max : max_ratio) firstprivate(strided)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 8) reduction(max : max_ratio, detectable) \
+    reduction(+ : c_square_sum) firstprivate(strided)
   for (int64_t ib = 0; ib < static_cast<int64_t>((m + 3) / 4); ++ib) {
     const uint32_t i0 = static_cast<uint32_t>(ib) * 4;
     const uint32_t rows = std::min(4u, m - i0);
@@ -165,7 +179,7 @@ double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, 
       const uint32_t jlo = tt * tile, jhi = std::min(n, jlo + tile);
       for (uint32_t r = 0; r < rows; ++r) {
         const uint32_t i = i0 + r;
-        double d[1];
+        double d[2];
         if (cs == 1) {
           c_dots(c + static_cast<size_t>(i) * rs, w.data(), jlo, jhi, d);
         } else {  // the transposed check (location only): gather the strided row first
@@ -175,14 +189,16 @@ double float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, 
           c_dots(strided.data(), w.data(), jlo, jhi, d);
         }
         const double cw = d[0];
-        const double tau = gemm_tile_tau(acc, rel, slack, k, q[r], wsum[tt]);
+        c_square_sum += d[1];
+        const double tau = gemm_tile_tau(acc, rel, slack, k, q[r], tw[tt].sum);
         const double res = std::fabs(cw - s[r]);
         if (gemm_check_fails(res, tau)) flags[static_cast<size_t>(i) * tiles + tt] = 1;
         if (res == res && tau > 0) max_ratio = std::max(max_ratio, res / tau);
+        if (res == res) detectable = std::max(detectable, gemm_detectable_error(tau, res, tw[tt].min));
       }
     }
   }
-  return max_ratio;
+  return {max_ratio, detectable, c_square_sum};
 }
 
 // ---- Exact Freivalds modulo 2^64 -------------------------------------------------------------
@@ -282,21 +298,22 @@ std::vector<int64_t> unscaled_outputs(const GemmHostInputs& in, const void* c, i
 // The floating-point check of C against A and Bt: over its rows per column tile or, transposed (to
 // locate), over its columns per row tile.
 template <typename T, typename Out>
-double float_pass(const GemmSpec& s, const T* a, const T* bt, const Out* c, const GemmAccumulation& acc,
-                  bool transposed, int threads, std::vector<uint8_t>& flags) {
+CheckStats float_pass(const GemmSpec& s, const T* a, const T* bt, const Out* c, const GemmAccumulation& acc,
+                      bool transposed, int threads, std::vector<uint8_t>& flags) {
+  const uint32_t tile = gemm_check_tile(s, acc, transposed);
   if (!transposed) {
-    return float_check(s.m, s.n, s.k, a, bt, c, s.n, 1, gemm_check_tile(s.n),
-                       gemm_stream_key(s.seed, kGemmStreamRowCheck), acc, threads, flags);
+    return float_check(s.m, s.n, s.k, a, bt, c, s.n, 1, tile, gemm_stream_key(s.seed, kGemmStreamRowCheck), acc,
+                       threads, flags);
   }
-  return float_check(s.n, s.m, s.k, bt, a, c, 1, s.n, gemm_check_tile(s.m),
-                     gemm_stream_key(s.seed, kGemmStreamColCheck), acc, threads, flags);
+  return float_check(s.n, s.m, s.k, bt, a, c, 1, s.n, tile, gemm_stream_key(s.seed, kGemmStreamColCheck), acc, threads,
+                     flags);
 }
 
 // One pass of the checks (rows, or transposed the columns) for the inputs' family: exact on the
 // unscaled outputs `cint`, FP64 on the stored FP64 inputs, FP64 on the exact float copies of the
-// others. Returns the largest |r| / tau (0 for exact inputs).
-double check_pass(const GemmHostInputs& in, const void* c, const std::vector<int64_t>& cint,
-                  const GemmAccumulation& acc, bool transposed, int threads, std::vector<uint8_t>& flags) {
+// others. Returns what the FP64 check measured (nothing for exact inputs).
+CheckStats check_pass(const GemmHostInputs& in, const void* c, const std::vector<int64_t>& cint,
+                      const GemmAccumulation& acc, bool transposed, int threads, std::vector<uint8_t>& flags) {
   const GemmSpec& s = in.spec;
   const uint32_t n = s.n;
   if (gemm_inputs_exact(s.inputs)) {
@@ -304,15 +321,15 @@ double check_pass(const GemmHostInputs& in, const void* c, const std::vector<int
     if (!transposed) {
       exact_check(
           s.m, n, s.k, in.a_int.data(), in.bt_int.data(),
-          [ci, n](uint32_t i, uint32_t j) { return ci[static_cast<size_t>(i) * n + j]; }, gemm_check_tile(n),
-          gemm_stream_key(s.seed, kGemmStreamRowCheck), threads, flags);
+          [ci, n](uint32_t i, uint32_t j) { return ci[static_cast<size_t>(i) * n + j]; },
+          gemm_check_tile(s, acc, false), gemm_stream_key(s.seed, kGemmStreamRowCheck), threads, flags);
     } else {
       exact_check(
           n, s.m, s.k, in.bt_int.data(), in.a_int.data(),
-          [ci, n](uint32_t j, uint32_t i) { return ci[static_cast<size_t>(i) * n + j]; }, gemm_check_tile(s.m),
+          [ci, n](uint32_t j, uint32_t i) { return ci[static_cast<size_t>(i) * n + j]; }, gemm_check_tile(s, acc, true),
           gemm_stream_key(s.seed, kGemmStreamColCheck), threads, flags);
     }
-    return 0;
+    return {};
   }
   if (s.type == GemmType::kFp64) {
     return float_pass(s, reinterpret_cast<const double*>(in.a.data()), reinterpret_cast<const double*>(in.bt.data()),
@@ -340,7 +357,13 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
   const std::vector<int64_t> cint =
       gemm_inputs_exact(s.inputs) ? unscaled_outputs(in, c, threads, invalid) : std::vector<int64_t>{};
   std::vector<uint8_t> row_flags, col_flags;
-  verdict.max_ratio = check_pass(in, c, cint, acc, false, threads, row_flags);
+  auto t0 = std::chrono::steady_clock::now();
+  const CheckStats rows = check_pass(in, c, cint, acc, false, threads, row_flags);
+  verdict.check_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  verdict.max_ratio = rows.max_ratio;
+  verdict.check_tile = gemm_check_tile(s, acc, false);
+  verdict.detectable = rows.detectable;
+  verdict.c_rms = std::sqrt(rows.c_square_sum / (static_cast<double>(s.m) * s.n));
   verdict.flagged_checks = count_flags(row_flags);
   if (verdict.flagged_checks == 0 && invalid.empty()) {
     verdict.report.checked = static_cast<uint64_t>(s.m) * s.n;
@@ -349,9 +372,12 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
 
   // Locate: the same check on the transpose, per row tile of C; an element is a candidate where its
   // row fails in its column tile and its column fails in its row tile.
+  t0 = std::chrono::steady_clock::now();
   check_pass(in, c, cint, acc, true, threads, col_flags);
+  verdict.check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   verdict.flagged_checks += count_flags(col_flags);
-  std::vector<uint64_t> candidates = gemm_candidates(s.m, s.n, row_flags, col_flags, invalid);
+  const uint32_t tile_c = verdict.check_tile, tile_r = gemm_check_tile(s, acc, true);
+  std::vector<uint64_t> candidates = gemm_candidates(s.m, s.n, tile_c, tile_r, row_flags, col_flags, invalid);
 
   // Confirm each candidate by an O(k) recomputation (capped; the rest count as mismatches).
   const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
@@ -361,7 +387,7 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
   verdict.report.mismatches += unconfirmed;
   if (verdict.report.mismatches == 0) {
     // A failed check whose element the location could not confirm still counts.
-    const std::vector<uint64_t> at = gemm_unconfirmed_checks(s.n, row_flags);
+    const std::vector<uint64_t> at = gemm_unconfirmed_checks(s.n, tile_c, row_flags);
     std::vector<uint64_t> bits;
     for (uint64_t idx : at) bits.push_back(gemm_output_bits(s.type, c, idx));
     gemm_keep_unconfirmed(verdict.report, s.type, at, bits);

@@ -11,11 +11,52 @@
 
 namespace sdc {
 
-uint32_t gemm_check_tile(uint32_t n) { return gemm_check_tile_of(n); }
+// The k between two promotions of an FP8 GEMM's partial sums to FP32. cuBLASLt documents none;
+// CUTLASS promotes every four WGMMAs (k = 128), so the bound assumes 128 (or the whole k when it is
+// shorter): four times the error of a 32-k interval, which is what costs sensitivity
+// (docs/probes.md). The lease kit prints max |r|/tau for e4m3, the headroom left.
+namespace {
+constexpr uint32_t kFp8PromotionInterval = 128;
 
-std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, const std::vector<uint8_t>& row_flags,
-                                      const std::vector<uint8_t>& col_flags, const std::vector<uint64_t>& invalid) {
-  const uint32_t tile_c = gemm_check_tile(n), tile_r = gemm_check_tile(m);
+}  // namespace
+
+GemmAccumulation gemm_cuda_accumulation(GemmType type, GemmPath path) {
+  GemmAccumulation a;  // FP32 accumulation (SIMT or pedantic cuBLAS FP32): 2^-24, output 2^-24
+  if (path == GemmPath::kSimt) return a;
+  switch (type) {
+    case GemmType::kFp64:
+      a.u_acc = 0x1p-53;
+      a.u_out = 0x1p-53;
+      a.underflow = 0x1p-1074;
+      break;
+    case GemmType::kFp32: break;
+    case GemmType::kTf32:
+    case GemmType::kFp16:
+    case GemmType::kBf16: a.u_acc = 0x1p-23; break;  // tensor cores truncate: 2^-23
+    case GemmType::kE4m3:
+    case GemmType::kE5m2:
+      // Hopper FP8 tensor cores keep about 14 significant bits inside the k-block between two
+      // promotions to FP32, block sums then accumulated in FP32 with truncation.
+      a.u_acc = 0x1p-23;
+      a.u_inner = 0x1p-13;
+      a.chunk = kFp8PromotionInterval;
+      break;
+    case GemmType::kInt8:
+      a.u_acc = 0;
+      a.u_out = 0;
+      a.underflow = 0;
+      break;
+  }
+  return a;
+}
+
+uint32_t gemm_check_tile(const GemmSpec& s, const GemmAccumulation& acc, bool columns) {
+  return gemm_check_tile_of(s.inputs, acc, s.k, columns ? s.m : s.n);
+}
+
+std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, uint32_t tile_r,
+                                      const std::vector<uint8_t>& row_flags, const std::vector<uint8_t>& col_flags,
+                                      const std::vector<uint64_t>& invalid) {
   const uint32_t col_tiles = (n + tile_c - 1) / tile_c, row_tiles = (m + tile_r - 1) / tile_r;
   std::vector<uint64_t> candidates = invalid;
   for (uint32_t i = 0; i < m; ++i) {
@@ -33,8 +74,8 @@ std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, const std::vector<
   return candidates;
 }
 
-std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, const std::vector<uint8_t>& row_flags) {
-  const uint32_t tile_c = gemm_check_tile(n), col_tiles = (n + tile_c - 1) / tile_c;
+std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, uint32_t tile_c, const std::vector<uint8_t>& row_flags) {
+  const uint32_t col_tiles = (n + tile_c - 1) / tile_c;
   std::vector<uint64_t> out;
   for (size_t f = 0; f < row_flags.size(); ++f) {
     if (row_flags[f]) out.push_back(static_cast<uint64_t>(f / col_tiles) * n + (f % col_tiles) * tile_c);
@@ -197,6 +238,10 @@ MismatchRecord gemm_mismatch_record(const GemmSpec& spec, uint64_t index, uint64
 
 void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::vector<uint64_t>& seen) {
   run.max_ratio = std::max(run.max_ratio, v.max_ratio);
+  run.check_tile = v.check_tile;
+  run.detectable = std::max(run.detectable, v.detectable);
+  run.c_rms = v.c_rms;
+  run.check_s += v.check_s;
   run.flagged_checks += v.flagged_checks;
   run.report.checked += v.report.checked;
   // Count each wrong element once over the repeats (a permanent fault shows in every repeat).

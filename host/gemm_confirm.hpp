@@ -17,19 +17,22 @@ struct GemmVerdict {
   MismatchReport report;
   double max_ratio = 0;
   uint64_t flagged_checks = 0;
+  uint32_t check_tile = 0;           // of the row checks
+  double detectable = 0, c_rms = 0;  // as in GemmRun
+  double check_s = 0;                // the checks' passes alone
 };
 
-// Column-tile width of the checks for an n-column output (at least 256 columns, at most
-// kGemmMaxCheckTiles = 4 tiles): gemm_check_tile_of.
-uint32_t gemm_check_tile(uint32_t n);
+// Tile width of the row checks (columns = false) or of the column checks: gemm_check_tile_of.
+uint32_t gemm_check_tile(const GemmSpec& s, const GemmAccumulation& acc, bool columns);
 
 // Location: candidates (sorted, unique) are the elements whose row fails in its column tile
-// (row_flags, m x column tiles) and whose column fails in its row tile (col_flags, n x row tiles),
-// plus `invalid`. A failed check no candidate confirms is recorded at its tile's first column
-// (gemm_unconfirmed_checks).
-std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, const std::vector<uint8_t>& row_flags,
-                                      const std::vector<uint8_t>& col_flags, const std::vector<uint64_t>& invalid);
-std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, const std::vector<uint8_t>& row_flags);
+// (row_flags, m x column tiles of tile_c) and whose column fails in its row tile (col_flags, n x row
+// tiles of tile_r), plus `invalid`. A failed check no candidate confirms is recorded at its tile's
+// first column (gemm_unconfirmed_checks).
+std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, uint32_t tile_r,
+                                      const std::vector<uint8_t>& row_flags, const std::vector<uint8_t>& col_flags,
+                                      const std::vector<uint64_t>& invalid);
+std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, uint32_t tile_c, const std::vector<uint8_t>& row_flags);
 // At most this many candidates are confirmed; the rest count as mismatches without a record.
 inline constexpr size_t kGemmMaxConfirm = size_t{1} << 18;
 

@@ -35,7 +35,7 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
   const unsigned width = gemm_output_bytes(spec.type) * 8;
   const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
   DeviceBuffer* const c = &gemm_output_buffer(device_, c_, spec);
-  const GemmAccumulation acc = accumulation(spec.type, spec.path);
+  const GemmAccumulation acc = spec.model ? *spec.model : accumulation(spec.type, spec.path);
   std::vector<uint8_t> first;  // repeat 0's output, for locating a repeat that differs
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
   for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {

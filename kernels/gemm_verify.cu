@@ -3,10 +3,12 @@
 // SDC_HD code of gemm_check.hpp that the host's verify_gemm uses; these kernels only sum.
 //
 // A check is Y = B w per column tile (the inputs regenerated, one thread per depth index p), then
-// a block per few lines of C: A_line . Y, |A_line| . |B||w| and C_line . w, reduced in a fixed
-// order. The outputs are read once; the inputs are never read (regenerated in registers). The sums
-// use explicit FMAs (this library compiles with --fmad=false): one rounding per step, which the
-// bound's error model (any order, at most one rounding per operation) covers.
+// a block per few lines of C and few tiles: A_line . Y, |A_line| . |B||w| and C_line . w, reduced in
+// a fixed order. Random inputs take narrow tiles (gemm_float_tile_of), so a line has many. The
+// outputs are read once by the check (and once more for the rms of C); the inputs are never read
+// (regenerated in registers). The sums use explicit FMAs (this library compiles with --fmad=false):
+// one rounding per step, which the bound's error model (any order, at most one rounding per
+// operation) covers.
 #include <cuda_runtime.h>
 
 #include "kernels/device_util.cuh"
@@ -16,8 +18,8 @@ namespace sdc {
 namespace {
 
 constexpr unsigned kThreads = 256;
-constexpr uint32_t kChunk = 256;  // columns j per partial sum of Y
-constexpr uint32_t kMaxTiles = kGemmMaxCheckTiles;
+constexpr uint32_t kChunk = 256;                    // columns j per partial sum of Y
+constexpr uint32_t kMaxTiles = kGemmExactMaxTiles;  // exact checks
 constexpr uint32_t kVectors = kGemmExactVectors;
 constexpr unsigned kMaxLineBlocks = 65535;
 
@@ -58,8 +60,9 @@ __device__ void block_sum(T (&v)[N]) {
 
 // ---- Random families: FP64 Freivalds / ABFT ---------------------------------------------------
 
-// partial[c * k + p] = (sum B_jp w_j, sum |B_jp| w_j) over the columns j of chunk c.
-__global__ void float_y_partial(GemmCheckShape s, uint32_t cpt, double2* partial) {
+// partial[c * k + p] = (sum B_jp w_j, sum |B_jp| w_j) over the columns j of chunk c; thread p = 0
+// also writes the chunk's sum and least of w to wpart[c].
+__global__ void float_y_partial(GemmCheckShape s, uint32_t cpt, double2* partial, double2* wpart) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= s.k) return;
   uint32_t lo, hi;
@@ -72,10 +75,16 @@ __global__ void float_y_partial(GemmCheckShape s, uint32_t cpt, double2* partial
     ya = fma(fabs(b), w, ya);
   }
   partial[static_cast<uint64_t>(blockIdx.y) * s.k + p] = make_double2(y, ya);
+  if (p == 0) {
+    const GemmTileWeights tw = gemm_tile_weights(s.key, lo, hi);
+    wpart[blockIdx.y] = make_double2(tw.sum, tw.min);
+  }
 }
 
-// Y_t and |B||w|_t (rounded to FP32, as on the host) from the chunks, in a fixed order.
-__global__ void float_y_reduce(GemmCheckShape s, uint32_t cpt, const double2* partial, double* y, float* ya) {
+// Y_t and |B||w|_t (rounded to FP32, as on the host) from the chunks, in a fixed order; thread p = 0
+// writes tile t's sum and least of w to tw[t].
+__global__ void float_y_reduce(GemmCheckShape s, uint32_t cpt, const double2* partial, const double2* wpart, double* y,
+                               float* ya, double2* tw) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   if (p >= s.k) return;
   const uint32_t t = blockIdx.y;
@@ -87,55 +96,71 @@ __global__ void float_y_reduce(GemmCheckShape s, uint32_t cpt, const double2* pa
   }
   y[static_cast<uint64_t>(t) * s.k + p] = sy;
   ya[static_cast<uint64_t>(t) * s.k + p] = static_cast<float>(sa);
+  if (p == 0) {
+    double sum = 0, least = 2;
+    for (uint32_t c = 0; c < cpt; ++c) {
+      const double2 v = wpart[t * cpt + c];
+      sum += v.x;
+      least = fmin(least, v.y);
+    }
+    tw[t] = make_double2(sum, least);
+  }
 }
 
-// kLines lines per block: each block reads Y and |B||w| (L2-resident) once for all its lines. Four,
-// not more: the per-thread sums must leave room for kLineBlocksPerSm blocks on an SM, so that the
-// C . w phase keeps enough loads in flight to reach HBM's rate (scripts/check_sass.sh holds the
-// register count to it).
+// A block checks kLines lines over kGroupTiles consecutive tiles (blockIdx.y picks the group), and
+// reads Y and |B||w| of those tiles (L2-resident) once for all its lines. Four by four: the
+// per-thread sums must leave room for kLineBlocksPerSm blocks on an SM, so that the C . w phase
+// keeps enough loads in flight to reach HBM's rate (scripts/check_sass.sh holds the register count
+// to it). Narrow tiles make many groups; each regenerates its lines of A.
 constexpr uint32_t kLines = 4;
+constexpr uint32_t kGroupTiles = 4;
 constexpr unsigned kLineBlocksPerSm = 2;
 
 template <typename Out>
 __global__ void __launch_bounds__(kThreads, kLineBlocksPerSm)
     float_lines(GemmCheckShape s, GemmFloatBound b, const Out* __restrict__ c, const double* __restrict__ y,
-                const float* __restrict__ ya, uint8_t* flags, GemmCheckSummary* summary) {
+                const float* __restrict__ ya, const double2* __restrict__ tw, uint8_t* flags,
+                GemmCheckSummary* summary) {
+  const uint32_t t0 = blockIdx.y * kGroupTiles;
+  const uint32_t group = min(kGroupTiles, s.tiles - t0);
   for (uint32_t first = blockIdx.x * kLines; first < s.lines; first += gridDim.x * kLines) {
     const uint32_t count = min(kLines, s.lines - first);
-    // Per line r and tile t: A_r . Y_t, then C_r . w over tile t (doubles); |A_r| . |B||w|_t in
-    // FP32, as on the host.
-    double sums[2 * kLines * kMaxTiles] = {};
-    float q[kLines * kMaxTiles] = {};
+    // Per line r and tile t of the group: A_r . Y_t, then C_r . w over tile t (doubles);
+    // |A_r| . |B||w|_t in FP32, as on the host.
+    double sums[2 * kLines * kGroupTiles] = {};
+    float q[kLines * kGroupTiles] = {};
     for (uint32_t p = threadIdx.x; p < s.k; p += blockDim.x) {
-      double yt[kMaxTiles];
-      float yat[kMaxTiles];
+      double yt[kGroupTiles];
+      float yat[kGroupTiles];
 #pragma unroll
-      for (uint32_t t = 0; t < kMaxTiles; ++t) {
-        yt[t] = t < s.tiles ? y[static_cast<uint64_t>(t) * s.k + p] : 0.0;
-        yat[t] = t < s.tiles ? ya[static_cast<uint64_t>(t) * s.k + p] : 0.0f;
+      for (uint32_t t = 0; t < kGroupTiles; ++t) {
+        yt[t] = t < group ? y[static_cast<uint64_t>(t0 + t) * s.k + p] : 0.0;
+        yat[t] = t < group ? ya[static_cast<uint64_t>(t0 + t) * s.k + p] : 0.0f;
       }
 #pragma unroll
       for (uint32_t r = 0; r < kLines; ++r) {
         const double a = r < count ? gemm_generated_double(s.line, static_cast<uint64_t>(first + r) * s.k + p) : 0.0;
         const float af = fabsf(static_cast<float>(a));
 #pragma unroll
-        for (uint32_t t = 0; t < kMaxTiles; ++t) {
-          sums[r * kMaxTiles + t] = fma(a, yt[t], sums[r * kMaxTiles + t]);
-          q[r * kMaxTiles + t] = fmaf(af, yat[t], q[r * kMaxTiles + t]);
+        for (uint32_t t = 0; t < kGroupTiles; ++t) {
+          sums[r * kGroupTiles + t] = fma(a, yt[t], sums[r * kGroupTiles + t]);
+          q[r * kGroupTiles + t] = fmaf(af, yat[t], q[r * kGroupTiles + t]);
         }
       }
     }
 #pragma unroll
-    for (uint32_t t = 0; t < kMaxTiles; ++t) {
-      if (t >= s.tiles) break;
-      const uint32_t hi = min((t + 1) * s.tile, s.width);
-      for (uint32_t j = t * s.tile + threadIdx.x; j < hi; j += blockDim.x) {
+    for (uint32_t t = 0; t < kGroupTiles; ++t) {
+      if (t >= group) break;
+      const uint32_t hi = min((t0 + t + 1) * s.tile, s.width);
+      for (uint32_t j = (t0 + t) * s.tile + threadIdx.x; j < hi; j += blockDim.x) {
         const double w = gemm_float_check_weight(s.key, j);
 #pragma unroll
         for (uint32_t r = 0; r < kLines; ++r) {
           if (r < count) {
-            const uint64_t at = static_cast<uint64_t>(first + r) * s.line_stride + j * s.col_stride;
-            sums[(kLines + r) * kMaxTiles + t] = fma(static_cast<double>(c[at]), w, sums[(kLines + r) * kMaxTiles + t]);
+            const double v =
+                static_cast<double>(c[static_cast<uint64_t>(first + r) * s.line_stride + j * s.col_stride]);
+            sums[(kLines + r) * kGroupTiles + t] = fma(v, w, sums[(kLines + r) * kGroupTiles + t]);
+            sums[2 * kLines * kGroupTiles] = fma(v, v, sums[2 * kLines * kGroupTiles]);
           }
         }
       }
@@ -143,28 +168,46 @@ __global__ void __launch_bounds__(kThreads, kLineBlocksPerSm)
     block_sum(sums);
     block_sum(q);
     if (threadIdx.x == 0) {
-      // One atomic per block for the count and the largest ratio. Unrolled with constant indices,
-      // so the sums stay in registers.
+      // One atomic per block for each total. Unrolled with constant indices, so the sums stay in
+      // registers.
       unsigned long long failed = 0;
-      double ratio = 0;
+      double ratio = 0, detectable = 0;
 #pragma unroll
       for (uint32_t r = 0; r < kLines; ++r) {
 #pragma unroll
-        for (uint32_t t = 0; t < kMaxTiles; ++t) {
-          if (r >= count || t >= s.tiles) continue;
-          const double tau = gemm_tile_tau(b.acc, b.rel, b.slack, s.k, q[r * kMaxTiles + t] * b.sum_factor, b.wsum[t]);
-          const double res = fabs(sums[(kLines + r) * kMaxTiles + t] - sums[r * kMaxTiles + t]);
+        for (uint32_t t = 0; t < kGroupTiles; ++t) {
+          if (r >= count || t >= group) continue;
+          const double2 weights = tw[t0 + t];
+          const double tau =
+              gemm_tile_tau(b.acc, b.rel, b.slack, s.k, q[r * kGroupTiles + t] * b.sum_factor, weights.x);
+          const double res = fabs(sums[(kLines + r) * kGroupTiles + t] - sums[r * kGroupTiles + t]);
           const bool fails = gemm_check_fails(res, tau);
-          flags[static_cast<uint64_t>(first + r) * s.tiles + t] = fails ? 1 : 0;
+          flags[static_cast<uint64_t>(first + r) * s.tiles + t0 + t] = fails ? 1 : 0;
           failed += fails ? 1 : 0;
           if (res == res && tau > 0) ratio = fmax(ratio, res / tau);
+          if (res == res) detectable = fmax(detectable, gemm_detectable_error(tau, res, weights.y));
         }
       }
       if (failed > 0) atomicAdd(&summary->flagged, failed);
       // A nonnegative double orders as its bits do.
       atomicMax(&summary->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(ratio)));
+      atomicMax(&summary->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(detectable)));
     }
   }
+}
+
+// summary->c_square_sum += sum of C^2 (a statistic: atomics in any order), apart from float_lines,
+// whose registers it would spill.
+template <typename Out>
+__global__ void square_sum(const Out* __restrict__ c, uint64_t elements, GemmCheckSummary* summary) {
+  double v[1] = {0};
+  const uint64_t stride = grid_stride();
+  for (uint64_t e = grid_thread(); e < elements; e += stride) {
+    const double x = static_cast<double>(c[e]);
+    v[0] = fma(x, x, v[0]);
+  }
+  block_sum(v);
+  if (threadIdx.x == 0) atomicAdd(&summary->c_square_sum, v[0]);
 }
 
 // ---- Exact families: int64 Freivalds modulo 2^64 ----------------------------------------------
@@ -274,10 +317,12 @@ unsigned float_line_blocks(uint32_t lines) { return line_blocks((lines + kLines 
 
 }  // namespace
 
+// Scratch of the FP64 check: partial (tiles x chunks x k double2), wpart (tiles x chunks double2),
+// tw (tiles double2), y (tiles x k doubles), ya (tiles x k floats), in that order.
 size_t gemm_float_check_scratch(const GemmCheckShape& s) {
-  const size_t per_p = static_cast<size_t>(s.tiles) * chunks_per_tile(s) * sizeof(double2) +
-                       static_cast<size_t>(s.tiles) * (sizeof(double) + sizeof(float));
-  return per_p * s.k;
+  const size_t chunks = static_cast<size_t>(s.tiles) * chunks_per_tile(s);
+  return (chunks * s.k + chunks + s.tiles) * sizeof(double2) +
+         static_cast<size_t>(s.tiles) * s.k * (sizeof(double) + sizeof(float));
 }
 
 size_t gemm_exact_check_scratch(const GemmCheckShape& s) {
@@ -286,26 +331,35 @@ size_t gemm_exact_check_scratch(const GemmCheckShape& s) {
 
 cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBound& b, const void* c, void* scratch,
                                     uint8_t* flags, GemmCheckSummary* summary, cudaStream_t stream) {
-  if (s.tiles == 0 || s.tiles > kMaxTiles) return cudaErrorInvalidValue;
+  if (s.tiles == 0 || s.tile == 0) return cudaErrorInvalidValue;
   const uint32_t cpt = chunks_per_tile(s);
+  const size_t chunks = static_cast<size_t>(s.tiles) * cpt;
   auto* partial = static_cast<double2*>(scratch);
-  auto* y = reinterpret_cast<double*>(partial + static_cast<size_t>(s.tiles) * cpt * s.k);
+  auto* wpart = partial + chunks * s.k;
+  auto* tw = wpart + chunks;
+  auto* y = reinterpret_cast<double*>(tw + s.tiles);
   auto* ya = reinterpret_cast<float*>(y + static_cast<size_t>(s.tiles) * s.k);
   cudaError_t e = cudaMemsetAsync(summary, 0, sizeof(GemmCheckSummary), stream);
   if (e != cudaSuccess) return e;
   const unsigned pblocks = (s.k + kThreads - 1) / kThreads;
-  float_y_partial<<<dim3(pblocks, s.tiles * cpt), kThreads, 0, stream>>>(s, cpt, partial);
-  float_y_reduce<<<dim3(pblocks, s.tiles), kThreads, 0, stream>>>(s, cpt, partial, y, ya);
-  const unsigned blocks = float_line_blocks(s.lines);
+  float_y_partial<<<dim3(pblocks, s.tiles * cpt), kThreads, 0, stream>>>(s, cpt, partial, wpart);
+  float_y_reduce<<<dim3(pblocks, s.tiles), kThreads, 0, stream>>>(s, cpt, partial, wpart, y, ya, tw);
+  const dim3 blocks(float_line_blocks(s.lines), (s.tiles + kGroupTiles - 1) / kGroupTiles);
+  const uint64_t elements = static_cast<uint64_t>(s.lines) * s.width;
+  const LaunchShape shape{4096, kThreads};
+  const unsigned sum_blocks = blocks_for(elements, shape);
   switch (s.out_type) {
     case GemmType::kFp64:
-      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const double*>(c), y, ya, flags, summary);
+      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const double*>(c), y, ya, tw, flags, summary);
+      square_sum<<<sum_blocks, kThreads, 0, stream>>>(static_cast<const double*>(c), elements, summary);
       break;
     case GemmType::kInt8:
-      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const int32_t*>(c), y, ya, flags, summary);
+      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const int32_t*>(c), y, ya, tw, flags, summary);
+      square_sum<<<sum_blocks, kThreads, 0, stream>>>(static_cast<const int32_t*>(c), elements, summary);
       break;
     default:
-      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const float*>(c), y, ya, flags, summary);
+      float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const float*>(c), y, ya, tw, flags, summary);
+      square_sum<<<sum_blocks, kThreads, 0, stream>>>(static_cast<const float*>(c), elements, summary);
       break;
   }
   return cudaGetLastError();

@@ -1,5 +1,6 @@
 // gemm.exact.<dtype>: seeded integers bounded per data type (k * max|a| * max|b| <= 2^24 for FP32
-// accumulation, 2^13 for fp8, INT32 for int8) so the product is exact in any summation order; C is
+// accumulation, 2^13 for fp8, INT32 for int8) so the product is exact in any summation order (fp8
+// at k = 512, where its integers reach +-4: gemm_probe_k); C is
 // checked bit for bit by Freivalds in int64 (modulo 2^64, two odd random vectors per column tile,
 // zero tolerance), and the failing row and column checks locate the wrong elements.
 // Targets: GEMM datapaths (tensor cores or FMA units, operand staging, accumulators, epilogue stores)

@@ -22,11 +22,19 @@ bool gemm_device_has(const GemmProbeConfig& cfg, const DeviceIdentity& id) {
   }
 }
 
+uint32_t gemm_probe_k(const GemmProbeConfig& cfg, uint32_t n) {
+  if (cfg.inputs == GemmInputs::kDense) return std::min(n, kGemmDenseMaxK);
+  const bool fp8 = cfg.type == GemmType::kE4m3 || cfg.type == GemmType::kE5m2;
+  if (fp8 && gemm_inputs_exact(cfg.inputs)) return std::min(n, kGemmFp8ExactK);
+  return n;
+}
+
 uint32_t gemm_probe_n(const GemmProbeConfig& cfg, const ProbeContext& ctx) {
   const bool cpu = ctx.device.identity().backend == "cpu";
   // GPUs reach their full tensor-core rate from about n = 8192 (2048 leaves them mostly idle), and
   // a pass there takes milliseconds: every level runs it. The CPU's quick budget holds n = 256.
   uint32_t n = cpu ? (ctx.level == Level::kQuick ? 256 : 2048) : 8192;
+  if (ctx.gemm_n) return *ctx.gemm_n;
   if (ctx.compute_bytes) {
     const uint64_t per = 2ULL * gemm_input_bytes(cfg.type) + gemm_output_bytes(cfg.type);
     uint32_t fit = 64;
@@ -45,8 +53,9 @@ void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& 
   spec.inputs = cfg.inputs;
   spec.path = cfg.path;
   spec.m = spec.n = gemm_probe_n(cfg, ctx);
-  spec.k = cfg.inputs == GemmInputs::kDense ? std::min(spec.n, kGemmDenseMaxK) : spec.n;
+  spec.k = gemm_probe_k(cfg, spec.n);
   spec.seed = ctx.seed;
+  if (ctx.gemm_cuda_model) spec.model = gemm_cuda_accumulation(spec.type, spec.path);
   spec.digest = cfg.inputs == GemmInputs::kExact || cfg.repeat;
   if (cfg.repeat) {
     const uint32_t preset = ctx.level == Level::kQuick ? 3 : ctx.level == Level::kStandard ? 5 : 10;
@@ -59,7 +68,7 @@ void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& 
   result.bytes = (static_cast<uint64_t>(spec.m + spec.n) * spec.k * gemm_input_bytes(spec.type) +
                   static_cast<uint64_t>(spec.m) * spec.n * gemm_output_bytes(spec.type)) *
                  spec.repeats;
-  const GemmAccumulation acc = engine->accumulation(spec.type, spec.path);
+  const GemmAccumulation acc = spec.model ? *spec.model : engine->accumulation(spec.type, spec.path);
   nlohmann::json p = {{"type", gemm_type_name(spec.type)},
                       {"inputs", gemm_inputs_name(spec.inputs)},
                       {"path", spec.path == GemmPath::kSimt ? "simt" : "library"},
@@ -75,11 +84,17 @@ void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& 
                       {"verify_s", run.verify_s},
                       {"generate_s", run.generate_s},
                       {"verify_fraction", run.gemm_s > 0 ? run.verify_s / run.gemm_s : 0.0},
+                      {"check_s", run.check_s},
+                      {"check_fraction", run.gemm_s > 0 ? run.check_s / run.gemm_s : 0.0},
+                      {"check_tile", run.check_tile},
                       {"flagged_checks", run.flagged_checks},
                       {"algorithm", run.algorithm},
                       {"library_version", run.library_version}};
   if (spec.inputs == GemmInputs::kRandom) {
     p["max_ratio"] = run.max_ratio;  // largest |r| / tau: the headroom the bound leaves
+    // The smallest change of one element every row check was sure to catch, per rms of C.
+    p["detectable_multiple"] = run.c_rms > 0 ? run.detectable / run.c_rms : 0.0;
+    p["bounds"] = ctx.gemm_cuda_model ? "cuda" : "engine";
     p["u_acc"] = acc.u_acc;
     p["u_out"] = acc.u_out;
     if (acc.chunk > 1) p["accumulation_chunk"] = {{"k", acc.chunk}, {"u", acc.u_inner}};

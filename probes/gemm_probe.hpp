@@ -20,9 +20,16 @@ struct GemmProbeConfig {
 // Whether the device can run this configuration. CUDA: e4m3 needs compute capability 8.9, tf32 and
 // bf16 8.0; e5m2 is CPU-only (cuBLASLt pairs E5M2 only with E4M3).
 bool gemm_device_has(const GemmProbeConfig& cfg, const DeviceIdentity& id);
-// Square size for the level: CPU quick 256, standard / long 2048; GPU quick 2048, standard / long
-// 8192. A --size override picks the largest power of two (>= 64) whose A, B and C fit in it.
+// Square size: ctx.gemm_n where given; else the largest power of two (>= 64) whose A, B and C fit
+// in ctx.compute_bytes where given; else the level's: CPU quick 256, standard / long 2048; GPU
+// 8192 at every level.
 uint32_t gemm_probe_n(const GemmProbeConfig& cfg, const ProbeContext& ctx);
+// Exact fp8 keeps its partial sums below 2^13 (gemm_exact_sum_limit): at k = 8192 its integers
+// would be {-1, 0, 1}, exercising no multiplier significand bit; at k = 512 they reach +-4.
+inline constexpr uint32_t kGemmFp8ExactK = 512;
+// Depth for an n x n output: n, but dense bf16 at most kGemmDenseMaxK and exact or scaled fp8 at
+// most kGemmFp8ExactK.
+uint32_t gemm_probe_k(const GemmProbeConfig& cfg, uint32_t n);
 void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result);
 
 }  // namespace sdc

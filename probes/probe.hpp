@@ -28,6 +28,8 @@ struct ProbeContext {
   std::optional<uint64_t> size_bytes;     // mem.* buffer bytes (the operator's --size)
   std::optional<uint64_t> compute_bytes;  // GEMM and SFU working set: for campaigns, benchmarks and tests
   std::optional<uint32_t> iterations;     // operator override of passes / chain length
+  std::optional<uint32_t> gemm_n;         // GEMM size, over the level's and compute_bytes' (coverage --gemm-n)
+  bool gemm_cuda_model = false;           // verify random GEMMs with the CUDA engine's bounds (coverage)
 };
 
 class Probe {

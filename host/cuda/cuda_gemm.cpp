@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -14,12 +15,6 @@
 
 namespace sdc {
 namespace {
-
-// The k between two promotions of an FP8 GEMM's partial sums to FP32. cuBLASLt documents none;
-// CUTLASS promotes every four WGMMAs (k = 128), so the bound assumes 128 (or the whole k when it is
-// shorter): four times the error of a 32-k interval, which is what costs sensitivity
-// (docs/probes.md). The lease kit prints max |r|/tau for e4m3, the headroom left.
-constexpr uint32_t kFp8PromotionInterval = 128;
 
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
@@ -112,6 +107,8 @@ CudaGemmEngine::CudaGemmEngine(Device& device, int ordinal, cudaStream_t stream,
       stream_(stream),
       lt_(ordinal),
       done_(ordinal),
+      start_(ordinal),
+      end_(ordinal),
       workspace_(ordinal, kWorkspaceBytes) {
   int major = 0, minor = 0;
   SDC_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
@@ -129,33 +126,7 @@ bool CudaGemmEngine::supports(GemmType type, GemmPath path) const {
 }
 
 GemmAccumulation CudaGemmEngine::accumulation(GemmType type, GemmPath path) const {
-  GemmAccumulation a;  // FP32 accumulation (SIMT or pedantic cuBLAS FP32): 2^-24, output 2^-24
-  if (path == GemmPath::kSimt) return a;
-  switch (type) {
-    case GemmType::kFp64:
-      a.u_acc = 0x1p-53;
-      a.u_out = 0x1p-53;
-      a.underflow = 0x1p-1074;
-      break;
-    case GemmType::kFp32: break;
-    case GemmType::kTf32:
-    case GemmType::kFp16:
-    case GemmType::kBf16: a.u_acc = 0x1p-23; break;  // tensor cores truncate: 2^-23
-    case GemmType::kE4m3:
-    case GemmType::kE5m2:
-      // Hopper FP8 tensor cores keep about 14 significant bits inside the k-block between two
-      // promotions to FP32, block sums then accumulated in FP32 with truncation.
-      a.u_acc = 0x1p-23;
-      a.u_inner = 0x1p-13;
-      a.chunk = kFp8PromotionInterval;
-      break;
-    case GemmType::kInt8:
-      a.u_acc = 0;
-      a.u_out = 0;
-      a.underflow = 0;
-      break;
-  }
-  return a;
+  return gemm_cuda_accumulation(type, path);
 }
 
 const CudaGemmEngine::Pinned& CudaGemmEngine::pinned(const GemmSpec& s) {
@@ -190,13 +161,21 @@ const CudaGemmEngine::Pinned& CudaGemmEngine::pinned(const GemmSpec& s) {
   throw std::runtime_error("cuBLASLt offers no algorithm without split-K for this GEMM");
 }
 
-void CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
+double CudaGemmEngine::elapsed_s(const Event& from, const Event& to) {
+  float ms = 0;
+  SDC_CUDA_TRY(cudaEventElapsedTime(&ms, from.get(), to.get()));
+  return ms / 1e3;
+}
+
+double CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
   DeviceGuard guard(ordinal_);
+  SDC_CUDA_TRY(cudaEventRecord(start_.get(), stream_));
   if (s.path == GemmPath::kSimt) {
     SDC_CUDA_TRY(
         launch_gemm_simt_fp32(a_.as<float>(), bt_.as<float>(), static_cast<float*>(c.data()), s.m, s.n, s.k, stream_));
+    SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
     synchronize();
-    return;
+    return elapsed_s(start_, end_);
   }
   const Pinned& algo = pinned(s);
   Problem p(s);
@@ -215,7 +194,9 @@ void CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
   // Operand "A" of cuBLASLt is Bt, operand "B" is A (see Problem).
   SDC_CUBLAS_TRY(cublasLtMatmul(lt_.get(), p.desc.d, alpha, bt_.get(), p.a.l, a_.get(), p.b.l, beta, c.data(), p.c.l,
                                 c.data(), p.c.l, &algo.algo, workspace_.get(), kWorkspaceBytes, stream_));
+  SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
   synchronize();
+  return elapsed_s(start_, end_);
 }
 
 // Sleeps on a blocking-sync event rather than spinning in cudaStreamSynchronize, as the device's own
@@ -271,29 +252,31 @@ void CudaGemmEngine::generate_on_device(const GemmSpec& spec, std::vector<uint8_
 }
 
 GemmCheckSummary CudaGemmEngine::check(const GemmSpec& spec, const GemmAccumulation& acc, const void* c, bool columns,
-                                       std::vector<uint8_t>& flags) {
-  const GemmCheckShape s = gemm_check_shape(spec.type, spec.inputs, spec.m, spec.n, spec.k, spec.seed, columns);
+                                       std::vector<uint8_t>& flags, double& check_s) {
+  const GemmCheckShape s = gemm_check_shape(spec.type, spec.inputs, spec.m, spec.n, spec.k, spec.seed, columns, acc);
   const size_t flag_bytes = static_cast<size_t>(s.lines) * s.tiles;
   grow(flags_, flag_bytes);
   grow(summary_, sizeof(GemmCheckSummary));
   auto* summary = summary_.as<GemmCheckSummary>();
   auto* flags_d = flags_.as<uint8_t>();
-  if (gemm_inputs_exact(spec.inputs)) {
-    grow(scratch_, gemm_exact_check_scratch(s));
-    // Only the row pass records invalid outputs: the column pass sees the same ones.
-    unsigned long long* invalid = nullptr;
-    if (!columns) invalid = grow(invalid_, kGemmMaxConfirm * sizeof(unsigned long long)).as<unsigned long long>();
+  const bool exact = gemm_inputs_exact(spec.inputs);
+  grow(scratch_, exact ? gemm_exact_check_scratch(s) : gemm_float_check_scratch(s));
+  // Only the row pass records invalid outputs: the column pass sees the same ones.
+  unsigned long long* invalid = nullptr;
+  if (exact && !columns)
+    invalid = grow(invalid_, kGemmMaxConfirm * sizeof(unsigned long long)).as<unsigned long long>();
+  SDC_CUDA_TRY(cudaEventRecord(start_.get(), stream_));
+  if (exact) {
     const double bound = static_cast<double>(gemm_exact_output_bound(spec.inputs, spec.k, s.line.mag));
     SDC_CUDA_TRY(
         launch_gemm_exact_check(s, bound, c, scratch_.get(), flags_d, summary, invalid, kGemmMaxConfirm, stream_));
   } else {
-    // O(width) on the host: the same weights the kernels compute.
-    const GemmFloatBound b = gemm_float_bound(s, acc);
-    grow(scratch_, gemm_float_check_scratch(s));
-    SDC_CUDA_TRY(launch_gemm_float_check(s, b, c, scratch_.get(), flags_d, summary, stream_));
+    SDC_CUDA_TRY(launch_gemm_float_check(s, gemm_float_bound(s, acc), c, scratch_.get(), flags_d, summary, stream_));
   }
+  SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
   GemmCheckSummary out;
   download(&out, summary, sizeof out);
+  check_s += elapsed_s(start_, end_);
   flags.clear();
   if (out.flagged > 0 || out.invalid > 0) {
     flags.resize(flag_bytes);
@@ -320,9 +303,12 @@ GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation&
   GemmVerdict verdict;
   verdict.report.checked = static_cast<uint64_t>(m) * n;
   std::vector<uint8_t> row_flags, col_flags;
-  const GemmCheckSummary rows = check(spec, acc, c, false, row_flags);
+  const GemmCheckSummary rows = check(spec, acc, c, false, row_flags, verdict.check_s);
+  verdict.check_tile = gemm_check_tile(spec, acc, false);
   if (!gemm_inputs_exact(spec.inputs)) {
     std::memcpy(&verdict.max_ratio, &rows.max_ratio_bits, sizeof verdict.max_ratio);
+    std::memcpy(&verdict.detectable, &rows.detectable_bits, sizeof verdict.detectable);
+    verdict.c_rms = std::sqrt(rows.c_square_sum / (static_cast<double>(m) * n));
   }
   verdict.flagged_checks = rows.flagged;
   if (rows.flagged == 0 && rows.invalid == 0) return verdict;
@@ -330,12 +316,12 @@ GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation&
   // Locate: the same check on the transpose; candidates where both fail, plus the invalid outputs.
   std::vector<uint64_t> invalid(std::min<uint64_t>(rows.invalid, kGemmMaxConfirm));
   download(invalid.data(), invalid_.get(), invalid.size() * sizeof(uint64_t));
-  const GemmCheckSummary cols = check(spec, acc, c, true, col_flags);
+  const GemmCheckSummary cols = check(spec, acc, c, true, col_flags, verdict.check_s);
   verdict.flagged_checks += cols.flagged;
   // (The row pass's flags came back with its failure; the column pass's only if it failed too.)
-  if (col_flags.empty())
-    col_flags.assign(static_cast<size_t>(n) * ((m + gemm_check_tile(m) - 1) / gemm_check_tile(m)), 0);
-  std::vector<uint64_t> candidates = gemm_candidates(m, n, row_flags, col_flags, invalid);
+  const uint32_t tile_c = verdict.check_tile, tile_r = gemm_check_tile(spec, acc, true);
+  if (col_flags.empty()) col_flags.assign(static_cast<size_t>(n) * ((m + tile_r - 1) / tile_r), 0);
+  std::vector<uint64_t> candidates = gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, invalid);
   const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
   candidates.resize(candidates.size() - unconfirmed);
   verdict.report = gemm_confirm_candidates(spec, acc, candidates, gather(spec.type, c, candidates), host_threads());
@@ -344,7 +330,7 @@ GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation&
   verdict.report.mismatches += unconfirmed + (rows.invalid - invalid.size());
   if (verdict.report.mismatches == 0) {
     // A failed check whose element the location could not confirm still counts.
-    const std::vector<uint64_t> at = gemm_unconfirmed_checks(n, row_flags);
+    const std::vector<uint64_t> at = gemm_unconfirmed_checks(n, tile_c, row_flags);
     gemm_keep_unconfirmed(verdict.report, spec.type, at, gather(spec.type, c, at));
   }
   return verdict;
@@ -372,12 +358,10 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
   const unsigned width = gemm_output_bytes(spec.type) * 8;
   const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
   DeviceBuffer& c = gemm_output_buffer(device_, c_, spec);
-  const GemmAccumulation acc = accumulation(spec.type, spec.path);
+  const GemmAccumulation acc = spec.model ? *spec.model : accumulation(spec.type, spec.path);
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
   for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {
-    t0 = std::chrono::steady_clock::now();
-    multiply(spec, c);
-    run.gemm_s += seconds_since(t0);
+    run.gemm_s += multiply(spec, c);
     inject_(c, elements, width, 1);
     t0 = std::chrono::steady_clock::now();
     GemmVerdict v = verify(spec, acc, c.data());

@@ -47,11 +47,15 @@ class CudaGemmEngine : public GemmEngine {
   using Key = std::tuple<int, uint32_t, uint32_t, uint32_t>;
   const Pinned& pinned(const GemmSpec& spec);
   void generate(const GemmSpec& spec);
-  void multiply(const GemmSpec& spec, DeviceBuffer& c);
+  // Returns the GEMM's own time, from events on the stream.
+  double multiply(const GemmSpec& spec, DeviceBuffer& c);
   GemmVerdict verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c);
-  // One pass of the check (rows, or columns to locate); returns its summary, flags in `flags`.
+  // One pass of the check (rows, or columns to locate); returns its summary, flags in `flags`, and
+  // adds its kernels' time (events on the stream) to `check_s`.
   GemmCheckSummary check(const GemmSpec& spec, const GemmAccumulation& acc, const void* c, bool columns,
-                         std::vector<uint8_t>& flags);
+                         std::vector<uint8_t>& flags, double& check_s);
+  // Seconds between two events recorded on the stream, both complete.
+  static double elapsed_s(const Event& from, const Event& to);
   // The bits of output elements `index` (C stays on the device).
   std::vector<uint64_t> gather(GemmType type, const void* c, const std::vector<uint64_t>& index);
   Digest128 digest(const void* c, uint64_t bytes);
@@ -70,6 +74,7 @@ class CudaGemmEngine : public GemmEngine {
   int cc_ = 0;  // compute capability, major * 10 + minor
   CublasLtHandle lt_;
   BlockingEvent done_;  // synchronize() sleeps on it
+  Event start_, end_;   // timing of the GEMM and of the checks' kernels
   DeviceMemory workspace_;
   DeviceMemory a_, bt_;
   std::unique_ptr<DeviceBuffer> c_;

@@ -16,11 +16,10 @@ namespace sdc {
 inline constexpr uint32_t kGemmStreamRowCheck = 16;
 inline constexpr uint32_t kGemmStreamColCheck = 17;
 
-// Column tiles per check: gemm_check_tile makes at most four.
-inline constexpr uint32_t kGemmMaxCheckTiles = 4;
-
-// Column-tile width of the checks for an n-column output (at least 256 columns, at most 4 tiles).
-SDC_HD uint32_t gemm_check_tile_of(uint32_t n) {
+// Exact families: column tiles of at least 256 columns, at most four per line (a check with zero
+// tolerance needs no narrow tile).
+inline constexpr uint32_t kGemmExactMaxTiles = 4;
+SDC_HD uint32_t gemm_exact_tile_of(uint32_t n) {
   const uint32_t quarter = (n + 3) / 4;
   const uint32_t wide = quarter > 256u ? quarter : 256u;
   return n < wide ? n : wide;
@@ -56,6 +55,36 @@ SDC_HD double gemm_check_slack(uint32_t k, uint32_t width) {
 // output cannot inflate it: it makes the residual fail).
 SDC_HD double gemm_tile_tau(const GemmAccumulation& acc, double rel, double slack, uint32_t k, double q, double wsum) {
   return (rel + acc.u_out * (1 + rel)) * q + (k + 2.0) * acc.underflow * wsum + slack * (2 + rel) * q;
+}
+
+// tau / q of one check: tau = gemm_tile_rel * q plus the underflow allowance.
+SDC_HD double gemm_tile_rel(const GemmAccumulation& acc, uint32_t k, uint32_t width) {
+  const double rel = gemm_relative_bound(acc, k);
+  return rel + acc.u_out * (1 + rel) + gemm_check_slack(k, width) * (2 + rel);
+}
+
+// Random families: the column-tile width. q grows as k x tile while a typical |C| grows as sqrt(k),
+// so a tile of T columns catches a single wrong element of about 1.5 E|a|E|b| / rms(a)rms(b) x
+// T eps sqrt(k) times the rms of C (eps = gemm_tile_rel; the weights average 1.5, the inputs' moment
+// ratio is 0.64): T = kGemmTileTarget / (eps sqrt(k)) puts that near 1.4x, and T is never wider
+// than the exact families' tile (where that catches smaller changes, at small k). The check costs
+// 1/T of the GEMM's multiply-adds (in FP64, and as many in FP32), so T is at least
+// kGemmMinFloatTile, which binds only where the accumulation is coarse (fp8 on tensor cores;
+// docs/probes.md).
+inline constexpr double kGemmTileTarget = 1.5;
+inline constexpr uint32_t kGemmMinFloatTile = 8;
+SDC_HD uint32_t gemm_float_tile_of(const GemmAccumulation& acc, uint32_t k, uint32_t width) {
+  const uint32_t widest = gemm_exact_tile_of(width);
+  const double per_column = gemm_tile_rel(acc, k, width) * sqrt(static_cast<double>(k));
+  const double t = per_column > 0 ? kGemmTileTarget / per_column : static_cast<double>(widest);
+  uint32_t tile = t >= widest ? widest : static_cast<uint32_t>(t);
+  if (tile < kGemmMinFloatTile) tile = kGemmMinFloatTile;
+  return tile < width ? tile : width;
+}
+
+// The tile of a check over lines of `width` elements, for the inputs' family.
+SDC_HD uint32_t gemm_check_tile_of(GemmInputs in, const GemmAccumulation& acc, uint32_t k, uint32_t width) {
+  return gemm_inputs_exact(in) ? gemm_exact_tile_of(width) : gemm_float_tile_of(acc, k, width);
 }
 
 // A check fails unless its residual is within tau (a NaN residual fails).
@@ -123,14 +152,15 @@ struct GemmCheckShape {
   GemmGenerator line, other;
   GemmType out_type = GemmType::kFp32;
   uint32_t lines = 0, width = 0, k = 0;  // lines checked, elements per line, depth
-  uint32_t tile = 0, tiles = 0;          // the line split into at most kGemmMaxCheckTiles tiles
+  uint32_t tile = 0, tiles = 0;          // the line split into tiles (gemm_check_tile_of)
   uint64_t line_stride = 0, col_stride = 0;
   uint32_t key = 0;  // check vector key
 };
 
-// The row pass (columns = false) or the column pass of an m x n x k GEMM.
+// The row pass (columns = false) or the column pass of an m x n x k GEMM whose accumulation is
+// `acc` (which fixes the tile of random inputs).
 SDC_HD GemmCheckShape gemm_check_shape(GemmType t, GemmInputs in, uint32_t m, uint32_t n, uint32_t k, uint64_t seed,
-                                       bool columns) {
+                                       bool columns, const GemmAccumulation& acc) {
   GemmCheckShape s;
   const GemmGenerator ga = gemm_generator(t, in, k, seed, kGemmStreamA);
   const GemmGenerator gb = gemm_generator(t, in, k, seed, kGemmStreamB);
@@ -140,7 +170,7 @@ SDC_HD GemmCheckShape gemm_check_shape(GemmType t, GemmInputs in, uint32_t m, ui
   s.lines = columns ? n : m;
   s.width = columns ? m : n;
   s.k = k;
-  s.tile = gemm_check_tile_of(s.width);
+  s.tile = gemm_check_tile_of(in, acc, k, s.width);
   s.tiles = (s.width + s.tile - 1) / s.tile;
   s.line_stride = columns ? 1 : n;
   s.col_stride = columns ? n : 1;
@@ -148,11 +178,11 @@ SDC_HD GemmCheckShape gemm_check_shape(GemmType t, GemmInputs in, uint32_t m, ui
   return s;
 }
 
-// The FP64 check's bound terms that do not depend on the data.
+// The FP64 check's bound terms that do not depend on the data (the per-tile sums of w come with
+// the check: gemm_tile_weights).
 struct GemmFloatBound {
   GemmAccumulation acc;
   double rel = 0, slack = 0, sum_factor = 0;
-  double wsum[kGemmMaxCheckTiles] = {};  // sum of w over each tile
 };
 
 SDC_HD GemmFloatBound gemm_float_bound(const GemmCheckShape& s, const GemmAccumulation& acc) {
@@ -161,15 +191,36 @@ SDC_HD GemmFloatBound gemm_float_bound(const GemmCheckShape& s, const GemmAccumu
   b.rel = gemm_relative_bound(acc, s.k);
   b.slack = gemm_check_slack(s.k, s.width);
   b.sum_factor = gemm_float_sum_factor(s.k);
-  for (uint32_t j = 0; j < s.width; ++j) b.wsum[j / s.tile] += gemm_float_check_weight(s.key, j);
   return b;
+}
+
+// Over columns [lo, hi): the sum of w (for the underflow allowance) and the smallest w.
+struct GemmTileWeights {
+  double sum = 0, min = 2;
+};
+SDC_HD GemmTileWeights gemm_tile_weights(uint32_t key, uint32_t lo, uint32_t hi) {
+  GemmTileWeights t;
+  for (uint32_t j = lo; j < hi; ++j) {
+    const double w = gemm_float_check_weight(key, j);
+    t.sum += w;
+    t.min = w < t.min ? w : t.min;
+  }
+  return t;
+}
+
+// The smallest change of one element of a tile that its check is sure to catch: the change e at
+// column j moves the residual r by e w_j, so |e| > (tau + |r|) / min w fails the check.
+SDC_HD double gemm_detectable_error(double tau, double residual, double min_weight) {
+  return (tau + residual) / min_weight;
 }
 
 // What a device's check returns to the host besides the per-(row, tile) flags.
 struct GemmCheckSummary {
-  unsigned long long flagged;         // failed checks
-  unsigned long long max_ratio_bits;  // bits of the largest |r| / tau (nonnegative: orders as an integer)
-  unsigned long long invalid;         // exact families: outputs that are no integer within the bound
+  unsigned long long flagged;          // failed checks
+  unsigned long long max_ratio_bits;   // bits of the largest |r| / tau (nonnegative: orders as an integer)
+  unsigned long long invalid;          // exact families: outputs that are no integer within the bound
+  unsigned long long detectable_bits;  // random inputs: bits of the largest gemm_detectable_error
+  double c_square_sum;                 // random inputs: sum of C^2 over the lines checked
 };
 
 }  // namespace sdc

@@ -147,6 +147,8 @@ CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
   run.size_bytes = options.buffer_bytes;
   run.compute_bytes = options.buffer_bytes;
   run.iterations = options.chain_iterations;
+  run.gemm_n = options.gemm_n;
+  run.gemm_cuda_model = options.gemm_cuda_model;
   const FaultMode modes[] = {FaultMode::kPermanent, FaultMode::kTransient, FaultMode::kIntermittent};
   for (uint64_t t = 0; t < options.trials; ++t) {
     // Every probe sees every model and mode in turn; bits and positions are drawn.
@@ -199,6 +201,15 @@ CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
       const ProbeResult r = run_probe(*p, device, run);
       ++report.clean_runs;
       if (r.outcome == Outcome::kSkipped) ++report.clean_skipped;
+      if (r.params.contains("detectable_multiple")) {
+        GemmBoundStats& g = report.gemm_bounds[p->id()];
+        g.n = r.params["n"].get<uint32_t>();
+        g.k = r.params["k"].get<uint32_t>();
+        g.tile = r.params["check_tile"].get<uint32_t>();
+        ++g.runs;
+        g.max_ratio = std::max(g.max_ratio, r.params["max_ratio"].get<double>());
+        g.detectable_multiple = std::max(g.detectable_multiple, r.params["detectable_multiple"].get<double>());
+      }
       if (r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError) {
         ++report.false_positives;
         report.false_positive_probes.push_back(p->id());
@@ -238,8 +249,20 @@ nlohmann::json coverage_json(const CoverageReport& report) {
   if (report.clean_runs > 0 && report.false_positives == 0) {
     clean["rule_of_three_upper_bound"] = 3.0 / static_cast<double>(report.clean_runs);
   }
+  nlohmann::json gemm = nlohmann::json::object();
+  for (const auto& [probe, g] : report.gemm_bounds) {
+    gemm[probe] = {{"n", g.n},
+                   {"k", g.k},
+                   {"tile", g.tile},
+                   {"clean_runs", g.runs},
+                   {"max_ratio", g.max_ratio},
+                   {"detectable_multiple", g.detectable_multiple}};
+  }
   return {{"seed", report.options.seed},
           {"trials", report.options.trials},
+          {"gemm_n", report.options.gemm_n ? nlohmann::json(*report.options.gemm_n) : nlohmann::json(nullptr)},
+          {"gemm_bounds", report.options.gemm_cuda_model ? "cuda" : "engine"},
+          {"gemm_clean", gemm},
           {"seconds", report.seconds},
           {"exact", counts_json(report.totals(false))},
           {"exact_bitflip", counts_json(report.totals(false, "bitflip"))},
@@ -314,6 +337,20 @@ std::string coverage_markdown(const CoverageReport& report, const std::string& c
        << percent(3.0 / static_cast<double>(report.clean_runs)) << ")";
   }
   md << ".\n";
+  if (!report.gemm_bounds.empty()) {
+    md << "\n## GEMM bounds on clean runs (random inputs, " << (report.options.gemm_cuda_model ? "CUDA" : "this")
+       << " engine's accumulation model)\n\n"
+          "*Detectable*: the largest over the row checks of (tau + |r|) / min w, per rms of C: a change of one "
+          "element by more is caught wherever it falls. *max |r|/tau*: the closest rounding came to a false "
+          "alarm (at 1).\n\n| probe | n | k | tile | clean runs | max abs(r)/tau | detectable (x rms C) |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const auto& [probe, g] : report.gemm_bounds) {
+      char row[256];
+      std::snprintf(row, sizeof row, "| %s | %u | %u | %u | %llu | %.3g | %.3g |\n", probe.c_str(), g.n, g.k, g.tile,
+                    static_cast<unsigned long long>(g.runs), g.max_ratio, g.detectable_multiple);
+      md << row;
+    }
+  }
   return md.str();
 }
 

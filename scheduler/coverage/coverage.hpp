@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -25,6 +26,10 @@ struct CoverageOptions {
   uint64_t seed = 1;
   uint64_t buffer_bytes = 256u << 10;  // small, so that thousands of trials take minutes
   uint32_t chain_iterations = 64;
+  // GEMM probes: the size (none: from buffer_bytes), and whether random inputs are verified with
+  // the CUDA engine's bounds and tiles (the GPU's sensitivity, measured on the CPU).
+  std::optional<uint32_t> gemm_n;
+  bool gemm_cuda_model = false;
   // Called after each trial or clean run: (done, total, probe id).
   std::function<void(uint64_t, uint64_t, const std::string&)> progress;
 };
@@ -41,6 +46,15 @@ struct CoverageCounts {
   double coverage() const;
 };
 
+// What a GEMM probe with random inputs reported over the clean runs: its shape and check tile, the
+// largest |r| / tau (how close rounding came to a false alarm) and the largest change of one
+// element that some check was not sure to catch, per rms of C (the guaranteed detection threshold).
+struct GemmBoundStats {
+  uint32_t n = 0, k = 0, tile = 0;
+  uint64_t runs = 0;
+  double max_ratio = 0, detectable_multiple = 0;
+};
+
 // (probe, dtype, model, bit); bit is -1 for models without one bit (random).
 using CoverageKey = std::tuple<std::string, std::string, std::string, int>;
 
@@ -53,6 +67,7 @@ struct CoverageReport {
   uint64_t false_positives = 0;
   uint64_t clean_skipped = 0;
   std::vector<std::string> false_positive_probes;
+  std::map<std::string, GemmBoundStats> gemm_bounds;  // probe id -> clean runs' figures
   double seconds = 0;
 
   // Totals over cells whose probe is exact (no stated bound), or bounded; `model` restricts them

@@ -21,6 +21,10 @@ constexpr double kSecondsPerDay = 86400.0;
 // take the quick level's passes over a small buffer, which stays in cache (the rotation,
 // memory_rotation.hpp, is what reaches device memory); chains are shortened.
 constexpr uint64_t kInlineBufferBytes = 4u << 20;
+// GEMM and SFU working set inside the training process: the SFU's quick size (2^20 inputs per
+// function), GEMMs of n = 1024 (fp32, bf16, fp64) to 2048 (fp8, int8): 24 MiB at most and well
+// under a millisecond of tensor-core time, where the level's n = 8192 takes 0.4-1.5 GiB.
+constexpr uint64_t kInlineComputeBytes = 24u << 20;
 constexpr uint32_t kInlineChainIterations = 256;
 // The goodput reader's line limit.
 constexpr size_t kMaxEventBytes = 1 << 20;
@@ -129,6 +133,7 @@ InlineProbe::InlineProbe(InlineConfig config)
   options_.seed = config_.seed != 0 ? config_.seed : (static_cast<uint64_t>(std::random_device{}()) << 32 | 1);
   options_.level = Level::kQuick;
   options_.size_bytes = kInlineBufferBytes;
+  options_.compute_bytes = kInlineComputeBytes;
   // One run now allocates every buffer the probes reuse and measures their cost. It is a real
   // probe (without injection): a fault found here is reported like any other.
   Done first = run_probes(-1, /*log_events=*/false);

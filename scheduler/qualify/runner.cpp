@@ -47,7 +47,14 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
     result.reason = device.open_error();
     return result;
   }
-  ProbeContext ctx{device, result.seed, options.level, options.size_bytes, options.compute_bytes, options.iterations};
+  ProbeContext ctx{device,
+                   result.seed,
+                   options.level,
+                   options.size_bytes,
+                   options.compute_bytes,
+                   options.iterations,
+                   options.gemm_n,
+                   options.gemm_cuda_model};
   device.set_injection(options.injector, probe.id());
   const auto start = std::chrono::steady_clock::now();
   const uint64_t copied_before = device.host_device_bytes();

@@ -22,6 +22,8 @@ struct RunOptions {
   std::optional<uint64_t> size_bytes;     // mem.* probes only (--size)
   std::optional<uint64_t> compute_bytes;  // GEMM and SFU probes: no CLI option (docs/probes.md)
   std::optional<uint32_t> iterations;
+  std::optional<uint32_t> gemm_n;  // GEMM probes: as ProbeContext (coverage only)
+  bool gemm_cuda_model = false;
   Injector* injector = nullptr;
   int rank = 0;  // this process's rank under MPI (0 otherwise)
   // Called before each probe starts: (done, total, device, probe id).

@@ -104,6 +104,9 @@ TEST_F(InputCliTest, NanAndNegativeNumbersAreRefused) {
   write("log.jsonl", "{\"t\":0,\"event\":\"alloc_granted\"}\n{\"t\":5,\"event\":\"job_end\"}\n");
   expect_input_error({"goodput", path("log.jsonl"), "--gap-threshold", "nan"}, "--gap-threshold");
   expect_input_error({"coverage", "--trials", "-1"}, "--trials");
+  expect_input_error({"coverage", "--gemm-n", "100"}, "--gemm-n");
+  expect_input_error({"coverage", "--gemm-n", "65536"}, "--gemm-n");
+  expect_input_error({"coverage", "--gemm-bounds", "gpu"}, "--gemm-bounds");
   expect_input_error(with(kRun, {"--iterations", "-1"}), "--iterations");
   expect_input_error(with(kRun, {"--iterations", "4294967299"}), "--iterations");
   expect_input_error({"--cpu-devices", "-1", "devices"}, "--cpu-devices");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "host/gemm.hpp"
 #include "host/gemm_checks.hpp"
 #include "host/gemm_digest.hpp"
 #include "kernels/common/gemm_check.hpp"
@@ -163,15 +164,48 @@ TEST(GemmGenerator, OutputsArePinnedPerTypeAndFamily) {
 }
 
 TEST(GemmCheck, CheckVectorsAndTilesAreThoseDocumented) {
-  EXPECT_EQ(gemm_check_tile_of(64), 64u);
-  EXPECT_EQ(gemm_check_tile_of(512), 256u);
-  EXPECT_EQ(gemm_check_tile_of(1025), 257u);
-  EXPECT_EQ(gemm_check_tile_of(8192), 2048u);
+  EXPECT_EQ(gemm_exact_tile_of(64), 64u);
+  EXPECT_EQ(gemm_exact_tile_of(512), 256u);
+  EXPECT_EQ(gemm_exact_tile_of(1025), 257u);
+  EXPECT_EQ(gemm_exact_tile_of(8192), 2048u);
   for (uint32_t n : {2u, 64u, 255u, 256u, 257u, 1000u, 1025u, 4097u, 8192u, 10000u, 65536u}) {
-    const uint32_t tile = gemm_check_tile_of(n);
-    EXPECT_LE((n + tile - 1) / tile, kGemmMaxCheckTiles) << n;
-    EXPECT_EQ(gemm_check_tile(n), tile);
+    const uint32_t tile = gemm_exact_tile_of(n);
+    EXPECT_LE((n + tile - 1) / tile, kGemmExactMaxTiles) << n;
   }
+  // Random inputs: tile = 1.5 / (eps sqrt(k)), at least 8, at most the exact families' tile; with
+  // the CUDA engine's models at n = k = 8192 (docs/probes.md): fp32 33, the 2^-23 tensor-core types
+  // 16, fp8 8 (the floor), fp64 a quarter of the line.
+  const auto tile = [](GemmType t, uint32_t n) {
+    return gemm_float_tile_of(gemm_cuda_accumulation(t, GemmPath::kLibrary), n, n);
+  };
+  EXPECT_EQ(tile(GemmType::kFp32, 8192), 33u);
+  EXPECT_EQ(tile(GemmType::kBf16, 8192), 16u);
+  EXPECT_EQ(tile(GemmType::kTf32, 8192), 16u);
+  EXPECT_EQ(tile(GemmType::kE4m3, 8192), kGemmMinFloatTile);
+  EXPECT_EQ(tile(GemmType::kFp64, 8192), 2048u);
+  EXPECT_EQ(tile(GemmType::kFp32, 1024), 256u);
+  for (GemmType t : {GemmType::kFp32, GemmType::kBf16, GemmType::kE4m3}) {
+    for (uint32_t n : {256u, 1024u, 2048u, 4096u, 8192u}) {
+      const GemmAccumulation acc = gemm_cuda_accumulation(t, GemmPath::kLibrary);
+      const uint32_t w = tile(t, n);
+      const double per_column = gemm_tile_rel(acc, n, n) * std::sqrt(static_cast<double>(n));
+      EXPECT_LE(w, gemm_exact_tile_of(n));
+      if (w > kGemmMinFloatTile && w < gemm_exact_tile_of(n)) {
+        EXPECT_LE(w * per_column, kGemmTileTarget) << gemm_type_name(t) << " " << n;
+        EXPECT_GT((w + 1) * per_column, kGemmTileTarget) << gemm_type_name(t) << " " << n;
+      }
+    }
+  }
+  GemmSpec s;
+  s.inputs = GemmInputs::kExact;
+  s.m = 1000;
+  s.n = 8192;
+  s.k = 8192;
+  GemmAccumulation bf16 = gemm_cuda_accumulation(GemmType::kBf16, GemmPath::kLibrary);
+  EXPECT_EQ(gemm_check_tile(s, bf16, false), 2048u);
+  EXPECT_EQ(gemm_check_tile(s, bf16, true), 256u);
+  s.inputs = GemmInputs::kRandom;
+  EXPECT_EQ(gemm_check_tile(s, bf16, false), 16u);
   const uint32_t key = gemm_stream_key(3, kGemmStreamRowCheck);
   for (uint32_t j = 0; j < 1000; ++j) {
     const double w = gemm_float_check_weight(key, j);
@@ -265,6 +299,9 @@ std::vector<uint8_t> check_lines(const GemmCheckShape& s, const GemmAccumulation
   const size_t yk = size_t{s.tiles} * s.k;
   if (!gemm_inputs_exact(s.line.inputs)) {
     const GemmFloatBound b = gemm_float_bound(s, acc);
+    std::vector<GemmTileWeights> tw;
+    for (uint32_t t = 0; t < s.tiles; ++t)
+      tw.push_back(gemm_tile_weights(s.key, t * s.tile, std::min(s.width, (t + 1) * s.tile)));
     std::vector<double> y(yk, 0.0), ya(yk, 0.0);
     for (uint32_t j = 0; j < s.width; ++j) {
       const double w = gemm_float_check_weight(s.key, j);
@@ -287,7 +324,7 @@ std::vector<uint8_t> check_lines(const GemmCheckShape& s, const GemmAccumulation
           cw += gemm_output_value(s.out_type, c, line * s.line_stride + j * s.col_stride) *
                 gemm_float_check_weight(s.key, j);
         }
-        const double tau = gemm_tile_tau(b.acc, b.rel, b.slack, s.k, q * b.sum_factor, b.wsum[t]);
+        const double tau = gemm_tile_tau(b.acc, b.rel, b.slack, s.k, q * b.sum_factor, tw[t].sum);
         const double res = std::fabs(cw - ay);
         flags[size_t{line} * s.tiles + t] = gemm_check_fails(res, tau);
         max_ratio = std::max(max_ratio, res / tau);
@@ -353,7 +390,7 @@ TEST(GemmCheck, ConfirmingCandidatesFromTheGeneratorsMatchesVerifyGemm) {
     std::vector<uint8_t> row_flags(s.m, 0), col_flags(s.n, 0);
     row_flags[5] = 1;
     col_flags[17] = 1;
-    const std::vector<uint64_t> cand = gemm_candidates(s.m, s.n, row_flags, col_flags, {bad + 1});
+    const std::vector<uint64_t> cand = gemm_candidates(s.m, s.n, s.n, s.m, row_flags, col_flags, {bad + 1});
     ASSERT_EQ(cand, (std::vector<uint64_t>{bad, bad + 1})) << name_of(f);
     std::vector<uint64_t> bits;
     for (uint64_t idx : cand) bits.push_back(gemm_output_bits(f.type, c.data(), idx));
@@ -366,12 +403,14 @@ TEST(GemmCheck, ConfirmingCandidatesFromTheGeneratorsMatchesVerifyGemm) {
     EXPECT_EQ(dev.records[0].lane, 17);
   }
   const std::vector<uint8_t> flags = {0, 1, 0, 0, 1, 0};  // 3 rows x 2 tiles of a 512-column C
-  EXPECT_EQ(gemm_unconfirmed_checks(512, flags), (std::vector<uint64_t>{256, 2 * 512 + 0}));
+  EXPECT_EQ(gemm_unconfirmed_checks(512, 256, flags), (std::vector<uint64_t>{256, 2 * 512 + 0}));
 }
 
 // The row and column passes as the device runs them (shapes, strides, swapped generators, keys,
 // tiles): clean outputs pass with headroom, and a wrong element fails exactly its row's check in its
 // column tile and its column's check in its row tile, so the candidates are that element alone.
+// Exact families split lines into tiles of 256; random ones here take the fp8 tensor-core model,
+// whose tiles at k = 24 are 104 columns wide.
 TEST(GemmCheck, DevicePassesFlagExactlyTheWrongElementsRowAndColumnTiles) {
   struct Case {
     GemmType type;
@@ -385,16 +424,23 @@ TEST(GemmCheck, DevicePassesFlagExactlyTheWrongElementsRowAndColumnTiles) {
     GemmSpec s;
     s.type = c.type;
     s.inputs = c.inputs;
-    s.m = 520;  // 3 row tiles of 256 (the last partial)
-    s.n = 600;  // 3 column tiles
+    s.m = 520;
+    s.n = 600;
     s.k = 24;
     s.seed = 5;
     const std::string what = std::string(gemm_type_name(c.type)) + "/" + gemm_inputs_name(c.inputs);
-    const GemmAccumulation acc = fp32_or_fp64(c.type);
-    const GemmCheckShape rows = gemm_check_shape(s.type, s.inputs, s.m, s.n, s.k, s.seed, false);
-    const GemmCheckShape cols = gemm_check_shape(s.type, s.inputs, s.m, s.n, s.k, s.seed, true);
-    ASSERT_EQ(rows.tiles, 3u);
-    ASSERT_EQ(cols.tiles, 3u);
+    const bool exact = gemm_inputs_exact(c.inputs);
+    const GemmAccumulation acc =
+        c.type == GemmType::kFp64 ? fp32_or_fp64(c.type) : gemm_cuda_accumulation(GemmType::kE4m3, GemmPath::kLibrary);
+    const GemmCheckShape rows = gemm_check_shape(s.type, s.inputs, s.m, s.n, s.k, s.seed, false, acc);
+    const GemmCheckShape cols = gemm_check_shape(s.type, s.inputs, s.m, s.n, s.k, s.seed, true, acc);
+    const uint32_t expect_tile = exact ? 256 : c.type == GemmType::kFp64 ? 0 : 104;
+    if (expect_tile != 0) {
+      ASSERT_EQ(rows.tile, expect_tile) << what;
+      ASSERT_EQ(cols.tile, expect_tile) << what;
+    }
+    ASSERT_EQ(rows.tiles, (s.n + rows.tile - 1) / rows.tile);
+    ASSERT_EQ(cols.tiles, (s.m + cols.tile - 1) / cols.tile);
     std::vector<uint8_t> out = reference_c(s);
     double ratio = 0;
     for (const auto& f : {check_lines(rows, acc, out.data(), ratio), check_lines(cols, acc, out.data(), ratio)}) {
@@ -405,10 +451,64 @@ TEST(GemmCheck, DevicePassesFlagExactlyTheWrongElementsRowAndColumnTiles) {
     flip(out, c.type, uint64_t{row} * s.n + col, c.bit);
     const std::vector<uint8_t> row_flags = check_lines(rows, acc, out.data(), ratio);
     const std::vector<uint8_t> col_flags = check_lines(cols, acc, out.data(), ratio);
-    for (size_t f = 0; f < row_flags.size(); ++f) EXPECT_EQ(row_flags[f], f == row * 3 + col / 256) << what << " " << f;
-    for (size_t f = 0; f < col_flags.size(); ++f) EXPECT_EQ(col_flags[f], f == col * 3 + row / 256) << what << " " << f;
-    EXPECT_EQ(gemm_candidates(s.m, s.n, row_flags, col_flags, {}), (std::vector<uint64_t>{uint64_t{row} * s.n + col}))
+    for (size_t f = 0; f < row_flags.size(); ++f)
+      EXPECT_EQ(row_flags[f], f == row * rows.tiles + col / rows.tile) << what << " " << f;
+    for (size_t f = 0; f < col_flags.size(); ++f)
+      EXPECT_EQ(col_flags[f], f == col * cols.tiles + row / cols.tile) << what << " " << f;
+    EXPECT_EQ(gemm_candidates(s.m, s.n, rows.tile, cols.tile, row_flags, col_flags, {}),
+              (std::vector<uint64_t>{uint64_t{row} * s.n + col}))
         << what;
+  }
+}
+
+// At the depth the GPU levels run (k = 8192) and with the CUDA engine's bounds, so with their
+// tiles (16 to 33 columns; 8 for fp8), on a narrow output that verifies in seconds: a clean output
+// raises no flag and guarantees to catch any single change of 2x the rms of C (fp8: its stated
+// figure, below 12x), and a change of that size at one element is caught and confirmed there.
+TEST(GemmCheck, AtTheLevelsDepthOneElementOffByTwiceTheTypicalOutputIsCaughtWhereItIs) {
+  for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
+                     GemmType::kE4m3, GemmType::kE5m2}) {
+    GemmSpec s;
+    s.type = t;
+    s.inputs = GemmInputs::kRandom;
+    s.m = 64;
+    s.n = 256;
+    s.k = 8192;
+    s.seed = 11;
+    const std::string what = gemm_type_name(t);
+    const GemmAccumulation acc = gemm_cuda_accumulation(t, GemmPath::kLibrary);
+    const bool fp8 = t == GemmType::kE4m3 || t == GemmType::kE5m2;
+    const GemmHostInputs in = generate_gemm_inputs(s, 2);
+    std::vector<uint8_t> c = reference_c(in);
+    const GemmVerdict clean = verify_gemm(in, c.data(), acc, 2);
+    ASSERT_EQ(clean.flagged_checks, 0u) << what;
+    ASSERT_EQ(clean.report.mismatches, 0u) << what;
+    EXPECT_LT(clean.max_ratio, 1.0) << what;
+    ASSERT_GT(clean.c_rms, 0.0) << what;
+    const double multiple = clean.detectable / clean.c_rms;
+    std::printf("%s k=8192: tile %u, max |r|/tau %.3g, detectable %.3g x rms(C)\n", what.c_str(), clean.check_tile,
+                clean.max_ratio, multiple);
+    if (t == GemmType::kFp64) {
+      EXPECT_EQ(clean.check_tile, s.n);
+    } else {
+      EXPECT_LT(clean.check_tile, 40u) << what;
+    }
+    EXPECT_LT(multiple, fp8 ? 12.0 : 2.0) << what;
+    const double error = std::max(2.0, multiple) * clean.c_rms;
+    for (const auto& [row, col] : {std::pair{0u, 0u}, std::pair{37u, 129u}, std::pair{63u, 255u}}) {
+      std::vector<uint8_t> bad = c;
+      const uint64_t idx = uint64_t{row} * s.n + col;
+      if (t == GemmType::kFp64) {
+        reinterpret_cast<double*>(bad.data())[idx] -= error;
+      } else {
+        reinterpret_cast<float*>(bad.data())[idx] += static_cast<float>(error);
+      }
+      const GemmVerdict v = verify_gemm(in, bad.data(), acc, 2);
+      EXPECT_GE(v.flagged_checks, 1u) << what << " " << row << "," << col;
+      ASSERT_EQ(v.report.mismatches, 1u) << what << " " << row << "," << col;
+      ASSERT_EQ(v.report.records.size(), 1u);
+      EXPECT_EQ(v.report.records[0].index, idx) << what;
+    }
   }
 }
 

@@ -589,7 +589,7 @@ class SlowAllocationDevice : public CpuDevice {
 TEST(MemoryTest, WriteAndCheckChecksEveryPatternAndCountsItsBytes) {
   auto devices = make_cpu_devices(1);
   Device& device = *devices[0];
-  ProbeContext ctx{device, 0, Level::kQuick, uint64_t{1} << 16, std::nullopt, std::nullopt};
+  ProbeContext ctx{device, 0, Level::kQuick, uint64_t{1} << 16, std::nullopt, std::nullopt, std::nullopt, false};
   ProbeResult result;
   MemoryTest mem(ctx, result, 8);
   const std::vector<Pattern> sequence = {{PatternKind::kWalkingOnes, 5, 0, false},

@@ -47,6 +47,35 @@ TEST(Coverage, SmallCampaignCatchesEveryExactFlipAndNoCleanRunAlarms) {
   EXPECT_EQ(models, (std::set<std::string>{"bitflip", "lane", "multibit", "random", "stuck"}));
 }
 
+// --gemm-n and --gemm-bounds cuda: the CPU runs a GEMM probe at the given size with the GPU's
+// bounds, so with the GPU's tiles (fp8 on tensor cores at k = 512: the floor of 8 columns; the
+// CPU's own FP32 model: the exact families' 256), and the clean runs' figures are published.
+TEST(Coverage, GemmProbesRunAtTheGivenSizeWithTheGpusTiles) {
+  auto devices = make_cpu_devices(1);
+  CoverageOptions options;
+  options.probes = {"gemm.random.e4m3"};
+  options.trials = 0;
+  options.clean_runs = 2;
+  options.gemm_n = 512;
+  for (const bool cuda : {true, false}) {
+    options.gemm_cuda_model = cuda;
+    const CoverageReport report = run_coverage(*devices[0], options);
+    EXPECT_EQ(report.false_positives, 0u);
+    ASSERT_EQ(report.gemm_bounds.count("gemm.random.e4m3"), 1u);
+    const GemmBoundStats& g = report.gemm_bounds.at("gemm.random.e4m3");
+    EXPECT_EQ(g.n, 512u);
+    EXPECT_EQ(g.k, 512u);
+    EXPECT_EQ(g.runs, 2u);
+    EXPECT_EQ(g.tile, cuda ? 8u : 256u);
+    EXPECT_LT(g.max_ratio, 1.0);
+    EXPECT_GT(g.detectable_multiple, 0.0);
+    EXPECT_LT(g.detectable_multiple, cuda ? 6.0 : 2.0);
+    const std::string md = coverage_markdown(report, "test");
+    EXPECT_NE(md.find("| gemm.random.e4m3 | 512 | 512 | " + std::to_string(g.tile) + " | 2 |"), std::string::npos)
+        << md;
+  }
+}
+
 TEST(Coverage, MaskedFaultsAreNotCountedAsChanged) {
   // A stuck-at-1 bit on words written all-ones changes nothing until the inverse is written.
   auto devices = make_cpu_devices(1);

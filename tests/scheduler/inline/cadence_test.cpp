@@ -29,5 +29,20 @@ TEST(Cadence, DefaultRateComesFromPublishedFleetData) {
   EXPECT_THROW(choose_probe_every(0, 0.1, 1, 0.01), std::invalid_argument);
 }
 
+// Inside a training process a GEMM probe runs at the inline working set (n = 1024 for bf16), not
+// at a level's size (8192 on a GPU; 256 for a CPU's quick level, which the inline probe runs).
+TEST(InlineSizing, GemmProbesRunAtTheInlineWorkingSet) {
+  InlineConfig c;
+  c.backend = "cpu";
+  c.probes = {"gemm.random.bf16"};
+  c.every = 1000;
+  c.seed = 5;
+  InlineProbe probe(c);
+  const nlohmann::json results = probe.verdict()["results"];
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["outcome"], "pass");
+  EXPECT_EQ(results[0]["params"]["n"], 1024);
+}
+
 }  // namespace
 }  // namespace sdc
