@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <memory>
 
 #include "cli/probe_run.hpp"

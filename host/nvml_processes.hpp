@@ -22,8 +22,9 @@ struct GpuProcessList {
 // The NVML library sdcprobe loads: $SDCPROBE_NVML_LIBRARY when set, else libnvidia-ml.so.1.
 std::string nvml_library_name();
 
-// Every GPU's compute and graphics processes, and its MIG mode. Throws NvmlError when NVML loads but does not
-// answer (initialisation, a device or a list fails): then nobody can tell whether the GPUs are idle.
+// Every GPU's compute and graphics processes, and its MIG mode. Throws NvmlError when NVML loads
+// but does not answer (initialisation, a device or a list fails): then nobody can tell whether the
+// GPUs are idle.
 GpuProcessList nvml_gpu_processes(const std::string& library);
 
 }  // namespace sdc
