@@ -247,11 +247,13 @@ step_gpu_tests() {
 # catalogue in-process. The injected fault first: it is the check that matters most. The two runs
 # after the plain qualify repeat its probes for another path (consensus, in-process), so their memory
 # probes take a small buffer (--size) and the box's seconds go to the runs at the level's sizes.
+# The lent GPU is the kit's alone: --allocated, as the machine may run it in a container that NVML
+# cannot see beyond (docs/operating.md, "Busy GPUs"); a GPU NVML shows in use is still refused.
 step_qualify() {
   local uuid rc sdc=("$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"})
   uuid=$(cat "$WORK/uuid" 2>/dev/null) || { echo "kit: no GPU UUID from step devices"; return 2; }
   echo "--- qualify --inject (must exit 1 and name $uuid)"
-  step_within 20 "${sdc[@]}" qualify --level quick --json "$LOGS/qualify-inject.json" \
+  step_within 20 "${sdc[@]}" qualify --allocated --level quick --json "$LOGS/qualify-inject.json" \
     --inject 'probe=alu.fma32,model=bitflip,bit=7,mode=permanent' >"$WORK/inject.out" 2>&1
   rc=$?
   cat "$WORK/inject.out"
@@ -259,13 +261,13 @@ step_qualify() {
     grep -q "$uuid" "$WORK/inject.out" || { echo "kit: injected fault: the output does not name $uuid"; STEP_FAILED=1; }
   fi
   echo "--- qualify (isolated workers)"
-  step_within 20 "${sdc[@]}" qualify --level quick --json "$LOGS/qualify.json"
+  step_within 20 "${sdc[@]}" qualify --allocated --level quick --json "$LOGS/qualify.json"
   check_exit "qualify" $?
   echo "--- qualify --consensus"
-  step_within 12 "${sdc[@]}" qualify --level quick --consensus --size 1G --json "$LOGS/qualify-consensus.json"
+  step_within 12 "${sdc[@]}" qualify --allocated --level quick --consensus --size 1G --json "$LOGS/qualify-consensus.json"
   check_exit "qualify --consensus" $?
   echo "--- run '*' in-process"
-  step_within 12 "${sdc[@]}" run --level quick --size 1G --json "$LOGS/run-inprocess.json" '*'
+  step_within 12 "${sdc[@]}" run --allocated --level quick --size 1G --json "$LOGS/run-inprocess.json" '*'
   check_exit "run in-process" $?
   [ -n "${STEP_FAILED:-}${STEP_TIMED_OUT:-}" ] ||
     echo "kit: the injected fault exits 1 naming $uuid; qualify, --consensus, run passed"

@@ -1,9 +1,11 @@
+#include <algorithm>
 #include <memory>
 
 #include "cli/probe_run.hpp"
 #include "cli/validators.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
+#include "scheduler/qualify/busy_gpus.hpp"
 #include "scheduler/sweep/sweep.hpp"
 
 namespace sdc::cli {
@@ -78,6 +80,11 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
     if (options.size_bytes) check_size_bytes(*options.size_bytes, "--size", devices);
     // A bad spec, or one that matches nothing, fails before any pass.
     if (!options.inject.empty()) check_injections(parse_injection_specs(options.inject), catalogue, devices, false);
+    // The idle check decides about other processes before each pass; MIG is refused at the start.
+    if (std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d.backend == "cuda"; })) {
+      const std::string mig = mig_refusal(devices, nvml_gpu_processes(nvml_library_name()));
+      if (!mig.empty()) throw std::runtime_error(mig);
+    }
     exit_code = run_sweep(options, devices, catalogue,
                           [&setup](const RunOptions& run) { return make_worker_command(setup, run); });
   });

@@ -24,6 +24,10 @@ void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
       ->transform(buffer_size());
   sub->add_option("--iterations", args.iterations, "Passes for memory probes, chain length for ALU probes")
       ->check(unsigned_in(1, kMaxIterations));
+  sub->add_flag("--allocated", args.allocated,
+                "The GPUs were given to this run alone (Slurm, a pod requesting them): test them even where NVML "
+                "cannot show other containers' processes. A GPU NVML shows in use is never tested "
+                "(docs/operating.md#busy-gpus)");
 }
 
 void add_seed_option(CLI::App* sub, ProbeRunArgs& args, const std::string& help) {
@@ -72,6 +76,7 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   options.consensus = args.consensus;
   options.comm = args.comm;
   options.golden_path = args.golden_path;
+  options.allocated = args.allocated;
   QualifySession session(options);
 
   const uint64_t seed = session.seed();

@@ -32,6 +32,7 @@ struct ProbeRunArgs {
   bool consensus = false;
   std::string comm = "local";
   std::string golden_path;  // qualify --golden: compare with this file (implies consensus)
+  bool allocated = false;   // --allocated: the GPUs are this run's alone (QualifyOptions::allocated)
 };
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);

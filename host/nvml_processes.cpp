@@ -19,6 +19,7 @@ using NvmlDevice = void*;
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr NvmlReturn kNvmlNotSupported = 3;
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
+constexpr unsigned kNvmlMigEnable = 1;  // NVML_DEVICE_MIG_ENABLE
 struct NvmlProcessInfoV1 {
   unsigned int pid;
   unsigned long long used_gpu_memory;
@@ -37,6 +38,8 @@ class Nvml {
     uuid_ = symbol<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetUUID");
     compute_ = symbol<ProcessList>("nvmlDeviceGetComputeRunningProcesses");
     graphics_ = symbol<ProcessList>("nvmlDeviceGetGraphicsRunningProcesses");
+    // Drivers before MIG (R450) have no MIG query, and so no GPU in MIG mode.
+    mig_mode_ = reinterpret_cast<MigMode>(dlsym(handle_, "nvmlDeviceGetMigMode"));
     check(init_(), "nvmlInit_v2");
   }
   ~Nvml() { shutdown_(); }
@@ -48,12 +51,13 @@ class Nvml {
     list.driver_present = true;
     unsigned count = 0;
     check(count_(&count), "nvmlDeviceGetCount_v2");
-    list.gpus = static_cast<int>(count);
     for (unsigned i = 0; i < count; ++i) {
       NvmlDevice device = nullptr;
       check(handle_by_index_(i, &device), "nvmlDeviceGetHandleByIndex_v2");
       char uuid[kNvmlUuidBytes] = {};
       check(uuid_(device, uuid, sizeof uuid), "nvmlDeviceGetUUID");
+      list.gpus.push_back(uuid);
+      if (mig_enabled(device)) list.mig_gpus.push_back(uuid);
       for (unsigned pid : pids(compute_, device, "nvmlDeviceGetComputeRunningProcesses")) add(list, uuid, pid);
       // A GPU without graphics may not support its graphics list: then it has no graphics process.
       for (unsigned pid : pids(graphics_, device, "nvmlDeviceGetGraphicsRunningProcesses", kNvmlNotSupported)) {
@@ -65,6 +69,7 @@ class Nvml {
 
  private:
   using ProcessList = NvmlReturn (*)(NvmlDevice, unsigned*, NvmlProcessInfoV1*);
+  using MigMode = NvmlReturn (*)(NvmlDevice, unsigned*, unsigned*);
 
   template <typename F>
   F symbol(const char* name) {
@@ -74,6 +79,15 @@ class Nvml {
   }
   void check(NvmlReturn rc, const char* call) {
     if (rc != kNvmlSuccess) throw NvmlError(std::string(call) + ": " + error_string_(rc));
+  }
+  // A GPU that cannot have MIG answers "not supported".
+  bool mig_enabled(NvmlDevice device) {
+    if (mig_mode_ == nullptr) return false;
+    unsigned current = 0, pending = 0;
+    const NvmlReturn rc = mig_mode_(device, &current, &pending);
+    if (rc == kNvmlNotSupported) return false;
+    check(rc, "nvmlDeviceGetMigMode");
+    return current == kNvmlMigEnable;
   }
   // The list can grow between the call that sizes it and the one that fills it: ask again.
   // `empty_on` (when not success) is a status that means an empty list.
@@ -111,6 +125,7 @@ class Nvml {
   NvmlReturn (*uuid_)(NvmlDevice, char*, unsigned) = nullptr;
   ProcessList compute_ = nullptr;
   ProcessList graphics_ = nullptr;
+  MigMode mig_mode_ = nullptr;
 };
 
 }  // namespace

@@ -13,16 +13,18 @@ struct GpuProcess {
 };
 
 struct GpuProcessList {
-  bool driver_present = false;  // false: no NVML library to load, so no NVIDIA GPU to be in use
-  int gpus = 0;
+  bool driver_present = false;        // false: no NVML library to load, so no NVIDIA GPU to be in use
+  std::vector<std::string> gpus;      // every GPU's UUID, in NVML's order
   std::vector<GpuProcess> processes;  // compute and graphics, each (GPU, pid) once
+  std::vector<std::string> mig_gpus;  // the GPUs whose current MIG mode is enabled
 };
 
 // The NVML library sdcprobe loads: $SDCPROBE_NVML_LIBRARY when set, else libnvidia-ml.so.1.
 std::string nvml_library_name();
 
-// Every GPU's compute and graphics processes. Throws NvmlError when NVML loads but does not
-// answer (initialisation, a device or a list fails): then nobody can tell whether the GPUs are idle.
+// Every GPU's compute and graphics processes, and its MIG mode. Throws NvmlError when NVML loads
+// but does not answer (initialisation, a device or a list fails): then nobody can tell whether the
+// GPUs are idle.
 GpuProcessList nvml_gpu_processes(const std::string& library);
 
 }  // namespace sdc

@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "host/error.hpp"
+#include "scheduler/qualify/busy_gpus.hpp"
 #include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/sweep/gpu_idle.hpp"
 
 namespace sdc {
 namespace {
@@ -260,6 +262,16 @@ QualifySession::QualifySession(QualifyOptions options) : options_(std::move(opti
     check_size_bytes(*options_.size_bytes, golden_ ? "the golden file's size_bytes" : "--size", identities_);
   check_injections(specs_, probes_, identities_, options_.consensus);
   if (mpi_ && options_.device == "all") place_rank();
+  refuse_busy_gpus();
+}
+
+void QualifySession::refuse_busy_gpus() const {
+  // After the devices are listed (and, under MPI, after every rank listed them), before any worker
+  // allocates: CPU devices never need NVML.
+  if (std::none_of(identities_.begin(), identities_.end(), [](const auto& d) { return d.backend == "cuda"; })) return;
+  GpuSight sight{process_and_ancestors(), in_host_pid_namespace(), options_.allocated};
+  const std::string why = busy_gpu_refusal(identities_, nvml_gpu_processes(nvml_library_name()), sight);
+  if (!why.empty()) throw std::runtime_error(why);
 }
 
 QualifySession::~QualifySession() = default;

@@ -38,6 +38,9 @@ struct QualifyOptions {
   bool consensus = false;      // compare digests across devices over `comm` (local | mpi)
   std::string comm = "local";
   std::string golden_path;  // compare with this golden file (implies consensus)
+  // The GPUs were given to this run alone (a scheduler's allocation): test them even where NVML
+  // cannot show other containers' processes (busy_gpu_refusal).
+  bool allocated = false;
 };
 
 // Called as each probe starts: (done, total, device, probe id).
@@ -46,7 +49,8 @@ using ProgressFn = std::function<void(size_t, size_t, const DeviceIdentity&, con
 class QualifySession {
  public:
   // Parses and checks the options, loads the golden file, joins MPI when asked, fixes the seed and
-  // opens the devices. Throws InputError for bad input.
+  // opens the devices. Throws InputError for bad input, and a runtime_error (could not test) when a
+  // GPU it would test is busy, unseen or in MIG mode (busy_gpu_refusal).
   explicit QualifySession(QualifyOptions options);
   ~QualifySession();
   QualifySession(const QualifySession&) = delete;
@@ -63,6 +67,7 @@ class QualifySession {
 
  private:
   void place_rank();
+  void refuse_busy_gpus() const;
 
   QualifyOptions options_;
   RunOptions run_options_;

@@ -9,19 +9,25 @@
 
 namespace sdc {
 
-IdleVerdict gpu_idle(const GpuProcessSource& source, const std::vector<unsigned>& ignored_pids) {
+IdleVerdict gpu_idle(const GpuProcessSource& source, const std::vector<unsigned>& ignored_pids, bool sees_every_pid) {
   const GpuProcessList list = source();
-  if (!list.driver_present) return {true, "no NVIDIA driver (" + nvml_library_name() + "): no GPU to be in use"};
+  if (!list.driver_present) return {true, false, "no NVIDIA driver (" + nvml_library_name() + "): no GPU to be in use"};
   std::map<std::string, std::string> busy;  // GPU UUID -> its pids
   for (const GpuProcess& p : list.processes) {
     if (std::find(ignored_pids.begin(), ignored_pids.end(), p.pid) != ignored_pids.end()) continue;
     std::string& pids = busy[p.gpu_uuid];
     pids += (pids.empty() ? "pid " : ", pid ") + std::to_string(p.pid);
   }
-  if (busy.empty()) return {true, "no process on " + std::to_string(list.gpus) + " GPU(s)"};
+  if (busy.empty() && !sees_every_pid && !list.gpus.empty()) {
+    return {false, true,
+            "no process listed on " + std::to_string(list.gpus.size()) +
+                " GPU(s), but other containers' are hidden outside the host's pid namespace (a pod needs hostPID: "
+                "true)"};
+  }
+  if (busy.empty()) return {true, false, "no process on " + std::to_string(list.gpus.size()) + " GPU(s)"};
   std::string reason = "in use:";
   for (const auto& [uuid, pids] : busy) reason += " " + uuid + " (" + pids + ")";
-  return {false, reason};
+  return {false, false, reason};
 }
 
 std::vector<unsigned> process_and_ancestors() {
@@ -42,6 +48,13 @@ std::vector<unsigned> process_and_ancestors() {
     pid = parent;
   }
   return chain;
+}
+
+bool in_host_pid_namespace() {
+  // The initial pid namespace has a fixed inode, PROC_PID_INIT_INO (include/linux/proc_ns.h).
+  char link[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+  return n > 0 && std::string(link, static_cast<size_t>(n)) == "pid:[4026531836]";
 }
 
 }  // namespace sdc

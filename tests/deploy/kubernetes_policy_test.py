@@ -52,7 +52,20 @@ class PodPolicyTest(unittest.TestCase):
                 self.assertIs(sc.get("readOnlyRootFilesystem"), True, name)
                 self.assertEqual(sc.get("capabilities"), {"drop": ["ALL"]}, name)
                 self.assertNotIn("privileged", sc, name)
-            self.assertFalse(pod.get("hostPID") or pod.get("hostNetwork") or pod.get("hostIPC"), name)
+            self.assertFalse(pod.get("hostNetwork") or pod.get("hostIPC"), name)
+
+    def test_pods_beside_jobs_see_their_gpu_processes_and_the_job_holds_its_gpus(self):
+        # docs/operating.md, "Busy GPUs": NVML lists other containers' processes only to the host's
+        # pid namespace; a pod that requests its GPUs states they are its own instead.
+        for name, pod in pods():
+            c = pod["containers"][0]
+            requested = c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu")
+            if requested:
+                self.assertFalse(pod.get("hostPID"), name)
+                self.assertIn("--allocated", c["args"], name)
+            else:
+                self.assertIs(pod.get("hostPID"), True, name)
+                self.assertNotIn("--allocated", c.get("args", []), name)
 
     def test_no_token_where_none_is_used(self):
         for name, pod in pods():

@@ -1,7 +1,8 @@
 // A stand-in for libnvidia-ml.so.1 with NVML's C ABI, for the loader's test on machines without the
 // driver. Its GPUs and their compute processes come from FAKE_NVML ("GPU-a=11,12;GPU-b="), graphics
 // processes from FAKE_NVML_GRAPHICS (same form, or "unsupported" for NVML_ERROR_NOT_SUPPORTED);
-// FAKE_NVML_INIT=fail makes nvmlInit_v2 fail.
+// FAKE_NVML_MIG lists the GPUs in MIG mode ("GPU-a,GPU-c"; the others have MIG disabled; unset:
+// no GPU supports MIG); FAKE_NVML_INIT=fail makes nvmlInit_v2 fail.
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -84,6 +85,21 @@ int nvmlDeviceGetUUID(void* device, char* uuid, unsigned length) {
   const size_t index = reinterpret_cast<size_t>(device) - 1;
   if (index >= all.size() || all[index].uuid.size() + 1 > length) return 2;
   std::strcpy(uuid, all[index].uuid.c_str());
+  return 0;
+}
+int nvmlDeviceGetMigMode(void* device, unsigned* current, unsigned* pending) {
+  const char* mig = std::getenv("FAKE_NVML_MIG");
+  if (mig == nullptr) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  const std::vector<FakeGpu> all = gpus();
+  const size_t index = reinterpret_cast<size_t>(device) - 1;
+  if (index >= all.size()) return 2;
+  std::istringstream enabled(mig);
+  std::string uuid;
+  *current = 0;  // NVML_DEVICE_MIG_DISABLE
+  while (std::getline(enabled, uuid, ',')) {
+    if (uuid == all[index].uuid) *current = 1;  // NVML_DEVICE_MIG_ENABLE
+  }
+  *pending = *current;
   return 0;
 }
 int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, ProcessInfoV1* infos) {

@@ -20,32 +20,51 @@ GpuProcessSource fixed(GpuProcessList list) {
 }
 
 TEST(GpuIdle, NoDriverIsIdle) {
-  const IdleVerdict v = gpu_idle(fixed({}), {});
+  const IdleVerdict v = gpu_idle(fixed({}), {}, true);
   EXPECT_TRUE(v.idle);
   EXPECT_NE(v.reason.find("no NVIDIA driver"), std::string::npos) << v.reason;
 }
 
 TEST(GpuIdle, GpusWithoutProcessesAreIdle) {
-  const IdleVerdict v = gpu_idle(fixed({true, 2, {}}), {});
+  const IdleVerdict v = gpu_idle(fixed({true, {"GPU-a", "GPU-b"}, {}}), {}, true);
   EXPECT_TRUE(v.idle);
   EXPECT_EQ(v.reason, "no process on 2 GPU(s)");
 }
 
 TEST(GpuIdle, AProcessOnAGpuIsBusyAndNamed) {
-  const IdleVerdict v = gpu_idle(fixed({true, 2, {{"GPU-b", 41}, {"GPU-a", 7}, {"GPU-b", 42}}}), {});
+  const IdleVerdict v =
+      gpu_idle(fixed({true, {"GPU-a", "GPU-b"}, {{"GPU-b", 41}, {"GPU-a", 7}, {"GPU-b", 42}}}), {}, true);
   EXPECT_FALSE(v.idle);
   EXPECT_EQ(v.reason, "in use: GPU-a (pid 7) GPU-b (pid 41, pid 42)");
 }
 
 TEST(GpuIdle, TheSweepsOwnProcessesDoNotCount) {
-  EXPECT_TRUE(gpu_idle(fixed({true, 1, {{"GPU-a", 100}, {"GPU-a", 101}}}), {100, 101}).idle);
-  const IdleVerdict v = gpu_idle(fixed({true, 1, {{"GPU-a", 100}, {"GPU-a", 102}}}), {100, 101});
+  EXPECT_TRUE(gpu_idle(fixed({true, {"GPU-a"}, {{"GPU-a", 100}, {"GPU-a", 101}}}), {100, 101}, true).idle);
+  const IdleVerdict v = gpu_idle(fixed({true, {"GPU-a"}, {{"GPU-a", 100}, {"GPU-a", 102}}}), {100, 101}, true);
   EXPECT_FALSE(v.idle);
   EXPECT_EQ(v.reason, "in use: GPU-a (pid 102)");
 }
 
+TEST(GpuIdle, OutsideTheHostsPidNamespaceNoProcessListedIsBlindNotIdle) {
+  const IdleVerdict v = gpu_idle(fixed({true, {"GPU-a", "GPU-b"}, {}}), {}, false);
+  EXPECT_FALSE(v.idle);
+  EXPECT_TRUE(v.blind);
+  EXPECT_NE(v.reason.find("hostPID: true"), std::string::npos) << v.reason;
+  // A process it does list is still busy, and no driver is still no GPU to be in use.
+  const IdleVerdict busy = gpu_idle(fixed({true, {"GPU-a"}, {{"GPU-a", 7}}}), {}, false);
+  EXPECT_FALSE(busy.idle);
+  EXPECT_FALSE(busy.blind);
+  EXPECT_TRUE(gpu_idle(fixed({}), {}, false).idle);
+}
+
+TEST(GpuIdle, ThisMachinesPidNamespaceIsReadFromProc) {
+  char link[64] = {};
+  ASSERT_GT(::readlink("/proc/self/ns/pid", link, sizeof(link) - 1), 0);
+  EXPECT_EQ(in_host_pid_namespace(), std::string(link) == "pid:[4026531836]") << link;
+}
+
 TEST(GpuIdle, ADriverThatDoesNotAnswerIsNotIdle) {
-  EXPECT_THROW(gpu_idle([]() -> GpuProcessList { throw std::runtime_error("nvmlInit_v2: Unknown Error"); }, {}),
+  EXPECT_THROW(gpu_idle([]() -> GpuProcessList { throw std::runtime_error("nvmlInit_v2: Unknown Error"); }, {}, true),
                std::runtime_error);
 }
 
@@ -62,6 +81,7 @@ class NvmlLoader : public ::testing::Test {
     unsetenv("FAKE_NVML");
     unsetenv("FAKE_NVML_GRAPHICS");
     unsetenv("FAKE_NVML_INIT");
+    unsetenv("FAKE_NVML_MIG");
   }
   const std::string fake_ = SDC_FAKE_NVML;
 };
@@ -77,13 +97,22 @@ TEST_F(NvmlLoader, ReadsComputeAndGraphicsProcessesOfEveryGpu) {
   setenv("FAKE_NVML_GRAPHICS", "GPU-a=12,13", 1);
   const GpuProcessList list = nvml_gpu_processes(fake_);
   EXPECT_TRUE(list.driver_present);
-  EXPECT_EQ(list.gpus, 3);
+  EXPECT_EQ(list.gpus, (std::vector<std::string>{"GPU-a", "GPU-b", "GPU-c"}));
+  EXPECT_TRUE(list.mig_gpus.empty());    // FAKE_NVML_MIG unset: no GPU supports MIG
   ASSERT_EQ(list.processes.size(), 4u);  // pid 12 on GPU-a is both compute and graphics: once
   EXPECT_EQ(list.processes[0].gpu_uuid, "GPU-a");
   EXPECT_EQ(list.processes[0].pid, 11u);
   EXPECT_EQ(list.processes[2].pid, 13u);
   EXPECT_EQ(list.processes[3].gpu_uuid, "GPU-c");
   EXPECT_EQ(list.processes[3].pid, 30u);
+}
+
+TEST_F(NvmlLoader, ReadsWhichGpusAreInMigMode) {
+  setenv("FAKE_NVML", "GPU-a=;GPU-b=;GPU-c=", 1);
+  setenv("FAKE_NVML_MIG", "GPU-b", 1);
+  EXPECT_EQ(nvml_gpu_processes(fake_).mig_gpus, std::vector<std::string>{"GPU-b"});
+  setenv("FAKE_NVML_MIG", "", 1);  // MIG supported, disabled everywhere
+  EXPECT_TRUE(nvml_gpu_processes(fake_).mig_gpus.empty());
 }
 
 TEST_F(NvmlLoader, AListLongerThanTheFirstBufferIsReadWhole) {
@@ -129,8 +158,12 @@ TEST(IdleCommand, ExitCodesFollowTheGpusProcesses) {
   const std::string env = "SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " ";
   const std::string sdcprobe = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe idle";
   test::Outcome o = test::run_command(env + "FAKE_NVML='GPU-a=;GPU-b=' " + sdcprobe);
-  EXPECT_EQ(o.code, 0) << o.out;
-  EXPECT_EQ(o.out, "idle: no process on 2 GPU(s)\n");
+  if (in_host_pid_namespace()) {
+    EXPECT_EQ(o.code, 0) << o.out;
+    EXPECT_EQ(o.out, "idle: no process on 2 GPU(s)\n");
+  } else {  // this test runs in a container: it cannot see either
+    EXPECT_EQ(o.code, 2) << o.out;
+  }
   o = test::run_command(env + "FAKE_NVML='GPU-a=;GPU-b=4242' " + sdcprobe);
   EXPECT_EQ(o.code, 1) << o.out;
   EXPECT_EQ(o.out, "busy: in use: GPU-b (pid 4242)\n");
@@ -140,6 +173,17 @@ TEST(IdleCommand, ExitCodesFollowTheGpusProcesses) {
   o = test::run_command("SDCPROBE_NVML_LIBRARY=libnvidia-ml-absent.so.1 " + sdcprobe);
   EXPECT_EQ(o.code, 0) << o.out;
   EXPECT_NE(o.out.find("no NVIDIA driver (libnvidia-ml-absent.so.1)"), std::string::npos) << o.out;
+}
+
+// A pid namespace of its own (unshare, as a container without hostPID has): free-looking GPUs are
+// "cannot see", exit 2, which the sweep counts as busy.
+TEST(IdleCommand, InAPidNamespaceOfItsOwnItCannotSee) {
+  if (test::run_command("unshare -Urpf --mount-proc true").code != 0) GTEST_SKIP() << "no unprivileged unshare";
+  const std::string env = "SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " FAKE_NVML='GPU-a=;GPU-b=' ";
+  const test::Outcome o =
+      test::run_command(env + "unshare -Urpf --mount-proc " + SDC_BINARY_DIR + "/cli/sdcprobe idle");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_EQ(o.out.rfind("cannot see: no process listed on 2 GPU(s)", 0), 0u) << o.out;
 }
 
 TEST(IdleCommand, ANvmlFailureCouldNotTestAndNamesNvml) {
