@@ -77,9 +77,13 @@ for expr in exprs:
             answer = json.load(urllib.request.urlopen(url, timeout=10))
             if answer["status"] == "success" and answer["data"]["result"]:
                 break
-        except urllib.error.HTTPError as e:  # 400: the expression does not parse
-            answer, error = json.load(e), "HTTP %d" % e.code
-            break
+        except urllib.error.HTTPError as e:
+            # 400: the expression does not parse. Anything else (a 503 while Prometheus starts) is
+            # retried until the deadline.
+            body = e.read()
+            error = "HTTP %d: %s" % (e.code, body[:200].decode(errors="replace"))
+            if e.code == 400:
+                break
         except OSError as e:
             error = str(e)
         time.sleep(0.5)
@@ -92,7 +96,7 @@ sys.exit(1 if failed or not exprs else 0)
 PY
 check "every dashboard expression parses and returns series" 0 $?
 if [ "$failures" -ne 0 ]; then
-  tail -5 "$work/prometheus.log" "$work/exporter.log" "$work/fleet.log"
+  tail -n 5 "$work/prometheus.log" "$work/exporter.log" "$work/fleet.log"
   echo "$failures check(s) failed"
   exit 1
 fi
