@@ -41,16 +41,18 @@ std::vector<Family> families() {
 
 std::string name_of(const Family& f) { return std::string(gemm_type_name(f.type)) + "/" + gemm_inputs_name(f.inputs); }
 
-GemmSpec small_spec(const Family& f) {
+GemmSpec spec_of(const Family& f, uint32_t m, uint32_t n, uint32_t k, uint64_t seed) {
   GemmSpec s;
   s.type = f.type;
   s.inputs = f.inputs;
-  s.m = 24;
-  s.n = 32;
-  s.k = 40;
-  s.seed = 7;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.seed = seed;
   return s;
 }
+
+GemmSpec small_spec(const Family& f) { return spec_of(f, 24, 32, 40, 7); }
 
 TEST(GemmGenerator, HostInputsAreTheSharedGeneratorsElementForElement) {
   for (const Family& f : families()) {
@@ -421,14 +423,8 @@ TEST(GemmCheck, DevicePassesFlagExactlyTheWrongElementsRowAndColumnTiles) {
                         Case{GemmType::kE4m3, GemmInputs::kRandom, 30}, Case{GemmType::kFp32, GemmInputs::kExact, 0},
                         Case{GemmType::kFp16, GemmInputs::kScaled, 0}, Case{GemmType::kInt8, GemmInputs::kExact, 0},
                         Case{GemmType::kBf16, GemmInputs::kDense, 3}}) {
-    GemmSpec s;
-    s.type = c.type;
-    s.inputs = c.inputs;
-    s.m = 520;
-    s.n = 600;
-    s.k = 24;
-    s.seed = 5;
-    const std::string what = std::string(gemm_type_name(c.type)) + "/" + gemm_inputs_name(c.inputs);
+    const GemmSpec s = spec_of({c.type, c.inputs}, 520, 600, 24, 5);
+    const std::string what = name_of({c.type, c.inputs});
     const bool exact = gemm_inputs_exact(c.inputs);
     const GemmAccumulation acc =
         c.type == GemmType::kFp64 ? fp32_or_fp64(c.type) : gemm_cuda_accumulation(GemmType::kE4m3, GemmPath::kLibrary);
@@ -468,13 +464,7 @@ TEST(GemmCheck, DevicePassesFlagExactlyTheWrongElementsRowAndColumnTiles) {
 TEST(GemmCheck, AtTheLevelsDepthOneElementOffByTwiceTheTypicalOutputIsCaughtWhereItIs) {
   for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
                      GemmType::kE4m3, GemmType::kE5m2}) {
-    GemmSpec s;
-    s.type = t;
-    s.inputs = GemmInputs::kRandom;
-    s.m = 64;
-    s.n = 256;
-    s.k = 8192;
-    s.seed = 11;
+    GemmSpec s = spec_of({t, GemmInputs::kRandom}, 64, 256, 8192, 11);
     const std::string what = gemm_type_name(t);
     const GemmAccumulation acc = gemm_cuda_accumulation(t, GemmPath::kLibrary);
     const bool fp8 = t == GemmType::kE4m3 || t == GemmType::kE5m2;
