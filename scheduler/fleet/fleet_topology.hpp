@@ -1,4 +1,4 @@
-// Where each node sits (docs/consensus.md#topology): node -> groups such as rack=R1, switch=S3 or
+// Where each node sits (docs/consensus.md, "Topology"): node -> groups such as rack=R1, switch=S3 or
 // pdu=P2, read from sdcprobe's own line format or from Slurm's topology.conf, so that fleet sdc can
 // test whole racks, switches and power domains as it tests nodes.
 #pragma once

@@ -1,4 +1,4 @@
-// fleet sdc --topology (docs/consensus.md#topology): the line format and Slurm's topology.conf with
+// fleet sdc --topology (docs/consensus.md, "Topology"): the line format and Slurm's topology.conf with
 // hostlist expressions. Properties: a well-formed topology, or an error naming a line of the input.
 #include <algorithm>
 #include <cstdint>
