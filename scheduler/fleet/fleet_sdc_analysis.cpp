@@ -142,22 +142,31 @@ std::vector<Lemon> find_lemons(std::vector<Lemon> units, const std::vector<Expos
 // driver, the group's share of each stratum's failures is binomial with its share of the hours. This
 // conditional test counts the uncertainty of the others' rate, which the Poisson test of a node
 // neglects and which matters when a group holds a large part of the fleet (a switch of 32 of 96
-// nodes). Strata are convolved; P(S >= k).
+// nodes). Strata (groups of mixed models) are convolved, at a cost of the product of their fleet
+// failures; P(S >= k).
 double conditional_upper_tail(uint64_t k, const Exposure& unit,
                               const std::map<std::string, std::pair<uint64_t, double>>& fleet) {
   if (k == 0) return 1.0;
+  using boost::math::binomial_distribution;
+  const auto share_of = [&](const std::string& group, double hours) {
+    const auto& all = fleet.at(group);
+    return std::pair{all.first, std::clamp(hours / all.second, 0.0, 1.0)};  // a whole stratum: share 1
+  };
+  if (unit.by_group.size() == 1) {
+    const auto [n, share] = share_of(unit.by_group.begin()->first, unit.by_group.begin()->second.second);
+    if (k > n) return 0.0;
+    return boost::math::cdf(boost::math::complement(binomial_distribution<double>(static_cast<double>(n), share),
+                                                    static_cast<double>(k - 1)));
+  }
   std::vector<double> pmf = {1.0};
   for (const auto& [group, fh] : unit.by_group) {
-    const auto& all = fleet.at(group);
-    if (all.second <= fh.second) return 1.0;  // the whole stratum: no rest to compare with
-    const double share = fh.second / all.second;
-    const uint64_t n = all.first;
+    const auto [n, share] = share_of(group, fh.second);
+    const binomial_distribution<double> b(static_cast<double>(n), share);
     std::vector<double> next(pmf.size() + n, 0.0);
     for (uint64_t j = 0; j <= n; ++j) {
-      const double b = boost::math::pdf(boost::math::binomial_distribution<double>(static_cast<double>(n), share),
-                                        static_cast<double>(j));
-      if (b == 0) continue;
-      for (size_t i = 0; i < pmf.size(); ++i) next[i + j] += pmf[i] * b;
+      const double pj = boost::math::pdf(b, static_cast<double>(j));
+      if (pj == 0) continue;
+      for (size_t i = 0; i < pmf.size(); ++i) next[i + j] += pmf[i] * pj;
     }
     pmf = std::move(next);
   }
@@ -359,8 +368,8 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
   out.lemon_devices = find_lemons(devices, device_exposure, fleet, options.fdr);
   out.lemon_nodes = find_lemons(nodes, node_exposure, fleet, options.fdr);
 
-  // Groups of nodes (racks, switches, power domains): each the sum of its nodes, tested as a node
-  // is, with one Benjamini-Hochberg over every group of every kind.
+  // Groups of nodes (racks, switches, power domains): each the sum of its nodes, tested against
+  // the rest of the fleet, with one Benjamini-Hochberg over every group of every kind.
   if (!options.topology.empty()) {
     std::map<std::string, size_t> group_at;
     std::vector<Lemon> groups;
