@@ -662,6 +662,38 @@ TEST(FleetTopology, CleanFleetsGiveAtMostTwoFalseGroups) {
   EXPECT_LE(false_groups, 2u);
 }
 
+// A rack of two models: its A100 node is the whole A100 stratum (a point mass at its failures), so
+// the rack's p is the binomial tail of its H100 failures alone, through the convolution of strata.
+TEST(FleetTopology, MixedGroupConvolvesItsModels) {
+  FleetTally tally;
+  Topology topology;
+  const auto node = [&](const std::string& host, const std::string& model, int failures, const std::string& rack) {
+    std::vector<SimResult> results = {{"mem.march_c", false, false, false, 3600.0}};
+    for (int k = 0; k < failures; ++k) results.push_back({"mem.march_c", true, false, false, 0.0});
+    ingest_report_text(host, report(host, kDay0, 1, {gpu(host, 0, model)}, {results}), tally);
+    topology[host] = {"rack=" + rack};
+  };
+  for (int i = 0; i < 4; ++i) node("a" + std::to_string(i), "NVIDIA H100 80GB HBM3", 3, "R0");
+  for (int i = 0; i < 12; ++i) node("b" + std::to_string(i), "NVIDIA H100 80GB HBM3", i % 2, "R1");
+  node("odd", "NVIDIA A100-SXM4-80GB", 2, "R0");
+  FleetOptions options;
+  options.topology = topology;
+  const FleetAnalysis a = analyze_fleet(tally, options);
+  ASSERT_EQ(a.groups_tested, 2u);
+  ASSERT_EQ(a.lemon_groups.size(), 1u);
+  EXPECT_EQ(a.lemon_groups[0].host, "rack=R0");
+  EXPECT_EQ(a.lemon_groups[0].failures, 14u);
+  EXPECT_EQ(a.lemon_groups[0].model, "mixed");
+  // P(Bin(18, 4/16) >= 12), summed here term by term.
+  double tail = 0;
+  for (int j = 12; j <= 18; ++j) {
+    double c = 1;
+    for (int i = 0; i < j; ++i) c = c * (18 - i) / (i + 1);
+    tail += c * std::pow(0.25, j) * std::pow(0.75, 18 - j);
+  }
+  EXPECT_NEAR(a.lemon_groups[0].p / tail, 1.0, 1e-9);
+}
+
 TEST(FleetTopology, BadTopologyNamesTheLineAndWritesNothing) {
   const auto dir = std::filesystem::temp_directory_path() / ("fleet_topo_bad_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
