@@ -18,7 +18,7 @@ void add_fleet_sdc_command(CLI::App& fleet, int& exit_code) {
       "nothing compared");
   struct Args {
     std::vector<std::string> inputs;
-    std::string json_path, markdown_path, svg_path, prom_path, golden_path;
+    std::string json_path, markdown_path, svg_path, prom_path, golden_path, topology_path;
     FleetOptions options;
     std::optional<uint64_t> golden_seed;
     unsigned threads = 0;
@@ -42,11 +42,26 @@ void add_fleet_sdc_command(CLI::App& fleet, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--golden-seed", args->golden_seed, "--golden-out from this seed's votes (default: the most voted)")
       ->check(unsigned_in(0, UINT64_MAX));
+  sub->add_option("--topology", args->topology_path,
+                  "Test racks, switches and power domains as nodes are: lines 'NODE KIND=NAME ...' (e.g. 'n01 rack=R1 "
+                  "pdu=P2') or Slurm topology.conf 'SwitchName=S Nodes=n[01-08]'");
   sub->add_option("--threads", args->threads, "Parsing threads (default: one per core)")->check(unsigned_in(1, 1024));
   sub->callback([&exit_code, args] {
     args->options.golden_seed = args->golden_seed;
+    if (!args->topology_path.empty()) args->options.topology = load_topology(args->topology_path);
     const FleetTally tally = ingest_fleet(args->inputs, args->threads);
     const FleetAnalysis analysis = analyze_fleet(tally, args->options);
+    if (analysis.exit_code() == 2) {
+      // Could not test: a report would read as a clean fleet, so none is written.
+      std::string inputs;
+      for (const auto& p : args->inputs) inputs += (inputs.empty() ? "" : ", ") + p;
+      std::fprintf(stderr,
+                   "sdcprobe: fleet sdc: could not test: no vote had two devices and nothing failed in %s; "
+                   "no report written\n",
+                   inputs.c_str());
+      exit_code = 2;
+      return;
+    }
     std::optional<GoldenFile> golden;
     if (!args->golden_path.empty()) golden = fleet_golden(analysis, args->options);
     const std::string markdown = fleet_markdown(tally, analysis, args->options);
@@ -63,7 +78,6 @@ void add_fleet_sdc_command(CLI::App& fleet, int& exit_code) {
                   static_cast<unsigned long long>(golden->seed));
     }
     exit_code = analysis.exit_code();
-    if (exit_code == 2) std::fprintf(stderr, "sdcprobe: fleet sdc: no vote had two devices and nothing failed\n");
   });
 }
 

@@ -24,6 +24,7 @@ packages=(
   libsimdjson-dev
   libsqlite3-dev
   libopenblas-dev
+  libboost-math-dev  # Boost.Math (header-only): exact interval inverses
   help2man  # the man pages
   dpkg-dev  # the Debian package (dpkg-shlibdeps)
 )

@@ -13,6 +13,7 @@
 
 #include "scheduler/consensus/golden.hpp"
 #include "scheduler/fleet/fleet_sdc_tally.hpp"
+#include "scheduler/fleet/fleet_topology.hpp"
 
 namespace sdc {
 
@@ -21,6 +22,7 @@ struct FleetOptions {
   uint64_t golden_min_nodes = 5;        // --golden-out: a digest's majority spans at least this many hosts
   double golden_min_share = 0.99;       // ... and at least this share of the vote's devices
   std::optional<uint64_t> golden_seed;  // --golden-out: this seed's votes; none: the seed with the most
+  Topology topology;                    // --topology: each node's racks, switches, power domains
 };
 
 // The memory address model of the location analysis: byte offsets in the probe's buffer, in rows of
@@ -61,13 +63,14 @@ struct FleetRate {
 };
 
 struct Lemon {
-  std::string host;
-  const FleetDevice* device = nullptr;  // null for a node
+  std::string host;                     // a group's "kind=name" for a group
+  const FleetDevice* device = nullptr;  // null for a node or group
   std::string model;
   uint64_t failures = 0;
   double device_hours = 0;
   double expected = 0;  // failures expected at the fleet's rate without it
   double p = 1, q = 1;
+  size_t nodes = 0;  // a group's nodes tested
 };
 
 struct FaultLocation {
@@ -89,7 +92,9 @@ struct FleetAnalysis {
   std::vector<FleetSuspect> suspects;  // most votes lost first
   std::vector<FleetRate> rates;
   std::vector<Lemon> lemon_devices, lemon_nodes;  // q <= fdr, smallest p first
-  size_t devices_tested = 0, nodes_tested = 0;
+  std::vector<Lemon> lemon_groups;                // --topology groups, one BH over every group of every kind
+  size_t devices_tested = 0, nodes_tested = 0, groups_tested = 0;
+  size_t nodes_without_group = 0;            // tested nodes the topology does not name (with a topology)
   std::vector<const FleetDevice*> refailed;  // failed, released, failed again
   std::vector<FaultLocation> locations;      // devices with fault sites, one_location first, then spread, too_few
   std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // own checks and lost votes
@@ -103,6 +108,11 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
 // The golden file of the fleet's majority: every vote of one seed whose winner holds at least
 // golden_min_nodes hosts and golden_min_share of its devices. Throws InputError when none does.
 GoldenFile fleet_golden(const FleetAnalysis& analysis, const FleetOptions& options);
+
+// Exact 95% intervals (Boost.Math's inverse incomplete gamma and beta): Garwood's for a Poisson
+// mean of k events, Clopper-Pearson's for a binomial proportion k of n.
+std::pair<double, double> garwood_interval(uint64_t k, double confidence = 0.95);
+std::pair<double, double> clopper_pearson_exact(uint64_t k, uint64_t n, double confidence = 0.95);
 
 // P(X >= k) for X ~ Poisson(mu).
 double poisson_upper_tail(uint64_t k, double mu);

@@ -63,6 +63,7 @@ nlohmann::json device_json(const FleetDevice& d) {
 
 nlohmann::json lemon_json(const Lemon& l) {
   nlohmann::json j = l.device ? device_json(*l.device) : nlohmann::json{{"host", l.host}, {"model", l.model}};
+  if (l.nodes > 0) j = {{"group", l.host}, {"nodes", l.nodes}, {"model", l.model}};
   j.update({{"failures", l.failures},
             {"device_hours", l.device_hours},
             {"expected", l.expected},
@@ -123,6 +124,8 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
   nlohmann::json lemon_devices = nlohmann::json::array(), lemon_nodes = nlohmann::json::array();
   for (const auto& l : a.lemon_devices) lemon_devices.push_back(lemon_json(l));
   for (const auto& l : a.lemon_nodes) lemon_nodes.push_back(lemon_json(l));
+  nlohmann::json lemon_groups = nlohmann::json::array();
+  for (const auto& l : a.lemon_groups) lemon_groups.push_back(lemon_json(l));
   nlohmann::json refailed = nlohmann::json::array();
   for (const FleetDevice* d : a.refailed) {
     nlohmann::json j = device_json(*d);
@@ -165,16 +168,21 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
             {"reports_with_injections", tally.with_injections},
             {"history_results_without_digests", tally.results_without_digests},
             {"devices", a.devices_tested},
-            {"nodes", a.nodes_tested}}},
+            {"nodes", a.nodes_tested},
+            {"groups", a.groups_tested},
+            {"nodes_without_group", a.nodes_without_group}}},
           {"votes", votes},
           {"inconclusive", inconclusive},
           {"suspects", suspects},
           {"rates", rates},
           {"lemons",
-           {{"test", "Poisson, each unit against its model and driver's rate without it; Benjamini-Hochberg"},
+           {{"test",
+             "Poisson, each unit against its model and driver's rate without it; Benjamini-Hochberg (devices, nodes, "
+             "topology groups each)"},
             {"fdr", options.fdr},
             {"devices", lemon_devices},
-            {"nodes", lemon_nodes}}},
+            {"nodes", lemon_nodes},
+            {"groups", lemon_groups}}},
           {"refailed_after_release", refailed},
           {"address_model",
            {{"row_bytes", 1 << kRowShift},
@@ -216,8 +224,9 @@ std::string fleet_markdown(const FleetTally& tally, const FleetAnalysis& a, cons
     }
     md << "\n";
   }
-  md << "## Rates\n\nFailures per device-hour tested and devices ever failing, with Clopper-Pearson 95% "
-        "intervals.\n\n| model | driver | family | devices | device-hours | failures | per device-hour [95%] | "
+  md << "## Rates\n\nFailures per device-hour tested (Garwood's exact 95% interval) and devices ever failing "
+        "(Clopper-Pearson's).\n\n| model | driver | family | devices | device-hours | failures | per device-hour [95%] "
+        "| "
         "devices failing [95%] | first failure after (median h) |\n| --- | --- | --- | ---: | ---: | ---: | --- | --- "
         "| ---: |\n";
   for (const auto& r : a.rates) {
@@ -230,12 +239,22 @@ std::string fleet_markdown(const FleetTally& tally, const FleetAnalysis& a, cons
   md << "\n## Lemons\n\nPoisson test of each device and node against its model and driver's rate without it, at "
         "a Benjamini-Hochberg false-discovery rate of "
      << options.fdr << ".\n\n";
-  if (a.lemon_devices.empty() && a.lemon_nodes.empty()) md << "No lemon.\n";
-  for (const auto* list : {&a.lemon_devices, &a.lemon_nodes}) {
+  if (!options.topology.empty()) {
+    md << a.groups_tested
+       << " topology groups (racks, switches, power domains) tested as nodes are, in one "
+          "Benjamini-Hochberg over every group";
+    if (a.nodes_without_group > 0)
+      md << "; " << a.nodes_without_group << " tested nodes are in no group of the topology";
+    md << ".\n\n";
+  }
+  if (a.lemon_devices.empty() && a.lemon_nodes.empty() && a.lemon_groups.empty()) md << "No lemon.\n";
+  for (const auto* list : {&a.lemon_devices, &a.lemon_nodes, &a.lemon_groups}) {
     for (const auto& l : *list) {
-      md << "- " << (l.device ? "device " + l.host + " " + l.device->uuid : "node " + l.host) << ": " << l.failures
-         << " failures in " << number(l.device_hours, "%.1f") << " device-hours, " << number(l.expected)
-         << " expected (p " << number(l.p) << ", q " << number(l.q) << ")\n";
+      const std::string unit = l.device  ? "device " + l.host + " " + l.device->uuid
+                               : l.nodes ? "group " + l.host + " (" + std::to_string(l.nodes) + " nodes)"
+                                         : "node " + l.host;
+      md << "- " << unit << ": " << l.failures << " failures in " << number(l.device_hours, "%.1f") << " device-hours, "
+         << number(l.expected) << " expected (p " << number(l.p) << ", q " << number(l.q) << ")\n";
     }
   }
   for (const FleetDevice* d : a.refailed) {
@@ -340,6 +359,8 @@ std::string fleet_prometheus(const FleetAnalysis& a) {
   p << "sdcprobe_fleet_lemon_devices " << a.lemon_devices.size() << "\n";
   head("sdcprobe_fleet_lemon_nodes", "Nodes failing improbably often at the stated false-discovery rate.");
   p << "sdcprobe_fleet_lemon_nodes " << a.lemon_nodes.size() << "\n";
+  head("sdcprobe_fleet_lemon_groups", "Topology groups failing improbably often at the stated false-discovery rate.");
+  p << "sdcprobe_fleet_lemon_groups " << a.lemon_groups.size() << "\n";
   head("sdcprobe_fleet_inconclusive_votes", "Votes without a strict majority.");
   p << "sdcprobe_fleet_inconclusive_votes " << a.count(FleetVoteKind::kInconclusive) << "\n";
   return p.str();

@@ -2,10 +2,14 @@
 // an InputError naming the file, never a crash, hang or other exception (corpus in fuzz/fleet/).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "host/error.hpp"
 #include "scheduler/fleet/fleet_sdc_analysis.hpp"
 #include "scheduler/fleet/fleet_sdc_ingest.hpp"
+#include "scheduler/fleet/fleet_topology.hpp"
 #include "tests/fuzz/mutate.hpp"
+#include "tests/fuzz/properties.hpp"
 
 namespace sdc {
 namespace {
@@ -37,6 +41,33 @@ TEST(FleetFuzz, MutatedReportsAreReadOrRefusedNamingTheFile) {
   }
   // Both kinds of case were exercised: the mutations neither all break nor all miss the parser.
   EXPECT_GT(read, 0u);
+  EXPECT_GT(refused, 0u);
+}
+
+// Mutated topologies (corpus/topology: topology.conf(5)'s example and the line format) parse to a
+// well-formed topology or are refused naming a line of the text, never a crash or another exception.
+TEST(FleetFuzz, MutatedTopologiesParseOrNameTheLine) {
+  const std::vector<std::string> corpus = fuzz::read_corpus(std::string(SDC_FUZZ_CORPUS) + "/topology");
+  ASSERT_FALSE(corpus.empty());
+  const std::vector<std::string> dictionary = {"SwitchName=", "Nodes=", "Switches=", "[",     "]",  ",",
+                                               "-",           "=",      "#",         "[0-9]", "\n", "rack="};
+  fuzz::Mutator mutator(kSeed);
+  size_t parsed = 0, refused = 0;
+  for (int c = 0; c < kCases; ++c) {
+    const std::string text = mutator.mutate(corpus[mutator.below(corpus.size())], dictionary);
+    const uint64_t lines = static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+    try {
+      EXPECT_TRUE(fuzz::topology_well_formed(parse_topology("case", text))) << "seed " << kSeed << " case " << c;
+      ++parsed;
+    } catch (const InputError& e) {
+      ++refused;
+      EXPECT_TRUE(fuzz::names_a_topology_line(e.what(), "case", lines))
+          << "seed " << kSeed << " case " << c << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "seed " << kSeed << " case " << c << ": not an InputError: " << e.what();
+    }
+  }
+  EXPECT_GT(parsed, 0u);
   EXPECT_GT(refused, 0u);
 }
 

@@ -67,4 +67,29 @@ inline bool names_a_line(const std::string& message, uint64_t lines) {
   return n >= 1 && n <= lines;
 }
 
+// A topology's error: "NAME: line N: ..." with N in [1, lines], or "NAME: no node in it".
+inline bool names_a_topology_line(const std::string& message, const std::string& name, uint64_t lines) {
+  if (message.rfind(name + ": ", 0) != 0) return false;
+  const std::string rest = message.substr(name.size() + 2);
+  if (rest == "no node in it") return true;
+  static const std::regex line("^line ([0-9]{1,19}): .");
+  std::smatch m;
+  if (!std::regex_search(rest, m, line)) return false;
+  const uint64_t n = std::stoull(m[1].str());
+  return n >= 1 && n <= lines;
+}
+
+// A parsed topology: non-empty host names of [A-Za-z0-9._-], each with groups "kind=name" of the same.
+template <typename Topology>
+inline bool topology_well_formed(const Topology& t) {
+  static const std::regex host("^[A-Za-z0-9._-]+$"), group("^[A-Za-z0-9._-]+=[A-Za-z0-9._-]+$");
+  for (const auto& [h, groups] : t) {
+    if (!std::regex_match(h, host) || groups.empty()) return false;
+    for (const auto& g : groups) {
+      if (!std::regex_match(g, group)) return false;
+    }
+  }
+  return !t.empty();
+}
+
 }  // namespace sdc::fuzz

@@ -17,6 +17,7 @@
 #include "scheduler/fleet/fleet_sdc_analysis.hpp"
 #include "scheduler/fleet/fleet_sdc_ingest.hpp"
 #include "scheduler/fleet/fleet_sdc_output.hpp"
+#include "scheduler/fleet/fleet_topology.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "tests/cli/run_sdcprobe.hpp"
 
@@ -473,6 +474,37 @@ TEST(FleetSdc, BadReportsNameTheFileAndTheField) {
             std::string::npos);
 }
 
+// Reference values computed independently (50-digit decimal arithmetic, bisection of the Poisson and
+// binomial tails; tests/scheduler/fleet/intervals_reference.py), checked to 1e-12 relative.
+TEST(FleetStatistics, ExactIntervalsAgreeWithReferenceValuesTo1e12) {
+  const auto near = [](double got, double want) { EXPECT_NEAR(got / want, 1.0, 1e-12) << got << " vs " << want; };
+  EXPECT_EQ(garwood_interval(0).first, 0.0);
+  near(garwood_interval(0).second, 3.68887945411393630285);  // -ln(0.025)
+  near(garwood_interval(1).first, 2.53178079842898754037e-2);
+  near(garwood_interval(1).second, 5.57164339093889859723);
+  near(garwood_interval(10).first, 4.79538869613243363569);
+  near(garwood_interval(10).second, 1.83903560420177787203e+1);
+  near(garwood_interval(1000).first, 9.38973018407695215624e+2);
+  near(garwood_interval(1000).second, 1.06395213601630198028e+3);
+  near(clopper_pearson_exact(3, 10).first, 6.67395111777344671146e-2);
+  near(clopper_pearson_exact(3, 10).second, 6.52452850059997295038e-1);
+  // Closed forms at the edges: 1 - 0.025^(1/n) and 0.025^(1/n).
+  near(clopper_pearson_exact(0, 10000000).second, -std::expm1(std::log(0.025) / 1e7));
+  near(clopper_pearson_exact(10000000, 10000000).first, std::exp(std::log(0.025) / 1e7));
+  EXPECT_THROW(clopper_pearson_exact(2, 1), std::invalid_argument);
+
+  // A fleet rate is the Garwood interval over the device-hours: 7 failures in 2.5e6 device-seconds.
+  FleetTally tally;
+  std::vector<SimResult> results = {{"mem.march_c", false, false, false, 2.5e6}};
+  for (int i = 0; i < 7; ++i) results.push_back({"mem.march_c", true, false, false, 0.0});
+  ingest_report_text("r", report("r", kDay0, 1, {gpu("r", 0)}, {results}), tally);
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.rates.size(), 1u);
+  const double hours = 2.5e6 / 3600;
+  near(a.rates[0].rate_lo, garwood_interval(7).first / hours);
+  near(a.rates[0].rate_hi, garwood_interval(7).second / hours);
+}
+
 TEST(FleetStatistics, PoissonTailAndBenjaminiHochberg) {
   EXPECT_NEAR(poisson_upper_tail(1, 1.0), 1 - std::exp(-1.0), 1e-12);
   EXPECT_NEAR(poisson_upper_tail(3, 0.5), 1 - std::exp(-0.5) * (1 + 0.5 + 0.125), 1e-12);
@@ -526,6 +558,190 @@ TEST(FleetSdc, LocationsListOneLocationDevicesFirstWithTheirTotal) {
   std::filesystem::remove_all(dir);
 }
 
+// Single-GPU nodes in racks of 8, each rack on a switch of 4 racks and a power domain of 2, one
+// day-long sweep per node; each node's failures are Poisson draws at `per_node` expected failures,
+// or `planted[i]` for the nodes of rack R0 when given.
+struct RackFleet {
+  std::vector<std::string> reports;  // one per node
+  std::string topology;
+};
+RackFleet rack_fleet(std::mt19937_64& rng, int racks, double per_node, const std::vector<int>& planted = {}) {
+  RackFleet f;
+  std::poisson_distribution<int> draws(per_node);
+  for (int r = 0; r < racks; ++r) {
+    for (int n = 0; n < 8; ++n) {
+      char host[32];
+      std::snprintf(host, sizeof host, "r%02dn%d", r, n);
+      f.topology += std::string(host) + " rack=R" + std::to_string(r) + " switch=S" + std::to_string(r / 4) + " pdu=P" +
+                    std::to_string(r / 2) + "\n";
+      const int failures = r == 0 && !planted.empty() ? planted[n] : draws(rng);
+      std::vector<SimResult> results = {{"mem.march_c", false, false, false, 86400.0}};
+      for (int k = 0; k < failures; ++k) results.push_back({"mem.march_c", true, false, false, 0.0});
+      f.reports.push_back(report(host, kDay0, 1, {gpu(host, 0)}, {results}));
+    }
+  }
+  return f;
+}
+
+// Through the binary: rack R0's 8 nodes each fail at about 3x the fleet's rate (15 failures where
+// 4.8 are expected), none of them improbably often alone; the rack is named, its nodes are not.
+TEST(FleetTopology, PlantedRackAtThreeTimesTheRateIsNamedAndNoneOfItsNodes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_rack_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "reports");
+  std::mt19937_64 rng(3);
+  const RackFleet f = rack_fleet(rng, 20, 0.6, {2, 2, 2, 2, 2, 2, 2, 1});
+  for (size_t i = 0; i < f.reports.size(); ++i)
+    std::ofstream((dir / "reports" / (std::to_string(i) + ".json")).string()) << f.reports[i];
+  const std::string topology = (dir / "topology.txt").string(), json = (dir / "fleet.json").string();
+  std::ofstream(topology) << "# node groups\n" << f.topology;
+  const std::string base = "fleet sdc " + (dir / "reports").string() + " --json " + json;
+  const test::Outcome o = test::sdcprobe(base + " --topology " + topology);
+  EXPECT_EQ(o.code, 1) << o.out;
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["inputs"]["groups"], 20 + 5 + 10);
+  EXPECT_EQ(j["inputs"]["nodes_without_group"], 0);
+  // The rack first (smallest p); the power domain and switch above it may carry its excess too.
+  ASSERT_GE(j["lemons"]["groups"].size(), 1u) << j["lemons"].dump(2);
+  EXPECT_EQ(j["lemons"]["groups"][0]["group"], "rack=R0");
+  for (const auto& g : j["lemons"]["groups"]) {
+    const std::string name = g["group"];
+    EXPECT_TRUE(name == "rack=R0" || name == "pdu=P0" || name == "switch=S0") << name;
+  }
+  EXPECT_EQ(j["lemons"]["groups"][0]["nodes"], 8);
+  EXPECT_EQ(j["lemons"]["groups"][0]["failures"], 15);
+  EXPECT_LE(j["lemons"]["groups"][0]["q_value"].get<double>(), 0.01);
+  for (const auto& n : j["lemons"]["nodes"]) EXPECT_NE(n["host"].get<std::string>().rfind("r00", 0), 0u) << n;
+  EXPECT_TRUE(j["lemons"]["devices"].empty()) << j["lemons"].dump(2);
+  EXPECT_NE(o.out.find("- group rack=R0 (8 nodes): 15 failures"), std::string::npos) << o.out;
+
+  // The same fleet as Slurm's topology.conf names it: leaf switches of one rack each, one spine.
+  std::ofstream(topology) << "# topology.conf\nSwitchName=spine Switches=leaf[00-19]\n"
+                          << "SwitchName=leaf00 Nodes=r00n[0-7] LinkSpeed=100\n"
+                          << "SwitchName=leaf01 Nodes=r01n[0-3],r01n[4-7]\n";
+  for (int r = 2; r < 20; ++r) {
+    char line[64];
+    std::snprintf(line, sizeof line, "SwitchName=leaf%02d Nodes=r%02dn[0-7]\n", r, r);
+    std::ofstream(topology, std::ios::app) << line;
+  }
+  const test::Outcome s = test::sdcprobe(base + " --topology " + topology);
+  EXPECT_EQ(s.code, 1) << s.out;
+  std::ifstream in2(json);
+  const nlohmann::json k = nlohmann::json::parse(in2);
+  EXPECT_EQ(k["inputs"]["groups"], 21);  // the spine holds every node: no fleet left to compare it with
+  ASSERT_EQ(k["lemons"]["groups"].size(), 1u) << k["lemons"].dump(2);
+  EXPECT_EQ(k["lemons"]["groups"][0]["group"], "switch=leaf00");
+
+  // Without a topology the fleet has no lemon at all: only the rack test sees it.
+  const test::Outcome none = test::sdcprobe(base);
+  EXPECT_EQ(none.code, 1) << none.out;  // failures were seen
+  std::ifstream in3(json);
+  const nlohmann::json l = nlohmann::json::parse(in3);
+  EXPECT_TRUE(l["lemons"]["nodes"].empty());
+  EXPECT_TRUE(l["lemons"]["groups"].empty());
+  std::filesystem::remove_all(dir);
+}
+
+// 200 seeded clean fleets of 12 racks (21 groups each, 4,200 group tests at an FDR of 0.01): at
+// most 2 false groups in all.
+TEST(FleetTopology, CleanFleetsGiveAtMostTwoFalseGroups) {
+  std::mt19937_64 rng(200);
+  size_t false_groups = 0, tested = 0;
+  for (int fleet = 0; fleet < 200; ++fleet) {
+    const RackFleet f = rack_fleet(rng, 12, 0.6);
+    FleetTally tally;
+    for (size_t i = 0; i < f.reports.size(); ++i) ingest_report_text(std::to_string(i), f.reports[i], tally);
+    FleetOptions options;
+    options.topology = parse_topology("t", f.topology);
+    const FleetAnalysis a = analyze_fleet(tally, options);
+    false_groups += a.lemon_groups.size();
+
+    tested += a.groups_tested;
+  }
+  EXPECT_EQ(tested, 200u * 21);
+  EXPECT_LE(false_groups, 2u);
+}
+
+// A rack of two models: its A100 node is the whole A100 stratum (a point mass at its failures), so
+// the rack's p is the binomial tail of its H100 failures alone, through the convolution of strata.
+TEST(FleetTopology, MixedGroupConvolvesItsModels) {
+  FleetTally tally;
+  Topology topology;
+  const auto node = [&](const std::string& host, const std::string& model, int failures, const std::string& rack) {
+    std::vector<SimResult> results = {{"mem.march_c", false, false, false, 3600.0}};
+    for (int k = 0; k < failures; ++k) results.push_back({"mem.march_c", true, false, false, 0.0});
+    ingest_report_text(host, report(host, kDay0, 1, {gpu(host, 0, model)}, {results}), tally);
+    topology[host] = {"rack=" + rack};
+  };
+  for (int i = 0; i < 4; ++i) node("a" + std::to_string(i), "NVIDIA H100 80GB HBM3", 3, "R0");
+  for (int i = 0; i < 12; ++i) node("b" + std::to_string(i), "NVIDIA H100 80GB HBM3", i % 2, "R1");
+  node("odd", "NVIDIA A100-SXM4-80GB", 2, "R0");
+  FleetOptions options;
+  options.topology = topology;
+  const FleetAnalysis a = analyze_fleet(tally, options);
+  ASSERT_EQ(a.groups_tested, 2u);
+  ASSERT_EQ(a.lemon_groups.size(), 1u);
+  EXPECT_EQ(a.lemon_groups[0].host, "rack=R0");
+  EXPECT_EQ(a.lemon_groups[0].failures, 14u);
+  EXPECT_EQ(a.lemon_groups[0].model, "mixed");
+  // P(Bin(18, 4/16) >= 12), summed here term by term.
+  double tail = 0;
+  for (int j = 12; j <= 18; ++j) {
+    double c = 1;
+    for (int i = 0; i < j; ++i) c = c * (18 - i) / (i + 1);
+    tail += c * std::pow(0.25, j) * std::pow(0.75, 18 - j);
+  }
+  EXPECT_NEAR(a.lemon_groups[0].p / tail, 1.0, 1e-9);
+}
+
+TEST(FleetTopology, BadTopologyNamesTheLineAndWritesNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_topo_bad_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream((dir / "r.json").string())
+      << report("h", kDay0, 1, {gpu("h", 0), gpu("h", 1)}, {deterministic(), deterministic()});
+  const std::string topology = (dir / "t.txt").string(), json = (dir / "out.json").string();
+  const auto run = [&](const std::string& text) {
+    std::ofstream(topology) << text;
+    return test::sdcprobe("fleet sdc " + (dir / "r.json").string() + " --json " + json + " --topology " + topology);
+  };
+  const test::Outcome a = run("h rack=R1\nh2 rack\n");
+  EXPECT_EQ(a.code, 2);
+  EXPECT_EQ(a.out, "sdcprobe: error: --topology " + topology + ": line 2: 'rack' is not KIND=NAME\n");
+  const test::Outcome b = run("\n\nSwitchName=s1 Nodes=h[08-01]\n");
+  EXPECT_EQ(b.code, 2);
+  EXPECT_EQ(b.out, "sdcprobe: error: --topology " + topology + ": line 3: range '08-01' runs backwards\n");
+  EXPECT_EQ(run("h\n").code, 2);
+  EXPECT_EQ(run("# nothing\n").code, 2);
+  EXPECT_FALSE(std::filesystem::exists(json));
+  EXPECT_EQ(run("h rack=R1\n").code, 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FleetTopology, HostlistsExpandAsSlurmWritesThem) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(expand_hostlist("n[01-03,10]"), (V{"n01", "n02", "n03", "n10"}));
+  EXPECT_EQ(expand_hostlist("gpu7,a[1-2]"), (V{"gpu7", "a1", "a2"}));
+  EXPECT_EQ(expand_hostlist("r[1-2]n[0-1]"), (V{"r1n0", "r1n1", "r2n0", "r2n1"}));
+  EXPECT_EQ(expand_hostlist("x[9-11].ib"), (V{"x9.ib", "x10.ib", "x11.ib"}));
+  for (const char* bad : {"", "n[", "n]", "n[1-]", "n[a-b]", "n[[1]]", "n[]", "a,,b", "n[2-1]", "n[0-999999]", "n@1"})
+    EXPECT_THROW(expand_hostlist(bad), std::invalid_argument) << bad;
+  const Topology t = parse_topology("t", "SwitchName=s1 Nodes=n[1-2]\nn1 rack=R1 # comment\nn1 pdu=P1 rack=R1\n");
+  EXPECT_EQ(t.at("n1"), (V{"pdu=P1", "rack=R1", "switch=s1"}));
+  EXPECT_EQ(t.at("n2"), (V{"switch=s1"}));
+  // topology.conf(5)'s example (tests/fuzz/corpus/topology): s3 links s0-s2, so holds dev0-dev17.
+  std::ifstream in(std::string(SDC_FUZZ_CORPUS) + "/topology/slurm_topology_conf_man_example.conf");
+  const Topology man = parse_topology("man", std::string(std::istreambuf_iterator<char>(in), {}));
+  EXPECT_EQ(man.size(), 18u);
+  EXPECT_EQ(man.at("dev0"), (V{"switch=s0", "switch=s3"}));
+  EXPECT_EQ(man.at("dev17"), (V{"switch=s2", "switch=s3"}));
+  try {
+    parse_topology("t", "SwitchName=a Nodes=n1\nSwitchName=b Switches=a,c\n");
+    ADD_FAILURE() << "an undefined switch was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "t: line 2: switch 'c' is not defined");
+  }
+}
+
 // An empty folder holds no report: exit 2 naming it, and none of the outputs is written.
 TEST(FleetSdc, NoReportFoundWritesNothing) {
   const auto dir = std::filesystem::temp_directory_path() / ("fleet_empty_" + std::to_string(::getpid()));
@@ -537,6 +753,29 @@ TEST(FleetSdc, NoReportFoundWritesNothing) {
   EXPECT_EQ(o.code, 2) << o.out;
   EXPECT_EQ(o.out, "sdcprobe: error: no JSON report or history.db in " + (dir / "empty").string() + "\n");
   for (const char* ext : {".json", ".md", ".svg", ".prom"}) EXPECT_FALSE(std::filesystem::exists(out + ext)) << ext;
+  std::filesystem::remove_all(dir);
+}
+
+// Results, but no vote with two devices and no failure: nothing was tested. Exit 2 naming the
+// inputs, and no report that could read as a clean fleet.
+TEST(FleetSdc, CouldNotTestWritesNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleet_untested_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "in");
+  std::ofstream((dir / "in" / "a.json").string()) << report("a", kDay0, 1, {gpu("a", 0)}, {deterministic()});
+  std::ofstream((dir / "in" / "b.json").string()) << report("b", kDay0, 2, {gpu("b", 0)}, {deterministic()});
+  const std::string out = (dir / "out").string(), in = (dir / "in").string();
+  const std::string outputs =
+      " --json " + out + ".json --markdown " + out + ".md --svg " + out + ".svg --prom " + out + ".prom";
+  const test::Outcome o = test::sdcprobe("fleet sdc " + in + outputs + " --golden-out " + out + ".golden");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_EQ(o.out, "sdcprobe: fleet sdc: could not test: no vote had two devices and nothing failed in " + in +
+                       "; no report written\n");
+  for (const char* ext : {".json", ".md", ".svg", ".prom", ".golden"})
+    EXPECT_FALSE(std::filesystem::exists(out + ext)) << ext;
+  // The same seed on both nodes: a vote of two devices, and the report is written.
+  std::ofstream((dir / "in" / "b.json").string()) << report("b", kDay0, 1, {gpu("b", 0)}, {deterministic()});
+  EXPECT_EQ(test::sdcprobe("fleet sdc " + in + outputs).code, 0);
+  for (const char* ext : {".json", ".md", ".svg", ".prom"}) EXPECT_TRUE(std::filesystem::exists(out + ext)) << ext;
   std::filesystem::remove_all(dir);
 }
 
