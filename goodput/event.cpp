@@ -214,6 +214,8 @@ Fields read_fields(simdjson::ondemand::object object) {
       f.event.last_good_step = field_step(value, "last_good_step");
     } else if (key == "rank") {
       f.event.rank = field_step(value, "rank");
+    } else if (key == "slurm_restart") {
+      f.event.slurm_restart = field_step(value, "slurm_restart");
     } else if (key == "blocking") {
       bool blocking = false;
       if (value.get_bool().get(blocking) != simdjson::SUCCESS) throw InputError("\"blocking\" must be true or false");

@@ -52,6 +52,7 @@ struct Event {
   std::optional<int64_t> step;            // >= 0
   std::optional<int64_t> last_good_step;  // sdc_detected only; >= 0
   std::optional<int64_t> rank;            // the writer's rank, for merging per-rank files; >= 0
+  std::optional<int64_t> slurm_restart;   // process_start: Slurm's requeue count, its sacct record; >= 0
   std::optional<bool> blocking;           // probe_begin/probe_end: whether the loop waits for the probe
 };
 

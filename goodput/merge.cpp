@@ -144,6 +144,7 @@ class Timeline {
       // The scheduler's last End ends the job, when it has one.
       if (allocations_ != nullptr && !allocations_->empty() && allocations_->back().end_s != 0) return;
     }
+    if (rank == 0 && kind == EventKind::kProcessStart && e.event.slurm_restart) record_ = *e.event.slurm_restart;
     if (allocations_ != nullptr) place(e);
     feed(e);
   }
@@ -169,10 +170,11 @@ class Timeline {
 
  private:
   // The scheduler's events, made from Slurm's records: each loop event belongs to the allocation
-  // with the latest Start at most 1 s after it and must come before that allocation's End + 1 s
-  // (Slurm keeps whole seconds, cut down). The allocation is granted at the earlier of Start and its
-  // first event and released at the later of End and its last event. Ties: the job becomes eligible
-  // and is granted before the loop's events at the same time, and released after them.
+  // its attempt's process_start names (`slurm_restart`, Slurm's requeue count), or in logs without
+  // it to the allocation with the latest Start at most 1 s after it, and must lie within that
+  // allocation's Start - 1 s and End + 1 s (Slurm keeps whole seconds, cut down). The allocation is granted at the
+  // earlier of Start and its first event and released at the later of End and its last event. Ties: the job becomes
+  // eligible and is granted before the loop's events at the same time, and released after them.
   struct Pending {
     int64_t t;
     int order;   // 0: before the loop's events at the same time, 2: after
@@ -187,10 +189,21 @@ class Timeline {
   void place(const Entry& e) {
     const std::vector<SlurmRecord>& records = *allocations_;
     const int64_t t = e.event.t;
-    while (entered_ < records.size() && records[entered_].start_s * kNsPerS - kNsPerS <= t) ++entered_;
+    if (record_) {
+      // The log names its Slurm attempt: its record, which must hold the event.
+      if (*record_ >= records.size() || *record_ + 1 < entered_) {
+        return fail(kPlacement, files_[e.file].path + ": line " + std::to_string(e.line) + ": slurm_restart " +
+                                    std::to_string(*record_) + " names no record of the job in " + sacct_path_ +
+                                    " after the last placed (it has " + std::to_string(records.size()) + ")");
+      }
+      entered_ = *record_ + 1;
+    } else {
+      while (entered_ < records.size() && records[entered_].start_s * kNsPerS - kNsPerS <= t) ++entered_;
+    }
     const size_t i = entered_;  // the event's allocation is i - 1
+    const bool before_start = i > 0 && t < (records[i - 1].start_s - 1) * kNsPerS;
     const bool after_end = i > 0 && records[i - 1].end_s != 0 && t >= (records[i - 1].end_s + 1) * kNsPerS;
-    if (i == 0 || after_end) {
+    if (i == 0 || before_start || after_end) {
       return fail(kPlacement,
                   files_[e.file].path + ": line " + std::to_string(e.line) + ": time " + std::to_string(t) +
                       " ns lies outside the job's allocations in " + sacct_path_ +
@@ -276,9 +289,10 @@ class Timeline {
   const std::vector<SlurmRecord>* allocations_;
   const std::string& sacct_path_;
   std::array<std::optional<std::string>, kFailures> failures_;
-  bool dying_ = false;    // another rank reported a fault; rank 0 has not started over yet
-  bool ended_ = false;    // rank 0 logged job_end
-  bool started_ = false;  // rank 0 logged a process_start or alloc_granted
+  bool dying_ = false;            // another rank reported a fault; rank 0 has not started over yet
+  bool ended_ = false;            // rank 0 logged job_end
+  bool started_ = false;          // rank 0 logged a process_start or alloc_granted
+  std::optional<size_t> record_;  // the sacct record rank 0's last process_start named (slurm_restart)
   uint64_t fed_ = 0;
   std::string restore_asked_at_;  // the event that left a restore pending
   uint64_t ledger_skipped_ = 0;

@@ -63,6 +63,18 @@ def _attempt_from_launcher():
     return 0
 
 
+def _slurm_restart():
+    """Slurm's requeue count ($SLURM_RESTART_COUNT), which names the job's sacct record; None
+    outside Slurm. Slurm sets it only after a requeue: inside a job ($SLURM_JOB_ID) it is 0 before."""
+    text = os.environ.get("SLURM_RESTART_COUNT", "")
+    if not text:
+        return 0 if os.environ.get("SLURM_JOB_ID") else None
+    try:
+        return _int_in("SLURM_RESTART_COUNT", int(text), 0, INT64_MAX)
+    except ValueError:
+        raise ValueError("SLURM_RESTART_COUNT must be an integer, got %r" % text) from None
+
+
 def process_start_ns():
     """When this process started, in Unix nanoseconds, from the OS: /proc/self/stat field 22 (clock
     ticks after boot) plus the boot time. /proc/stat's btime is in whole seconds, which would put
@@ -235,7 +247,11 @@ class GoodputLog:
             # appends to its predecessor's file).
             start_ns = max(self._last_t, self._file_last_t, min(start_ns, self._clock()))
         self._faulted = False
-        self._write("process_start", durable=True, at=start_ns, attempt=attempt)
+        fields = {"attempt": attempt}
+        slurm_restart = _slurm_restart()
+        if slurm_restart is not None:
+            fields["slurm_restart"] = slurm_restart
+        self._write("process_start", durable=True, at=start_ns, **fields)
         return self._lifetime(None)
 
     def init(self):

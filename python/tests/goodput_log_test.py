@@ -226,6 +226,33 @@ class LauncherTest(unittest.TestCase):
                 if v is not None:
                     os.environ[k] = v
 
+    def test_slurm_restart_is_logged_beside_torchruns_attempt(self):
+        names = ("TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT", "SLURM_JOB_ID")
+        saved = {k: os.environ.pop(k, None) for k in names}
+        try:
+            def logged():
+                log = GoodputLog(self.path, rank=0, clock=Clock())
+                with log.attempt():
+                    pass
+                log.close()
+                e = read_events(self.path)[-1]
+                return e["attempt"], e.get("slurm_restart")
+
+            self.assertEqual(logged(), (0, None))  # outside Slurm: no field
+            os.environ["SLURM_JOB_ID"] = "7"
+            self.assertEqual(logged(), (0, 0))  # Slurm sets the count only after a requeue
+            os.environ["SLURM_RESTART_COUNT"] = "1"
+            os.environ["TORCHELASTIC_RESTART_COUNT"] = "3"
+            self.assertEqual(logged(), (3, 1))
+            os.environ["SLURM_RESTART_COUNT"] = "one"
+            with self.assertRaisesRegex(ValueError, "SLURM_RESTART_COUNT"):
+                logged()
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+
     def test_process_start_is_when_the_process_started(self):
         # The child sleeps 1 s before it opens the log (as an import of torch would take); the
         # process_start it writes must be its own start from the OS, not the time of attempt().

@@ -193,6 +193,32 @@ TEST_F(MergeTest, SacctPlacementAndErrors) {
   EXPECT_EQ(analyze_files(paths, {}, false, &open_ended, "sacct.json").breakdown.wall_ns, 150 * kS);
 }
 
+// A fault in the last second of an allocation requeued within that second: the 1 s rule puts it in
+// the next record; the attempt's slurm_restart keeps it in its own, and the gap between them is queue.
+TEST_F(MergeTest, SlurmRestartPlacesAFastRequeuesFaultInItsRecord) {
+  const std::vector<SlurmRecord> records = {{100, 110, 200}, {201, 201, 300}};
+  auto run = [&](const std::string& name, const std::string& first, const std::string& second) {
+    const auto path = write(
+        name, log({"112 process_start"}, first) +
+                  log({"115 step_begin 0", "150 step_end 0", "150 step_begin 1", "200 fault_detected"}) +
+                  log({"202 process_start"}, second) + log({"205 step_begin 1", "210 step_end 1", "210 job_end"}));
+    std::vector<std::string> paths = {path};
+    return analyze_files(paths, {}, false, &records, "sacct.json").breakdown;
+  };
+  const Breakdown with = run("with.rank0.jsonl", ",\"slurm_restart\":0", ",\"slurm_restart\":1");
+  const Breakdown without = run("without.rank0.jsonl", "", "");
+  EXPECT_EQ(with[Category::kQueue].ns, 11 * kS);                       // 100-110, then 200-201 between the records
+  EXPECT_NE(without[Category::kQueue].ns, with[Category::kQueue].ns);  // the 1 s rule moves the fault
+  for (const Breakdown* b : {&with, &without}) {
+    EXPECT_TRUE(b->balanced());
+    EXPECT_EQ(b->wall_ns, 200 * kS);
+  }
+  // A record the job does not have is an error naming the line.
+  const auto past = write("past.rank0.jsonl", log({"112 process_start"}, ",\"slurm_restart\":2"));
+  EXPECT_NE(thrown({past}, &records).find("past.rank0.jsonl: line 1: slurm_restart 2 names no record"),
+            std::string::npos);
+}
+
 TEST_F(MergeTest, SacctJsonIsCheckedField_ByField) {
   EXPECT_NE(sacct_error("{").find("not valid JSON"), std::string::npos);
   EXPECT_NE(sacct_error("{\"jobs\":{}}").find("no \"jobs\" array"), std::string::npos);
