@@ -118,10 +118,8 @@ class CanaryCheck(ReplicaCheck):
             identity = device_identity("cuda", device.index)
             me = dict(self.members[self.ranks.index(self.rank)], device=identity["uuid"],
                       pci_bus_id=identity["pci_bus_id"])
-            self._dist.all_gather_object(self.members, me, group=group)
-        classes = [None] * len(self.ranks)
-        self._dist.all_gather_object(classes, equivalence_class(self._backend, self._device), group=group)
-        self.classes = classes  # in group order: each replica's equivalence class
+            self.members = self._gather_objects(me)
+        self.classes = self._gather_objects(equivalence_class(self._backend, self._device))  # in group order
         self.disabled = None  # the reason, once the canary is off
         self._checked_step = None
         self._cadence_step = None  # the last check due by the cadence (not by a restore or a save)
@@ -329,8 +327,7 @@ class CanaryCheck(ReplicaCheck):
 
     def _disable(self, step, differs, positions, start):
         """Turns the canary off on every replica: some replica's two runs differed."""
-        names = [None] * len(self.ranks)
-        self._dist.all_gather_object(names, differs, group=self.group)
+        names = self._gather_objects(differs)
         where = "; ".join("rank %d (%s, %s) first in %s" % (self.members[i]["rank"], self.members[i]["host"],
                                                              self.members[i]["device"], names[i]) for i in positions)
         self.disabled = ("sdcprobe: the canary step is disabled: two runs on the same parameters and batch gave "

@@ -9,27 +9,12 @@ optional replica check together.
 Then `sdcprobe goodput 'events.rank*.jsonl'` merges the recorder's and the probe's files of every rank.
 """
 
-import importlib
 import os
 import re
-import sys
 
-from sdcprobe.callback import step_probe
+from sdcprobe.callback import _lightning_callback, step_probe
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.inline import InlineProbe, SDCStop
-
-
-def _lightning_callback():
-    """Lightning's Callback class: of the Lightning already imported, else of lightning.pytorch, else
-    of pytorch_lightning (a Trainer accepts only its own package's callbacks). Without Lightning,
-    object: the module still imports, and the hooks can be called by hand."""
-    names = ("lightning.pytorch", "pytorch_lightning")
-    for name in sorted(names, key=lambda n: n not in sys.modules):
-        try:
-            return importlib.import_module(name).Callback
-        except ImportError:
-            continue
-    return object
 
 
 def _inline_log_path(path, rank):
@@ -183,7 +168,7 @@ class GoodputCallback(_lightning_callback()):
             self._stop_if_asked()
         if self.probe is not None:
             on_sdc = self._stop_for_probe if self.on_sdc == "stop" else self.on_sdc
-            self._reported = step_probe(self.probe, step, trainer, on_sdc, self._reported)
+            self._reported = step_probe(self.probe, step, on_sdc, self._reported)
 
     def _stop_if_asked(self):
         """A replica check made with on_sdc="stop" asks to stop: under Lightning that ends the

@@ -18,6 +18,7 @@ import collections.abc
 import ctypes
 import json
 import os
+import pickle
 import socket
 import statistics
 import sys
@@ -221,12 +222,10 @@ class ReplicaCheck:
         identity = device_identity(self._backend, self._device)
         me = {"rank": self.rank, "host": socket.gethostname(), "device": identity["uuid"],
               "pci_bus_id": identity["pci_bus_id"]}
-        members = [None] * len(self.ranks)
-        dist.all_gather_object(members, me, group=group)
-        self.members = members  # in group order: who each replica is
+        self._held = None  # the last collective's work and tensors: see _collective
+        self.members = self._gather_objects(me)  # in group order: who each replica is
         self._log = GoodputLog(event_log, rank=self.rank) if isinstance(event_log, (str, os.PathLike)) else event_log
         self._owns_log = isinstance(event_log, (str, os.PathLike))
-        self._held = None  # the last collective's work and tensors: see _collective
         self._next_due = None  # unknown until the first step(): see _align
         self._last_call_end = None
         self._last_call_step = None
@@ -290,6 +289,20 @@ class ReplicaCheck:
             self._collective(self._dist.all_gather, parts, mine)
             out = torch.cat(parts)
         return [[int(v) for v in out[i * len(words):(i + 1) * len(words)].tolist()] for i in range(len(self.ranks))]
+
+    def _gather_objects(self, obj):
+        """Every replica's picklable `obj`, in group order: all_gather_object through _collective,
+        whose tensors are kept (all_gather_object's are not, and a process whose last exchange it
+        was could hang at exit as _collective says: seen on torch 1.13)."""
+        torch = _torch()
+        data = pickle.dumps(obj)
+        sizes = [n for n, in self._gather([len(data)])]
+        mine = torch.zeros(max(sizes), dtype=torch.uint8)
+        mine[:len(data)] = torch.tensor(list(data), dtype=torch.uint8)
+        mine = mine.to(self._exchange_device)
+        parts = [torch.empty_like(mine) for _ in self.ranks]
+        self._collective(self._dist.all_gather, parts, mine)
+        return [pickle.loads(bytes(p[:n].tolist())) for p, n in zip(parts, sizes)]
 
     def _collective(self, op, *tensors, **options):
         """op(*tensors) over the group, waited on here. The tensors and the work stay referenced by

@@ -31,7 +31,7 @@ def fit(mode, out):
     import pytorch_lightning as pl
     import torch
 
-    from sdcprobe import GoodputCallback
+    from sdcprobe import GoodputCallback, SDCCallback
 
     class Model(pl.LightningModule):
         def __init__(self):
@@ -57,6 +57,16 @@ def fit(mode, out):
         return torch.utils.data.DataLoader(data, batch_size=8)
 
     torch.set_num_threads(1)
+    if mode == "sdc":
+        # SDCCallback alone, its probe failing from the first step: on_sdc="stop" ends the process.
+        # The probe runs off the training thread: its first verdict comes some steps later.
+        trainer = pl.Trainer(max_steps=100 * STEPS, accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                             enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=out,
+                             callbacks=[SDCCallback(on_sdc="stop", backend="cpu", every=1, probes="alu.int64",
+                                                    inject="model=bitflip,mode=permanent",
+                                                    event_log=os.path.join(out, "inline.jsonl"))])
+        trainer.fit(Model(), loader(800 * STEPS, 1))
+        return
     ddp = mode == "ddp"
     callback = GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl"),
                                probe={"backend": "cpu", "every": SAVE_EVERY, "probes": "alu.int64"},
@@ -100,7 +110,7 @@ def spans(events, name, **match):
 
 
 class LightningTest(unittest.TestCase):
-    def run_fit(self, mode):
+    def run_fit(self, mode, status=0):
         for name in ("SDCPROBE_BINARY", "SDCPROBE_LIBRARY"):
             if not os.environ.get(name):
                 self.skipTest("%s not set (ctest sets it)" % name)
@@ -108,7 +118,8 @@ class LightningTest(unittest.TestCase):
         env = dict(os.environ, OMP_NUM_THREADS="1")
         run = subprocess.run([sys.executable, os.path.abspath(__file__), "--fit", mode, out], env=env,
                              capture_output=True, text=True, timeout=600)
-        self.assertEqual(run.returncode, 0, run.stdout[-4000:] + run.stderr[-4000:])
+        self.assertEqual(run.returncode, status, run.stdout[-4000:] + run.stderr[-4000:])
+        self.stderr = run.stderr
         return out
 
     def goodput(self, *paths):
@@ -188,6 +199,20 @@ class LightningTest(unittest.TestCase):
         blocking = spans(merged, "ckpt") + spans(merged, "eval") + spans(merged, "probe", blocking=True)
         self.assertEqual(report["productive_ns"],
                          kept - first - sum(b - a for a, b in blocking if first <= a and b <= kept))
+
+    def test_sdc_callback_stop_ends_the_process_with_the_sdc_status(self):
+        import lightning_harness  # noqa: F401  (sdcprobe imports Lightning)
+        from sdcprobe import SDC_EXIT_STATUS
+
+        out = self.run_fit("sdc", SDC_EXIT_STATUS)
+        self.assertIn("sdcprobe: stopping for SDC (exit status %d): the inline probe failed" % SDC_EXIT_STATUS,
+                      self.stderr)
+        # The log says why: the probe's sdc_detected, then the stop (the probe in flight when the
+        # fit ended may log after it).
+        events = read_events(os.path.join(out, "inline.jsonl"))
+        kinds = [e["event"] for e in events]
+        self.assertEqual([e["kind"] for e in events if e["event"] == "fault_detected"], ["SDCStop"])
+        self.assertIn("sdc_detected", kinds[:kinds.index("fault_detected")])
 
     def test_ddp_on_two_processes(self):
         out = self.run_fit("ddp")

@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sdcprobe import InlineProbe, SDCCallback, SDCDetected, SDCProbeError  # noqa: E402
+from sdcprobe import SDC_EXIT_STATUS, InlineProbe, SDCCallback, SDCDetected, SDCProbeError, SDCStop  # noqa: E402
 
 
 def read_events(path):
@@ -270,17 +270,17 @@ class InlineProbeTest(unittest.TestCase):
     def test_callback_raises_once_on_sdc(self):
         class Trainer:
             global_step = 0
-            should_stop = False
 
         cb = SDCCallback(on_sdc="stop", backend="cpu", every=1, probes="alu.int64",
                          inject="model=bitflip,mode=permanent")
         trainer = Trainer()
-        for step in range(5):
-            trainer.global_step = step
-            cb.on_train_batch_end(trainer)
-            wait_idle(cb.probe)
-        self.assertTrue(trainer.should_stop)
-        cb.on_train_end()
+        with self.assertRaises(SDCStop) as stop:
+            for step in range(5):
+                trainer.global_step = step
+                cb.on_train_batch_end(trainer)
+                wait_idle(cb.probe)
+        self.assertEqual(stop.exception.code, SDC_EXIT_STATUS)
+        cb.on_exception(trainer)
         raising = SDCCallback(backend="cpu", every=1, probes="alu.int64", inject="model=bitflip,mode=permanent")
         with self.assertRaises(SDCDetected):
             for step in range(10):
