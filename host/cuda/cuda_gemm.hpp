@@ -49,6 +49,10 @@ class CudaGemmEngine : public GemmEngine {
   void generate(const GemmSpec& spec);
   // Returns the GEMM's own time, from events on the stream.
   double multiply(const GemmSpec& spec, DeviceBuffer& c);
+  // C = A B by cuBLASLt (the pinned algorithm of spec's type and shape), enqueued.
+  void matmul(const GemmSpec& spec, const void* a, const void* bt, void* c);
+  // Random fp8: each element against the exact INT32 reference GEMMs (gemm_reference_check).
+  GemmVerdict reference_verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c);
   GemmVerdict verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c);
   // One pass of the check (rows, or columns to locate); returns its summary, flags in `flags`, and
   // adds its kernels' time (events on the stream) to `check_s`.
@@ -80,6 +84,7 @@ class CudaGemmEngine : public GemmEngine {
   std::unique_ptr<DeviceBuffer> c_;
   DeviceMemory first_;    // repeat 0's output, for naming the elements a later repeat changed
   DeviceMemory scratch_;  // Y of the checks
+  DeviceMemory ref_a_, ref_a_abs_, ref_bt_, ref_bt_abs_, ref_c_, ref_abs_, ref_index_;  // fp8's reference
   DeviceMemory flags_, summary_, invalid_, index_, bits_, digest_, log_;
   std::map<Key, Pinned> pinned_;
 };
