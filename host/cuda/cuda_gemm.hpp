@@ -4,7 +4,8 @@
 // the hand-written SIMT kernel (kernels/gemm_simt.cu) for gemm.simt.fp32. Nothing O(n^2) crosses
 // the bus: A and B are generated on the device by the host's SDC_HD generators
 // (kernels/gemm_generate.cu), C is checked there by the Freivalds/ABFT kernels of
-// kernels/gemm_verify.cu on the FP64 and integer cores, and digested there. Only per-(line, tile)
+// kernels/gemm_verify.cu on the FP64 and integer cores (random fp8: per element against two INT32
+// reference GEMMs on the int8 tensor cores), and digested there. Only per-(line, tile)
 // flags and the candidates' values come back, to be confirmed on the host in O(k) each.
 #pragma once
 

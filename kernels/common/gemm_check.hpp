@@ -69,8 +69,8 @@ SDC_HD double gemm_tile_rel(const GemmAccumulation& acc, uint32_t k, uint32_t wi
 // ratio is 0.64): T = kGemmTileTarget / (eps sqrt(k)) puts that near 1.4x, and T is never wider
 // than the exact families' tile (where that catches smaller changes, at small k). The check costs
 // 1/T of the GEMM's multiply-adds (in FP64, and as many in FP32), so T is at least
-// kGemmMinFloatTile, which binds only where the accumulation is coarse (fp8 on tensor cores;
-// docs/probes.md).
+// kGemmMinFloatTile, which binds only where the accumulation is coarse (the chunked fp8 model,
+// whose random inputs are checked per element instead: gemm_reference_check; docs/probes.md).
 inline constexpr double kGemmTileTarget = 1.5;
 inline constexpr uint32_t kGemmMinFloatTile = 8;
 SDC_HD uint32_t gemm_float_tile_of(const GemmAccumulation& acc, uint32_t k, uint32_t width) {
