@@ -2,6 +2,7 @@
 // deterministic bound for random inputs and modulo 2^64 for exact ones.
 #include "host/gemm_checks.hpp"
 
+#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -342,6 +343,52 @@ CheckStats check_pass(const GemmHostInputs& in, const void* c, const std::vector
   return float_pass(s, a, bt, static_cast<const float*>(c), acc, transposed, threads, flags);
 }
 
+// ---- Random fp8: per element against an exact reference -------------------------------------
+
+// The reference C and |A||B| by FP64 GEMMs of the inputs' exact float copies (exact in any order:
+// gemm_reference_check), row block by row block, each element checked by gemm_reference_element.
+// Returns the failing elements (the candidates), sorted.
+std::vector<uint64_t> reference_check(const GemmHostInputs& in, const float* c, const GemmAccumulation& acc,
+                                      int threads, CheckStats& stats) {
+  const GemmSpec& s = in.spec;
+  const uint32_t m = s.m, n = s.n, k = s.k;
+  constexpr uint32_t kRows = 64;
+  std::vector<double> b(static_cast<size_t>(n) * k), b_abs(b.size());
+  for (size_t e = 0; e < b.size(); ++e) b[e] = in.bt_wide[e], b_abs[e] = std::fabs(in.bt_wide[e]);
+  const double rel = gemm_relative_bound(acc, k);
+  openblas_set_num_threads(1);
+  std::vector<std::vector<uint64_t>> failing(static_cast<size_t>(std::max(1, threads)));
+  double max_ratio = 0, detectable = 0, c_square_sum = 0;
+  std::vector<double> a, a_abs, ref, ref_abs;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(max : max_ratio, detectable) \
+    reduction(+ : c_square_sum) firstprivate(a, a_abs, ref, ref_abs)
+  for (int64_t blk = 0; blk < static_cast<int64_t>((m + kRows - 1) / kRows); ++blk) {
+    const size_t lo = static_cast<size_t>(blk) * kRows, rows = std::min<size_t>(kRows, m - lo);
+    a.resize(rows * k), a_abs.resize(rows * k), ref.resize(rows * n), ref_abs.resize(rows * n);
+    for (size_t e = 0; e < rows * k; ++e) a[e] = in.a_wide[lo * k + e], a_abs[e] = std::fabs(a[e]);
+    const int r = static_cast<int>(rows);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, n, k, 1.0, a.data(), k, b.data(), k, 0.0, ref.data(), n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, n, k, 1.0, a_abs.data(), k, b_abs.data(), k, 0.0,
+                ref_abs.data(), n);
+    auto& list = failing[static_cast<size_t>(omp_get_thread_num()) % failing.size()];
+    for (size_t e = 0; e < rows * n; ++e) {
+      const double obs = c[lo * n + e];
+      const GemmElementCheck ch = gemm_reference_element(acc, rel, k, ref[e], ref_abs[e], obs);
+      if (ch.fails) list.push_back(lo * n + e);
+      if (ch.residual == ch.residual) {
+        if (ch.tau > 0) max_ratio = std::max(max_ratio, ch.residual / ch.tau);
+        detectable = std::max(detectable, ch.tau + ch.residual);
+      }
+      c_square_sum += obs * obs;
+    }
+  }
+  stats = {max_ratio, detectable, c_square_sum};
+  std::vector<uint64_t> out;
+  for (auto& f : failing) out.insert(out.end(), f.begin(), f.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 uint64_t count_flags(const std::vector<uint8_t>& flags) {
   uint64_t count = 0;
   for (uint8_t f : flags) count += f;
@@ -356,6 +403,30 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
   std::vector<uint64_t> invalid;
   const std::vector<int64_t> cint =
       gemm_inputs_exact(s.inputs) ? unscaled_outputs(in, c, threads, invalid) : std::vector<int64_t>{};
+  if (gemm_reference_check(s.type, s.inputs)) {
+    // Per element: the failing elements are the candidates, confirmed by the same O(k) recomputation.
+    const auto t0 = std::chrono::steady_clock::now();
+    CheckStats stats;
+    std::vector<uint64_t> candidates = reference_check(in, static_cast<const float*>(c), acc, threads, stats);
+    verdict.check_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    verdict.max_ratio = stats.max_ratio;
+    verdict.check_tile = 1;
+    verdict.detectable = stats.detectable;
+    verdict.c_rms = std::sqrt(stats.c_square_sum / (static_cast<double>(s.m) * s.n));
+    verdict.flagged_checks = candidates.size();
+    const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
+    candidates.resize(candidates.size() - unconfirmed);
+    verdict.report = gemm_confirm_from_inputs(in, acc, c, candidates, threads);
+    verdict.report.checked = static_cast<uint64_t>(s.m) * s.n;
+    verdict.report.mismatches += unconfirmed;
+    if (verdict.report.mismatches == 0 && !candidates.empty()) {
+      // A failing element the recomputation clears still counts (the reference itself went wrong).
+      std::vector<uint64_t> bits;
+      for (uint64_t idx : candidates) bits.push_back(gemm_output_bits(s.type, c, idx));
+      gemm_keep_unconfirmed(verdict.report, s.type, candidates, bits);
+    }
+    return verdict;
+  }
   std::vector<uint8_t> row_flags, col_flags;
   auto t0 = std::chrono::steady_clock::now();
   const CheckStats rows = check_pass(in, c, cint, acc, false, threads, row_flags);

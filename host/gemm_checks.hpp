@@ -12,7 +12,8 @@ namespace sdc {
 // without an O(n^3) reference: Freivalds per column tile of the output (int64 modulo 2^64 with zero
 // tolerance and two odd random vectors for exact inputs; FP64 with the deterministic bound tau of
 // `acc` for random inputs), then the same check on the transpose per row tile to locate the wrong
-// elements, each confirmed by an O(k) recomputation.
+// elements, each confirmed by an O(k) recomputation. Random fp8 is checked per element instead,
+// against exact FP64 reference GEMMs of C and |A||B| (gemm_reference_check).
 GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccumulation& acc, int threads);
 
 }  // namespace sdc

@@ -43,6 +43,18 @@ cudaError_t launch_gemm_exact_check(const GemmCheckShape& s, double bound, const
                                     GemmCheckSummary* summary, unsigned long long* invalid, uint64_t invalid_cap,
                                     cudaStream_t stream);
 
+// Random fp8 (gemm_reference_check): one operand (rows x g.k, A's or B's generator) as the
+// reference's int8 values and their magnitudes, for the two INT32 GEMMs C_ref = A B and
+// S = |A| |B|, exact in any order.
+cudaError_t launch_gemm_reference_operand(const GemmGenerator& g, uint64_t rows, int8_t* v, int8_t* v_abs,
+                                          cudaStream_t stream);
+// Checks each of the `elements` outputs against its C_ref and S (gemm_reference_element); the
+// summary (zeroed here) counts the failing elements, whose first `cap` indices go to `candidates`.
+cudaError_t launch_gemm_reference_check(const GemmAccumulation& acc, GemmType type, uint32_t k, uint64_t elements,
+                                        const float* c, const int32_t* ref, const int32_t* ref_abs,
+                                        unsigned long long* candidates, uint64_t cap, GemmCheckSummary* summary,
+                                        cudaStream_t stream);
+
 // bits[q] = the bits of output element index[q] (candidates to confirm on the host).
 cudaError_t launch_gemm_gather(GemmType out_type, const void* c, const unsigned long long* index, uint64_t count,
                                unsigned long long* bits, cudaStream_t stream);

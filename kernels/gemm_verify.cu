@@ -312,6 +312,59 @@ __global__ void diff_kernel(GemmType t, const void* c, const void* first, uint64
   }
 }
 
+// ---- Random fp8: per element against the exact integer reference ------------------------------
+
+// v[i] and v_abs[i]: element i of the operand as the reference's int8 (gemm_reference_int8) and its
+// magnitude.
+__global__ void reference_operand(GemmGenerator g, uint64_t elements, int shift, int8_t* v, int8_t* v_abs) {
+  const uint64_t stride = grid_stride();
+  for (uint64_t i = grid_thread(); i < elements; i += stride) {
+    const int8_t q = gemm_reference_int8(gemm_generated_float(g, i), shift);
+    v[i] = q;
+    v_abs[i] = q < 0 ? static_cast<int8_t>(-q) : q;
+  }
+}
+
+// Each element of C against ref and ref_abs (the integer GEMMs, times `unscale`): the failing ones'
+// indices (the first `cap`) into `candidates`, counted in summary->flagged.
+__global__ void reference_lines(GemmAccumulation acc, double rel, uint32_t k, double unscale,
+                                const float* __restrict__ c, const int32_t* __restrict__ ref,
+                                const int32_t* __restrict__ ref_abs, uint64_t elements, unsigned long long* candidates,
+                                uint64_t cap, GemmCheckSummary* summary) {
+  double ratio = 0, detectable = 0, squares[1] = {0};
+  const uint64_t stride = grid_stride();
+  for (uint64_t e = grid_thread(); e < elements; e += stride) {
+    const double obs = c[e];
+    const GemmElementCheck ch = gemm_reference_element(acc, rel, k, ref[e] * unscale, ref_abs[e] * unscale, obs);
+    if (ch.fails) {
+      const unsigned long long slot = atomicAdd(&summary->flagged, 1ull);
+      if (slot < cap) candidates[slot] = e;
+    }
+    if (ch.residual == ch.residual) {
+      if (ch.tau > 0) ratio = fmax(ratio, ch.residual / ch.tau);
+      detectable = fmax(detectable, ch.tau + ch.residual);
+    }
+    squares[0] = fma(obs, obs, squares[0]);
+  }
+  double most[2] = {ratio, detectable};
+  block_sum(squares);
+  // Block maxima by warp shuffles and shared memory, as block_sum does for sums.
+  __shared__ double part[kThreads / 32][2];
+  for (int i = 0; i < 2; ++i) {
+    for (int offset = 16; offset > 0; offset /= 2)
+      most[i] = fmax(most[i], __shfl_down_sync(0xffffffffu, most[i], offset));
+  }
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32][0] = most[0], part[threadIdx.x / 32][1] = most[1];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (unsigned w = 1; w < blockDim.x / 32; ++w)
+      most[0] = fmax(most[0], part[w][0]), most[1] = fmax(most[1], part[w][1]);
+    atomicMax(&summary->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(most[0])));
+    atomicMax(&summary->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(most[1])));
+    atomicAdd(&summary->c_square_sum, squares[0]);
+  }
+}
+
 unsigned line_blocks(uint32_t lines) { return lines < kMaxLineBlocks ? (lines == 0 ? 1 : lines) : kMaxLineBlocks; }
 unsigned float_line_blocks(uint32_t lines) { return line_blocks((lines + kLines - 1) / kLines); }
 
@@ -391,6 +444,28 @@ cudaError_t launch_gemm_exact_check(const GemmCheckShape& s, double bound, const
                                                    invalid_cap);
       break;
   }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_reference_operand(const GemmGenerator& g, uint64_t rows, int8_t* v, int8_t* v_abs,
+                                          cudaStream_t stream) {
+  const LaunchShape shape{65535, kThreads};
+  const uint64_t elements = rows * g.k;
+  reference_operand<<<blocks_for(elements, shape), shape.threads, 0, stream>>>(g, elements,
+                                                                               gemm_reference_shift(g.type), v, v_abs);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_reference_check(const GemmAccumulation& acc, GemmType type, uint32_t k, uint64_t elements,
+                                        const float* c, const int32_t* ref, const int32_t* ref_abs,
+                                        unsigned long long* candidates, uint64_t cap, GemmCheckSummary* summary,
+                                        cudaStream_t stream) {
+  const cudaError_t e = cudaMemsetAsync(summary, 0, sizeof(GemmCheckSummary), stream);
+  if (e != cudaSuccess) return e;
+  const LaunchShape shape{4096, kThreads};
+  const double unscale = exp2_double(-2 * gemm_reference_shift(type));
+  reference_lines<<<blocks_for(elements, shape), shape.threads, 0, stream>>>(
+      acc, gemm_relative_bound(acc, k), k, unscale, c, ref, ref_abs, elements, candidates, cap, summary);
   return cudaGetLastError();
 }
 

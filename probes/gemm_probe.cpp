@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "kernels/common/gemm_check.hpp"
+
 namespace sdc {
 
 bool gemm_device_has(const GemmProbeConfig& cfg, const DeviceIdentity& id) {
@@ -36,7 +38,10 @@ uint32_t gemm_probe_n(const GemmProbeConfig& cfg, const ProbeContext& ctx) {
   uint32_t n = cpu ? (ctx.level == Level::kQuick ? 256 : 2048) : 8192;
   if (ctx.gemm_n) return *ctx.gemm_n;
   if (ctx.compute_bytes) {
-    const uint64_t per = 2ULL * gemm_input_bytes(cfg.type) + gemm_output_bytes(cfg.type);
+    uint64_t per = 2ULL * gemm_input_bytes(cfg.type) + gemm_output_bytes(cfg.type);
+    // Random fp8 adds its reference on the GPU: A and B as int8 with their magnitudes, and the two
+    // INT32 results (gemm_reference_check).
+    if (gemm_reference_check(cfg.type, cfg.inputs)) per += 2 * 2 + 2 * sizeof(int32_t);
     uint32_t fit = 64;
     while (uint64_t{fit} * 2 * fit * 2 * per <= *ctx.compute_bytes && fit < (1u << 15)) fit *= 2;
     n = fit;

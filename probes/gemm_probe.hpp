@@ -20,9 +20,9 @@ struct GemmProbeConfig {
 // Whether the device can run this configuration. CUDA: e4m3 needs compute capability 8.9, tf32 and
 // bf16 8.0; e5m2 is CPU-only (cuBLASLt pairs E5M2 only with E4M3).
 bool gemm_device_has(const GemmProbeConfig& cfg, const DeviceIdentity& id);
-// Square size: ctx.gemm_n where given; else the largest power of two (>= 64) whose A, B and C fit
-// in ctx.compute_bytes where given; else the level's: CPU quick 256, standard / long 2048; GPU
-// 8192 at every level.
+// Square size: ctx.gemm_n where given; else the largest power of two (>= 64) whose A, B and C (and
+// random fp8's reference) fit in ctx.compute_bytes where given; else the level's: CPU quick 256, standard / long 2048;
+// GPU 8192 at every level.
 uint32_t gemm_probe_n(const GemmProbeConfig& cfg, const ProbeContext& ctx);
 // Exact fp8 keeps its partial sums below 2^13 (gemm_exact_sum_limit): at k = 8192 its integers
 // would be {-1, 0, 1}, exercising no multiplier significand bit; at k = 512 they reach +-4.

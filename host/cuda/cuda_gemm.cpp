@@ -177,6 +177,13 @@ double CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
     synchronize();
     return elapsed_s(start_, end_);
   }
+  matmul(s, a_.get(), bt_.get(), c.data());
+  SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
+  synchronize();
+  return elapsed_s(start_, end_);
+}
+
+void CudaGemmEngine::matmul(const GemmSpec& s, const void* a, const void* bt, void* c) {
   const Pinned& algo = pinned(s);
   Problem p(s);
   const double one64 = 1, zero64 = 0;
@@ -192,11 +199,8 @@ double CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
     beta = &zero_i;
   }
   // Operand "A" of cuBLASLt is Bt, operand "B" is A (see Problem).
-  SDC_CUBLAS_TRY(cublasLtMatmul(lt_.get(), p.desc.d, alpha, bt_.get(), p.a.l, a_.get(), p.b.l, beta, c.data(), p.c.l,
-                                c.data(), p.c.l, &algo.algo, workspace_.get(), kWorkspaceBytes, stream_));
-  SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
-  synchronize();
-  return elapsed_s(start_, end_);
+  SDC_CUBLAS_TRY(cublasLtMatmul(lt_.get(), p.desc.d, alpha, bt, p.a.l, a, p.b.l, beta, c, p.c.l, c, p.c.l, &algo.algo,
+                                workspace_.get(), kWorkspaceBytes, stream_));
 }
 
 // Sleeps on a blocking-sync event rather than spinning in cudaStreamSynchronize, as the device's own
@@ -298,8 +302,60 @@ std::vector<uint64_t> CudaGemmEngine::gather(GemmType type, const void* c, const
   return bits;
 }
 
+// The reference is two INT32 GEMMs of the inputs scaled to int8 on the integer tensor cores (as
+// fast as the fp8 GEMM itself) and one pass over C: (m + n) k * 2 bytes of operands and 8 m n bytes
+// of results (768 MiB at n = k = 8192), freed with the engine.
+GemmVerdict CudaGemmEngine::reference_verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c) {
+  if (spec.k > kGemmReferenceMaxK) throw std::invalid_argument("gemm: fp8 reference needs k <= 149130");
+  const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
+  const uint64_t a_bytes = uint64_t{spec.m} * spec.k, b_bytes = uint64_t{spec.n} * spec.k;
+  auto* a = grow(ref_a_, a_bytes).as<int8_t>();
+  auto* a_abs = grow(ref_a_abs_, a_bytes).as<int8_t>();
+  auto* bt = grow(ref_bt_, b_bytes).as<int8_t>();
+  auto* bt_abs = grow(ref_bt_abs_, b_bytes).as<int8_t>();
+  auto* ref = grow(ref_c_, elements * sizeof(int32_t)).as<int32_t>();
+  auto* ref_abs = grow(ref_abs_, elements * sizeof(int32_t)).as<int32_t>();
+  auto* candidates = grow(ref_index_, kGemmMaxConfirm * sizeof(unsigned long long)).as<unsigned long long>();
+  auto* summary = grow(summary_, sizeof(GemmCheckSummary)).as<GemmCheckSummary>();
+  GemmSpec int8 = spec;
+  int8.type = GemmType::kInt8;
+  pinned(int8);  // outside the timing
+  SDC_CUDA_TRY(cudaEventRecord(start_.get(), stream_));
+  SDC_CUDA_TRY(launch_gemm_reference_operand(gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamA),
+                                             spec.m, a, a_abs, stream_));
+  SDC_CUDA_TRY(launch_gemm_reference_operand(gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamB),
+                                             spec.n, bt, bt_abs, stream_));
+  matmul(int8, a, bt, ref);
+  matmul(int8, a_abs, bt_abs, ref_abs);
+  SDC_CUDA_TRY(launch_gemm_reference_check(acc, spec.type, spec.k, elements, static_cast<const float*>(c), ref, ref_abs,
+                                           candidates, kGemmMaxConfirm, summary, stream_));
+  SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
+  GemmCheckSummary out;
+  download(&out, summary, sizeof out);
+  GemmVerdict verdict;
+  verdict.check_s = elapsed_s(start_, end_);
+  verdict.check_tile = 1;
+  std::memcpy(&verdict.max_ratio, &out.max_ratio_bits, sizeof verdict.max_ratio);
+  std::memcpy(&verdict.detectable, &out.detectable_bits, sizeof verdict.detectable);
+  verdict.c_rms = std::sqrt(out.c_square_sum / static_cast<double>(elements));
+  verdict.flagged_checks = out.flagged;
+  verdict.report.checked = elements;
+  if (out.flagged == 0) return verdict;
+  std::vector<uint64_t> index(std::min<uint64_t>(out.flagged, kGemmMaxConfirm));
+  download(index.data(), candidates, index.size() * sizeof(uint64_t));
+  std::sort(index.begin(), index.end());
+  const std::vector<uint64_t> bits = gather(spec.type, c, index);
+  verdict.report = gemm_confirm_candidates(spec, acc, index, bits, host_threads());
+  verdict.report.checked = elements;
+  verdict.report.mismatches += out.flagged - index.size();
+  // A failing element the recomputation clears still counts (the reference itself went wrong).
+  if (verdict.report.mismatches == 0) gemm_keep_unconfirmed(verdict.report, spec.type, index, bits);
+  return verdict;
+}
+
 GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c) {
   const uint32_t m = spec.m, n = spec.n;
+  if (gemm_reference_check(spec.type, spec.inputs)) return reference_verify(spec, acc, c);
   GemmVerdict verdict;
   verdict.report.checked = static_cast<uint64_t>(m) * n;
   std::vector<uint8_t> row_flags, col_flags;

@@ -4,7 +4,8 @@
 // the hand-written SIMT kernel (kernels/gemm_simt.cu) for gemm.simt.fp32. Nothing O(n^2) crosses
 // the bus: A and B are generated on the device by the host's SDC_HD generators
 // (kernels/gemm_generate.cu), C is checked there by the Freivalds/ABFT kernels of
-// kernels/gemm_verify.cu on the FP64 and integer cores, and digested there. Only per-(line, tile)
+// kernels/gemm_verify.cu on the FP64 and integer cores (random fp8: per element against two INT32
+// reference GEMMs on the int8 tensor cores), and digested there. Only per-(line, tile)
 // flags and the candidates' values come back, to be confirmed on the host in O(k) each.
 #pragma once
 
@@ -49,6 +50,10 @@ class CudaGemmEngine : public GemmEngine {
   void generate(const GemmSpec& spec);
   // Returns the GEMM's own time, from events on the stream.
   double multiply(const GemmSpec& spec, DeviceBuffer& c);
+  // C = A B by cuBLASLt (the pinned algorithm of spec's type and shape), enqueued.
+  void matmul(const GemmSpec& spec, const void* a, const void* bt, void* c);
+  // Random fp8: each element against the exact INT32 reference GEMMs (gemm_reference_check).
+  GemmVerdict reference_verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c);
   GemmVerdict verify(const GemmSpec& spec, const GemmAccumulation& acc, const void* c);
   // One pass of the check (rows, or columns to locate); returns its summary, flags in `flags`, and
   // adds its kernels' time (events on the stream) to `check_s`.
@@ -80,6 +85,7 @@ class CudaGemmEngine : public GemmEngine {
   std::unique_ptr<DeviceBuffer> c_;
   DeviceMemory first_;    // repeat 0's output, for naming the elements a later repeat changed
   DeviceMemory scratch_;  // Y of the checks
+  DeviceMemory ref_a_, ref_a_abs_, ref_bt_, ref_bt_abs_, ref_c_, ref_abs_, ref_index_;  // fp8's reference
   DeviceMemory flags_, summary_, invalid_, index_, bits_, digest_, log_;
   std::map<Key, Pinned> pinned_;
 };

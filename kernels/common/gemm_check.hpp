@@ -69,8 +69,8 @@ SDC_HD double gemm_tile_rel(const GemmAccumulation& acc, uint32_t k, uint32_t wi
 // ratio is 0.64): T = kGemmTileTarget / (eps sqrt(k)) puts that near 1.4x, and T is never wider
 // than the exact families' tile (where that catches smaller changes, at small k). The check costs
 // 1/T of the GEMM's multiply-adds (in FP64, and as many in FP32), so T is at least
-// kGemmMinFloatTile, which binds only where the accumulation is coarse (fp8 on tensor cores;
-// docs/probes.md).
+// kGemmMinFloatTile, which binds only where the accumulation is coarse (the chunked fp8 model,
+// whose random inputs are checked per element instead: gemm_reference_check; docs/probes.md).
 inline constexpr double kGemmTileTarget = 1.5;
 inline constexpr uint32_t kGemmMinFloatTile = 8;
 SDC_HD uint32_t gemm_float_tile_of(const GemmAccumulation& acc, uint32_t k, uint32_t width) {
@@ -105,6 +105,37 @@ SDC_HD double exp2_double(int e) {
   double d;
   memcpy(&d, &bits, sizeof d);
   return d;
+}
+
+// Random fp8 inputs: checked per element against an exact reference, not by Freivalds. Their
+// coarse accumulation model puts the per-element bound near the typical |C| at k = 8192, so any tile
+// wider than one column misses a 2x change of one element (docs/probes.md). Every random e4m3 value
+// times 2^6, and e5m2 times 2^5, is an integer of magnitude <= 120 (an int8), so C and |A||B| scaled
+// by 2^(2 shift) are integer GEMMs, exact in any order for k < 2^31 / 120^2 (INT32 accumulation, or
+// FP64: every partial sum needs at most 27 bits at k = 8192).
+SDC_HD bool gemm_reference_check(GemmType t, GemmInputs in) {
+  return in == GemmInputs::kRandom && (t == GemmType::kE4m3 || t == GemmType::kE5m2);
+}
+SDC_HD int gemm_reference_shift(GemmType t) { return t == GemmType::kE5m2 ? 5 : 6; }
+inline constexpr uint32_t kGemmReferenceMaxK = 149130;  // (2^31 - 1) / 120^2
+// A random fp8 input value as the reference's int8.
+SDC_HD int8_t gemm_reference_int8(float v, int shift) { return static_cast<int8_t>(v * exp2_float(shift)); }
+
+// One element against the reference: `ref` = sum a_p b_p and `ref_abs` = sum |a_p b_p| (exact, the
+// integers times 2^-2shift), `obs` the output. Its bound is the element bound of the accumulation
+// model; the residual's own rounding is in the slack.
+struct GemmElementCheck {
+  double residual = 0, tau = 0;
+  bool fails = false;
+};
+SDC_HD GemmElementCheck gemm_reference_element(const GemmAccumulation& acc, double rel, uint32_t k, double ref,
+                                               double ref_abs, double obs) {
+  GemmElementCheck e;
+  const double obs_abs = obs < 0 ? -obs : obs;
+  e.residual = obs - ref < 0 ? ref - obs : obs - ref;
+  e.tau = gemm_element_tau(acc, rel, gemm_element_slack(k), k, ref_abs, obs_abs);
+  e.fails = gemm_check_fails(e.residual, e.tau) || !(obs - obs == 0);  // NaN and infinity fail
+  return e;
 }
 
 // Exact families: an observed output that is not an integer within the bound after unscaling.

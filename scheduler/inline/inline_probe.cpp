@@ -22,8 +22,9 @@ constexpr double kSecondsPerDay = 86400.0;
 // memory_rotation.hpp, is what reaches device memory); chains are shortened.
 constexpr uint64_t kInlineBufferBytes = 4u << 20;
 // GEMM and SFU working set inside the training process: the SFU's quick size (2^20 inputs per
-// function), GEMMs of n = 1024 (fp32, bf16, fp64) to 2048 (fp8, int8): 24 MiB at most and well
-// under a millisecond of tensor-core time, where the level's n = 8192 takes 0.4-1.5 GiB.
+// function), GEMMs of n = 1024 (fp32, bf16, fp64, random fp8 with its reference) to 2048 (exact
+// fp8, int8): 24 MiB at most and well under a millisecond of tensor-core time, where the level's
+// n = 8192 takes 0.4-1.5 GiB.
 constexpr uint64_t kInlineComputeBytes = 24u << 20;
 constexpr uint32_t kInlineChainIterations = 256;
 // The goodput reader's line limit.

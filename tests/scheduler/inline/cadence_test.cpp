@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "scheduler/inline/inline_probe.hpp"
 
@@ -29,19 +31,26 @@ TEST(Cadence, DefaultRateComesFromPublishedFleetData) {
   EXPECT_THROW(choose_probe_every(0, 0.1, 1, 0.01), std::invalid_argument);
 }
 
-// Inside a training process a GEMM probe runs at the inline working set (n = 1024 for bf16), not
-// at a level's size (8192 on a GPU; 256 for a CPU's quick level, which the inline probe runs).
+// Inside a training process a GEMM probe runs at the inline working set (n = 1024 for bf16 and for
+// random fp8, whose reference shares the set; 2048 for exact fp8), not at a level's size (8192 on a
+// GPU; 256 for a CPU's quick level, which the inline probe runs).
 TEST(InlineSizing, GemmProbesRunAtTheInlineWorkingSet) {
   InlineConfig c;
   c.backend = "cpu";
-  c.probes = {"gemm.random.bf16"};
+  c.probes = {"gemm.random.bf16", "gemm.random.e4m3", "gemm.exact.e4m3"};
   c.every = 1000;
   c.seed = 5;
   InlineProbe probe(c);
   const nlohmann::json results = probe.verdict()["results"];
-  ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0]["outcome"], "pass");
-  EXPECT_EQ(results[0]["params"]["n"], 1024);
+  ASSERT_EQ(results.size(), 3u);
+  std::map<std::string, int> n;
+  for (const auto& r : results) {
+    EXPECT_EQ(r["outcome"], "pass") << r.dump();
+    n[r["probe"].get<std::string>()] = r["params"]["n"].get<int>();
+  }
+  EXPECT_EQ(n["gemm.random.bf16"], 1024);
+  EXPECT_EQ(n["gemm.random.e4m3"], 1024);
+  EXPECT_EQ(n["gemm.exact.e4m3"], 2048);
 }
 
 }  // namespace
