@@ -45,7 +45,11 @@ class FlipInBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return flip(grad)
+        # Added, not a flipped bit: the gradient is often 0 after the ReLU, and a flipped low bit
+        # of 0 is a denormal that the weight gradient's sum rounds away.
+        out = grad.clone()
+        out.view(-1)[:1] += 1.0
+        return out
 
 
 def loss_fn(module, batch):
