@@ -217,5 +217,38 @@ class MeshTest(unittest.TestCase):
             self.assertNotIn("device", sdc[0])
 
 
+class MeshArgumentsTest(unittest.TestCase):
+    """On one rank, on any torch (Debian's 1.13 has no DeviceMesh): bad mesh arguments are clear errors."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mesh-args-")
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(cls.tmp, "rendezvous"), rank=0,
+                                world_size=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        dist.destroy_process_group()
+
+    def test_a_mesh_must_be_a_device_mesh_with_names(self):
+        from sdcprobe import SDCProbeError
+        with self.assertRaisesRegex(SDCProbeError, "DeviceMesh with mesh_dim_names"):
+            ReplicaCheck(mesh="dp", dp_dims=("dp",))
+        with self.assertRaisesRegex(ValueError, "dp_dims needs mesh="):
+            ReplicaCheck(dp_dims=("dp",))
+
+    @unittest.skipUnless(hasattr(dist, "device_mesh"), "no DeviceMesh in torch %s" % torch.__version__)
+    def test_dp_dims_must_name_mesh_dimensions(self):
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("dp",))
+        for dims in ("dp", (), ("tp",)):
+            with self.assertRaisesRegex(ValueError, r"dp_dims must name dimensions of the mesh \['dp'\]"):
+                ReplicaCheck(mesh=mesh, dp_dims=dims)
+        with self.assertRaisesRegex(ValueError, "not both"):
+            ReplicaCheck(group=dist.group.WORLD, mesh=mesh, dp_dims=("dp",))
+        check = ReplicaCheck(mesh=mesh, dp_dims=("dp",), every=1)
+        self.assertEqual(check.members[0]["mesh"], {"dp": 0})
+
+
 if __name__ == "__main__":
     unittest.main()
