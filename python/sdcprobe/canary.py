@@ -97,13 +97,15 @@ class _Unsharded:
     def __init__(self, module):
         self.module = module
         self.names, self.params, self.rows = [], [], []
+        self._seen = set()  # ids of self.params: a module called twice records its parameters once
         self._hooks = []
         self._sync = []
 
     def _record(self, prefix):
         def hook(m, inputs):
             for name, p in m.named_parameters(recurse=False):
-                if p.requires_grad and all(p is not q for q in self.params):
+                if p.requires_grad and id(p) not in self._seen:
+                    self._seen.add(id(p))
                     self.names.append("gradient of " + prefix + ("." if prefix else "") + name)
                     self.params.append(p)
                     self.rows += tensor_digest_table([p])
@@ -114,7 +116,8 @@ class _Unsharded:
         self._hooks = [m.register_forward_pre_hook(self._record(name)) for name, m in self.module.named_modules()]
         # Gradient sync off: the local gradients are compared, not reduced; the groups' flags are
         # put back exactly as they were after the run.
-        self._sync = [(g, [getattr(g, a) for a in self._FSDP_SYNC if hasattr(g, a)]) for g in _fsdp_groups(self.module)]
+        self._sync = [(g, {a: getattr(g, a) for a in self._FSDP_SYNC if hasattr(g, a)})
+                      for g in _fsdp_groups(self.module)]
         if self._sync:
             self.module.set_requires_gradient_sync(False)
         return self
@@ -122,8 +125,8 @@ class _Unsharded:
     def __exit__(self, *exc):
         for h in self._hooks:
             h.remove()
-        for g, values in self._sync:
-            for a, v in zip([a for a in self._FSDP_SYNC if hasattr(g, a)], values):
+        for g, flags in self._sync:
+            for a, v in flags.items():
                 setattr(g, a, v)
 
 
