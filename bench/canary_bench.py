@@ -4,12 +4,18 @@ injected compute faults, against the planner's prediction, beside the replica ch
 faults. Prints only; nothing is asserted (docs/coverage.md quotes it).
 
     /usr/bin/python3 bench/canary_bench.py overhead [--ranks 2] [--steps 1500]
+    build/release/torch2-venv/bin/python bench/canary_bench.py overhead --layout fsdp2|fsdp2_tp|hsdp [--ranks 4]
     /usr/bin/python3 bench/canary_bench.py campaign [--ranks 3] [--trials 40] [--seed 2026]
 
 overhead: the same loop three times in one run: without the canary, with it at the planner's
 cadence for the default SDC rate, and at a high SDC rate where the 1% budget sets the cadence. It
 prints the canary's share of the loop's time (its own measured seconds), the step-time ratio
 against the loop without it, and the interval chosen.
+
+--layout (torch 2.2 or later) runs the overhead loop on a DeviceMesh instead of DDP: fsdp2
+(fully_shard over all ranks, the canary over "dp"), fsdp2_tp (a ranks/2 x 2 mesh, the first two
+layers column- then row-parallel over "tp", fully_shard over "dp", the canary over "dp") or hsdp
+(ranks/2 replicas of 2 shards, the canary over both dimensions).
 
 campaign: each trial builds a new canary (its first check measures determinism), then a fault
 starts at a seeded step on a seeded rank: a forward hook on one of the model's nn.Linear layers
@@ -61,13 +67,42 @@ def setup(rank, world, tmp):
 
 
 class Job:
-    """One replica's DDP model, optimizer and data."""
+    """One replica's model (DDP, or a layout on a DeviceMesh), optimizer and data."""
 
-    def __init__(self, rank, width, batch):
-        self.model = torch.nn.parallel.DistributedDataParallel(make_model(width))
+    def __init__(self, rank, width, batch, layout="ddp"):
+        self.layout, self.mesh, self.dp_dims = layout, None, None
+        if layout == "ddp":
+            self.model = torch.nn.parallel.DistributedDataParallel(make_model(width))
+            self.module = self.model.module
+        else:
+            self.model = self.module = self._on_mesh(layout, make_model(width))
+            rank = self.mesh.get_coordinate()[0]  # tensor-parallel peers share their batches
         self.optim = torch.optim.SGD(self.model.parameters(), lr=1e-3)
         self.data = torch.Generator().manual_seed(100 + rank)
         self.width, self.batch = width, batch
+
+    def _on_mesh(self, layout, model):
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        world = dist.get_world_size()
+        if layout == "fsdp2":
+            self.mesh, self.dp_dims = init_device_mesh("cpu", (world,), mesh_dim_names=("dp",)), ("dp",)
+            fully_shard(model, mesh=self.mesh)
+        elif layout == "hsdp":
+            self.mesh = init_device_mesh("cpu", (world // 2, 2), mesh_dim_names=("dp_replicate", "dp_shard"))
+            self.dp_dims = ("dp_replicate", "dp_shard")
+            fully_shard(model, mesh=self.mesh)
+        else:
+            from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+            self.mesh, self.dp_dims = init_device_mesh("cpu", (world // 2, 2), mesh_dim_names=("dp", "tp")), ("dp",)
+            parallelize_module(model, self.mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
+            fully_shard(model, mesh=self.mesh["dp"])
+        return model
+
+    def canary(self, **options):
+        if self.mesh is not None:
+            options.update(mesh=self.mesh, dp_dims=self.dp_dims)
+        return CanaryCheck(self.module, loss_fn, **options)
 
     def step(self):
         x = torch.randn(self.batch, self.width, generator=self.data)
@@ -81,15 +116,14 @@ class Job:
 # ---- overhead ---------------------------------------------------------------------------------
 
 
-def overhead_worker(rank, world, tmp, steps, width, batch):
+def overhead_worker(rank, world, tmp, steps, width, batch, layout):
     setup(rank, world, tmp)
-    job = Job(rank, width, batch)
+    job = Job(rank, width, batch, layout)
     for _ in range(50):  # warm-up: allocator, gloo buffers
         job.step()
     results = {}
     for name, sdc_rate in (("baseline", None), ("auto, default SDC rate", 0), ("auto, budget-bound", HIGH_SDC_RATE)):
-        canary = None if sdc_rate is None else CanaryCheck(job.model.module, loss_fn, every="auto", budget=0.01,
-                                                           sdc_rate=sdc_rate or None)
+        canary = None if sdc_rate is None else job.canary(every="auto", budget=0.01, sdc_rate=sdc_rate or None)
         checks, canary_s, steady_s, steady_start = 0, 0.0, 0.0, None
         dist.barrier()
         start = time.perf_counter()
@@ -115,13 +149,14 @@ def overhead_worker(rank, world, tmp, steps, width, batch):
 
 def overhead(args):
     tmp = tempfile.mkdtemp(prefix="canary-bench-")
-    mp.start_processes(overhead_worker, args=(args.ranks, tmp, args.steps, args.width, args.batch), nprocs=args.ranks,
+    mp.start_processes(overhead_worker, args=(args.ranks, tmp, args.steps, args.width, args.batch, args.layout),
+                       nprocs=args.ranks,
                        join=True, start_method="spawn")
     with open(os.path.join(tmp, "overhead.json")) as f:
         results = json.load(f)
     base = results["baseline"]["loop_s"]
-    print("canary overhead: %d DDP ranks (gloo, 1 thread each), MLP width %d, batch %d, %d steps, budget 1%%"
-          % (args.ranks, args.width, args.batch, args.steps))
+    print("canary overhead: %s on %d ranks (gloo, 1 thread each), MLP width %d, batch %d, %d steps, budget 1%%"
+          % (args.layout, args.ranks, args.width, args.batch, args.steps))
     print("| cadence | checks | final every | canary share of the loop | steady share (after calibration) "
           "| step time / without canary |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -250,6 +285,7 @@ def main():
     o.add_argument("--steps", type=int, default=1500)
     o.add_argument("--width", type=int, default=256)
     o.add_argument("--batch", type=int, default=64)
+    o.add_argument("--layout", choices=("ddp", "fsdp2", "fsdp2_tp", "hsdp"), default="ddp")
     c = sub.add_parser("campaign")
     c.add_argument("--ranks", type=int, default=3)
     c.add_argument("--trials", type=int, default=40)

@@ -13,11 +13,12 @@ of devices and libraries, so replicas that round differently are never compared.
 """
 
 import collections
+import contextlib
 import sys
 import time
 
 from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, SDCStop, _int_in
-from sdcprobe.replica import (ReplicaCheck, _as_uint64, _torch, combine_digests, detected_fields,
+from sdcprobe.replica import (ReplicaCheck, _as_uint64, _local, _named, _torch, combine_digests, detected_fields,
                               device_identity, state_digest, tensor_digest_table)
 
 # The seed of the random generators inside the canary (dropout masks): the same on every replica
@@ -72,6 +73,63 @@ def _cudnn_heuristics():
                        allow_tf32=cudnn.allow_tf32, **kept)
 
 
+def _fsdp_groups(module):
+    """The FSDP2 (fully_shard) parameter groups under `module`, whose gradient sync the canary turns
+    off for its run."""
+    groups = []
+    for m in module.modules():
+        state = getattr(m, "_get_fsdp_state", None)
+        if callable(state) and hasattr(m, "set_requires_gradient_sync"):
+            s = state()
+            groups += [g for g in getattr(s, "_fsdp_param_groups", None) or [getattr(s, "_fsdp_param_group", None)]
+                       if g is not None]
+    return groups
+
+
+class _Unsharded:
+    """Records, during one forward, the parameters each module computes with: under FSDP2 the
+    unsharded ones that fully_shard's pre-forward hook swaps in (the same on every data-parallel
+    rank), under tensor parallelism the rank's local shards, else the module's own. Their bytes are
+    digested there, before FSDP2 frees them again."""
+
+    _FSDP_SYNC = ("reduce_grads", "all_reduce_grads", "_post_backward_pending")
+
+    def __init__(self, module):
+        self.module = module
+        self.names, self.params, self.rows = [], [], []
+        self._seen = set()  # ids of self.params: a module called twice records its parameters once
+        self._hooks = []
+        self._sync = []
+
+    def _record(self, prefix):
+        def hook(m, inputs):
+            for name, p in m.named_parameters(recurse=False):
+                if p.requires_grad and id(p) not in self._seen:
+                    self._seen.add(id(p))
+                    self.names.append("gradient of " + prefix + ("." if prefix else "") + name)
+                    self.params.append(p)
+                    self.rows += tensor_digest_table([p])
+        return hook
+
+    def __enter__(self):
+        # After fully_shard's own pre-forward hook (it is prepended), so the parameters are unsharded.
+        self._hooks = [m.register_forward_pre_hook(self._record(name)) for name, m in self.module.named_modules()]
+        # Gradient sync off: the local gradients are compared, not reduced; the groups' flags are
+        # put back exactly as they were after the run.
+        self._sync = [(g, {a: getattr(g, a) for a in self._FSDP_SYNC if hasattr(g, a)})
+                      for g in _fsdp_groups(self.module)]
+        if self._sync:
+            self.module.set_requires_gradient_sync(False)
+        return self
+
+    def __exit__(self, *exc):
+        for h in self._hooks:
+            h.remove()
+        for g, flags in self._sync:
+            for a, v in flags.items():
+                setattr(g, a, v)
+
+
 class CanaryCheck(ReplicaCheck):
     """On due steps every replica of `group` computes the loss and gradients of `module` on the same
     batch with its current parameters, digests them where they live and votes as ReplicaCheck does.
@@ -87,19 +145,29 @@ class CanaryCheck(ReplicaCheck):
     every, budget, sdc_rate, event_log, on_sdc, probe_options: as ReplicaCheck; the check's time
         is blocking probe time (probe "canary"), a mismatch an sdc_detected with check "canary".
 
+    mesh, dp_dims: instead of group, a DeviceMesh (torch 2.2 or later) and its data-parallel
+        dimensions, e.g. ("dp",): the vote runs among the ranks that differ only along dp_dims (the
+        same tensor- and pipeline-parallel coordinate). The gradients compared are those each rank
+        computes with the parameters its forward uses: under FSDP2 (fully_shard) the unsharded
+        ones, with gradient sync off for the run; under tensor parallelism its local shards. Every
+        rank of the mesh must call step() at the same steps: the forward's collectives span the
+        groups, and the groups adopt one cadence.
+
     At the first check every replica runs the canary twice; when any replica's two runs differ, its
     kernels are not deterministic and the canary is disabled on every replica with a message naming
     the first tensor that differed (verdict "disabled"): never a false alarm.
     """
 
     def __init__(self, module, loss_fn, batch=None, group=None, every="auto", budget=0.01, sdc_rate=None,
-                 event_log=None, on_sdc="raise", samples=None, probe_options=None):
+                 event_log=None, on_sdc="raise", samples=None, probe_options=None, mesh=None, dp_dims=None):
         if not callable(loss_fn):
             raise TypeError("loss_fn must be callable: loss_fn(module, batch) -> scalar loss")
         if samples is not None:
             samples = _int_in("samples", samples, 1, INT64_MAX)
         super().__init__(group=group, every=every, event_log=event_log, on_sdc=on_sdc, budget=budget,
-                         sdc_rate=sdc_rate, probe_options=probe_options)
+                         sdc_rate=sdc_rate, probe_options=probe_options, mesh=mesh, dp_dims=dp_dims)
+        group = self.group
+        self._on_mesh = mesh is not None
         self.module = module
         self.loss_fn = loss_fn
         self.samples = samples
@@ -108,10 +176,10 @@ class CanaryCheck(ReplicaCheck):
             raise SDCProbeError("CanaryCheck: the module has no parameters that require gradients")
         self._names = ["loss"] + ["gradient of " + name for name, _ in named]
         self._params = [p for _, p in named]
-        self._buffers = list(module.buffers())
+        self._buffers = [_local(b) for b in module.buffers()]
         self._rng_devices = sorted({p.device.index for p in self._params if p.device.type == "cuda"})
         self._batch = None if batch is None else _map_batch(lambda t: t.detach(), batch)
-        device = self._params[0].device
+        device = _local(self._params[0]).device
         if device.type == "cuda" and self._backend != "cuda":
             # A CUDA model over a gloo group: the canary's suspect is the GPU that computed.
             self._backend, self._device = "cuda", device.index
@@ -134,7 +202,7 @@ class CanaryCheck(ReplicaCheck):
         mine = _map_batch(lambda t: (t.detach()[:n] if t.dim() else t.detach()).to("cpu", copy=True), batch)
         box = [mine if self.rank == self.ranks[0] else None]
         self._dist.broadcast_object_list(box, src=self.ranks[0], group=self.group)
-        device = self._params[0].device
+        device = _local(self._params[0]).device
         return _map_batch(lambda t: t.to(device), box[0])
 
     # ---- one canary run ----------------------------------------------------------------------
@@ -150,14 +218,16 @@ class CanaryCheck(ReplicaCheck):
 
     def _run(self, buffers):
         """The loss and the gradients of this replica on the canary batch with `buffers`, as a list
-        of tensors; the module's own buffers are restored after."""
+        of tensors, and the digest table of the parameters it computed with (None off a mesh, where
+        they are the module's own); the module's own buffers are restored after."""
         torch = _torch()
         saved = [b.detach().clone() for b in self._buffers]
+        used = _Unsharded(self.module) if self._on_mesh else contextlib.nullcontext()
         try:
             with torch.no_grad():
                 for b, agreed in zip(self._buffers, buffers):
                     b.copy_(agreed)
-            with torch.random.fork_rng(devices=self._rng_devices), torch.enable_grad(), _cudnn_heuristics():
+            with torch.random.fork_rng(devices=self._rng_devices), torch.enable_grad(), _cudnn_heuristics(), used:
                 torch.random.default_generator.manual_seed(CANARY_SEED)
                 for d in self._rng_devices:
                     torch.cuda.default_generators[d].manual_seed(CANARY_SEED)
@@ -166,15 +236,19 @@ class CanaryCheck(ReplicaCheck):
                     raise SDCProbeError("CanaryCheck: loss_fn must return a scalar tensor that needs gradients, "
                                         "got %r" % (type(loss).__name__ if not isinstance(loss, torch.Tensor) else
                                                     "a tensor of shape %s" % list(loss.shape)))
+                params = self._params if not self._on_mesh else used.params
                 # autograd.grad returns the gradients without running the parameters' AccumulateGrad
                 # nodes, so neither .grad nor DDP's reducer hooks (its all-reduce) are touched.
-                grads = torch.autograd.grad(loss, self._params, allow_unused=True)
+                grads = torch.autograd.grad(loss, params, allow_unused=True)
         finally:
             with torch.no_grad():
                 for b, s in zip(self._buffers, saved):
                     b.copy_(s)
+        if self._on_mesh:
+            self._names = ["loss"] + used.names
         empty = torch.empty(0)
-        return [loss.detach()] + [g.detach() if g is not None else empty for g in grads]
+        return ([_local(loss).detach()] + [_local(g).detach() if g is not None else empty for g in grads],
+                used.rows if self._on_mesh else None)
 
     def _first_difference(self, a, b):
         for name, row_a, row_b in zip(self._names, a, b):
@@ -236,17 +310,21 @@ class CanaryCheck(ReplicaCheck):
             sys.stderr.write("sdcprobe: torch.backends.cudnn.benchmark is on: the canary runs with it off, so "
                              "every replica uses cuDNN's heuristic algorithms (docs/replica.md)\n")
         buffers = self._agreed_buffers()
-        inputs = state_digest([self._params, self._batch])
-        rows = tensor_digest_table(self._run(buffers))
+        results, used = self._run(buffers)
+        rows = tensor_digest_table(results)
+        # The inputs: the parameters the forward computed with (on a mesh, as it unsharded them) and the batch.
+        inputs = combine_digests((used or tensor_digest_table(self._params)) + tensor_digest_table(self._batch))
         second = time.perf_counter()
-        differs = self._first_difference(rows, tensor_digest_table(self._run(buffers))) if first else None
+        differs = self._first_difference(rows, tensor_digest_table(self._run(buffers)[0])) if first else None
         second_s = time.perf_counter() - second  # measuring determinism is not the steady cost
         out = combine_digests(rows)
+        # On a mesh every group adopts the world's cadence and the world's decision to disable.
+        proposal, nondeterministic = self._agreed([self._proposal(), int(differs is not None)])
         gathered = self._gather([_signed(out[0]), _signed(out[1]), _signed(inputs[0]), _signed(inputs[1]),
-                                 self._proposal(), int(differs is not None)])
+                                 proposal, int(differs is not None)])
         self.every = max(w[4] for w in gathered)
         self._checked_step = step
-        if first and any(w[5] for w in gathered):
+        if first and (nondeterministic or any(w[5] for w in gathered)):
             self._disable(step, differs, [i for i, w in enumerate(gathered) if w[5]], start)
             return self.verdict
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
@@ -330,6 +408,7 @@ class CanaryCheck(ReplicaCheck):
         names = self._gather_objects(differs)
         where = "; ".join("rank %d (%s, %s) first in %s" % (self.members[i]["rank"], self.members[i]["host"],
                                                              self.members[i]["device"], names[i]) for i in positions)
+        where = where or "a rank of another vote group of the mesh"
         self.disabled = ("sdcprobe: the canary step is disabled: two runs on the same parameters and batch gave "
                          "different results on %s. The model's kernels are not deterministic (atomics in scatter "
                          "or index_add, some attention backward kernels, cuBLAS without a fixed workspace), so "
@@ -338,7 +417,7 @@ class CanaryCheck(ReplicaCheck):
         self._event("probe_end", probe="canary", verdict="disabled", step=step, blocking=True)
         self.verdict = {"verdict": "disabled", "step": step, "last_good_step": self.last_good_step,
                         "replicas": len(self.ranks), "message": self.disabled, "nondeterministic":
-                        [self.members[i]["rank"] for i in positions], "first_difference": names[positions[0]],
+                        [self.members[i]["rank"] for i in positions], "first_difference": names[positions[0]] if positions else None,
                         "seconds": time.perf_counter() - start, "every": self.every, "auto": self._every is None}
         self._last_call_end = time.perf_counter()
 
@@ -346,8 +425,7 @@ class CanaryCheck(ReplicaCheck):
         v = self.verdict
         self._event("sdc_detected", **detected_fields(v, "canary"))
         if self.on_sdc == "raise":
-            named = ", ".join("rank %d (%s, %s, %s)" % (s["rank"], s["host"], s["device"], s["pci_bus_id"])
-                              for s in v["suspects"])
+            named = ", ".join(_named(s) for s in v["suspects"])
             what = "inconclusive, all suspect: " if v["verdict"] == "inconclusive" else "wrong compute on "
             raise SDCDetected("silent data corruption at step %d (last good step %d): the canary's gradients "
                               "differ between replicas on the same parameters and batch, %s%s"

@@ -72,6 +72,13 @@ def _flat_tensors(tensors):
             yield from _flat_tensors(item)
 
 
+def _local(tensor):
+    """A DTensor's local shard (FSDP2, tensor parallelism), or the tensor itself: each rank digests
+    the bytes it holds."""
+    to_local = getattr(tensor, "to_local", None)
+    return to_local() if callable(to_local) and hasattr(tensor, "placements") else tensor
+
+
 def _readable(tensor):
     """The tensor's elements, contiguous and 8-byte aligned, as the digest kernel reads them."""
     t = tensor.detach()
@@ -91,6 +98,7 @@ def tensor_digest_table(tensors, stream=None):
     rows = []
     on_gpu = collections.defaultdict(list)  # device -> [(row, tensor)]
     for tensor in _flat_tensors(tensors):
+        tensor = _local(tensor)
         nbytes = tensor.numel() * tensor.element_size()
         rows.append([0, 0, nbytes])
         if nbytes == 0:
@@ -164,6 +172,42 @@ def detected_fields(verdict, check):
     return fields
 
 
+def mesh_vote_group(mesh, dp_dims):
+    """(process group, mesh coordinate) of this rank's vote: the ranks of `mesh` that differ from it
+    only along `dp_dims`, i.e. those at its tensor-, pipeline- and context-parallel coordinate.
+    Every rank of the world builds every group (dist.new_group is collective), so the mesh must
+    span the world."""
+    dist = _torch().distributed
+    names = list(getattr(mesh, "mesh_dim_names", None) or ())
+    if not hasattr(mesh, "get_coordinate") or not names:
+        raise SDCProbeError("mesh= takes a torch.distributed.device_mesh.DeviceMesh with mesh_dim_names "
+                            "(torch 2.2 or later), got %r" % (mesh,))
+    if isinstance(dp_dims, str) or not dp_dims or any(d not in names for d in dp_dims):
+        raise ValueError("dp_dims must name dimensions of the mesh %s, got %r" % (names, dp_dims))
+    layout = mesh.mesh
+    if layout.numel() != dist.get_world_size():
+        raise SDCProbeError("mesh= must span the world (%d ranks), it has %d" % (dist.get_world_size(),
+                                                                                  layout.numel()))
+    keep = [i for i, n in enumerate(names) if n not in dp_dims]
+    dp = [names.index(d) for d in dp_dims]
+    size = 1
+    for i in dp:
+        size *= layout.shape[i]
+    mine = None
+    for ranks in layout.permute(*keep, *dp).reshape(-1, size).tolist():
+        group = dist.new_group(ranks)
+        if dist.get_rank() in ranks:
+            mine = group
+    return mine, dict(zip(names, mesh.get_coordinate()))
+
+
+def _named(s):
+    """A suspect as the messages name it: rank, host, mesh coordinate, UUID, PCI bus id."""
+    where = ",".join("%s=%d" % kv for kv in s["mesh"].items()) if "mesh" in s else None
+    return "rank %d (%s)" % (s["rank"], ", ".join(x for x in (s["host"], where and "mesh " + where, s["device"],
+                                                                s["pci_bus_id"]) if x))
+
+
 def choose_every(step_s, check_s, budget, sdc_rate=None):
     """The inline probe's "auto" cadence (the planner's optimum within `budget`) for a check."""
     every = ctypes.c_int64(0)
@@ -175,6 +219,11 @@ class ReplicaCheck:
     """Checks that the replicas of `group` (default: the world, as in DDP) hold bitwise identical
     state, every `every` steps ("auto": the planner's cadence for the measured check cost, within
     `budget` of step time).
+
+    mesh, dp_dims: instead of group, a DeviceMesh (torch 2.2 or later) and the names of its
+    data-parallel dimensions whose ranks hold the same state, e.g. HSDP's ("dp_replicate",): the
+    vote runs among the ranks that differ only along dp_dims. Each member then carries its mesh
+    coordinate.
 
     group must name true replicas (docs/replica.md): ranks whose tensors are bitwise identical when
     nothing is wrong, e.g. DDP's world or HSDP's replicate dimension, never FSDP/ZeRO shards.
@@ -190,7 +239,7 @@ class ReplicaCheck:
     """
 
     def __init__(self, group=None, every="auto", event_log=None, on_sdc="raise", budget=0.01, sdc_rate=None,
-                 probe_options=None):
+                 probe_options=None, mesh=None, dp_dims=None):
         if on_sdc not in ("raise", "stop") and not callable(on_sdc):
             raise ValueError("on_sdc must be 'raise', 'stop' or a callable")
         if every == "auto" or every is None:
@@ -204,6 +253,16 @@ class ReplicaCheck:
         if not dist.is_available() or not dist.is_initialized():
             raise SDCProbeError("ReplicaCheck needs torch.distributed initialised (init_process_group)")
         self._dist = dist
+        coordinate = None
+        if mesh is not None:
+            if group is not None:
+                raise ValueError("pass group= or mesh=, not both")
+            group, coordinate = mesh_vote_group(mesh, tuple(dp_dims or ()))
+        elif dp_dims is not None:
+            raise ValueError("dp_dims needs mesh=")
+        # With a mesh, the groups must check on the same steps: a canary's forward runs collectives
+        # (tensor parallelism) that span other groups than the vote.
+        self._world_agrees = mesh is not None
         self.group = group
         self.on_sdc = on_sdc
         self.budget = budget
@@ -222,6 +281,8 @@ class ReplicaCheck:
         identity = device_identity(self._backend, self._device)
         me = {"rank": self.rank, "host": socket.gethostname(), "device": identity["uuid"],
               "pci_bus_id": identity["pci_bus_id"]}
+        if coordinate is not None:
+            me["mesh"] = coordinate
         self._held = None  # the last collective's work and tensors: see _collective
         self.members = self._gather_objects(me)  # in group order: who each replica is
         self._log = GoodputLog(event_log, rank=self.rank) if isinstance(event_log, (str, os.PathLike)) else event_log
@@ -304,6 +365,18 @@ class ReplicaCheck:
         self._collective(self._dist.all_gather, parts, mine)
         return [pickle.loads(bytes(p[:n].tolist())) for p, n in zip(parts, sizes)]
 
+    def _agreed(self, words):
+        """The element-wise maximum of `words` over the world when the check runs on a mesh (every
+        vote group adopts the same cadence and decisions), else `words`."""
+        if not self._world_agrees:
+            return words
+        torch = _torch()
+        t = torch.tensor(words, dtype=torch.int64, device=self._exchange_device)
+        work = self._dist.all_reduce(t, op=self._dist.ReduceOp.MAX, async_op=True)
+        work.wait()
+        self._held = (work, (t,))
+        return [int(v) for v in t.tolist()]
+
     def _collective(self, op, *tensors, **options):
         """op(*tensors) over the group, waited on here. The tensors and the work stay referenced by
         the check until its next collective, so their last reference is dropped on this thread:
@@ -380,7 +453,7 @@ class ReplicaCheck:
         start = time.perf_counter()
         lo, hi = state_digest(tensors, stream)
         gathered = self._gather([lo - 2**64 if lo >= 2**63 else lo, hi - 2**64 if hi >= 2**63 else hi,
-                                 self._proposal()])
+                                 self._agreed([self._proposal()])[0]])
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         self.every = max(w[2] for w in gathered)
         self._next_due = (step // self.every + 1) * self.every
@@ -415,8 +488,7 @@ class ReplicaCheck:
         v = self.verdict
         self._event("sdc_detected", **detected_fields(v, "replica"))
         if self.on_sdc == "raise":
-            named = ", ".join("rank %d (%s, %s, %s)" % (s["rank"], s["host"], s["device"], s["pci_bus_id"])
-                              for s in v["suspects"])
+            named = ", ".join(_named(s) for s in v["suspects"])
             what = "replicas differ, inconclusive, all suspect: " if v["verdict"] == "inconclusive" else \
                 "replicas differ, suspect: "
             raise SDCDetected("silent data corruption at step %d (last good step %d): %s%s"
