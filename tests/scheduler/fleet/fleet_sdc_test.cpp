@@ -384,7 +384,8 @@ TEST(FleetSdc, HistoriesVoteAsReportsDoAndNameTheDeviceWithAConsistentWrongDiges
     for (int t = 0; t < 3; ++t) {
       const double at = kDay0 + 3600 * t;
       const uint64_t seed = fleet_seed("site-secret", SeedPeriod::kHour, static_cast<int64_t>(at)).seed;
-      const int64_t id = h.begin_run({0, "sweep", host, seed, "standard", "test", at, 0, "running", std::nullopt, std::nullopt});
+      const int64_t id =
+          h.begin_run({0, "sweep", host, seed, "standard", "test", at, 0, "running", std::nullopt, std::nullopt});
       for (const DeviceIdentity& d : devices) {
         std::vector<ResultRecord> records;
         for (const char* p : kProbes) {
