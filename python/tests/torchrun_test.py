@@ -120,8 +120,12 @@ class TorchrunTest(unittest.TestCase):
         command = [sys.executable, "-m", "torch.distributed.run", *rendezvous(), "--nproc_per_node", "3",
                    "--max_restarts", "3", "--monitor_interval", "1", "--redirects", "1", "--tee", "2",
                    "--log_dir", os.path.join(out, "torchrun-logs"), os.path.abspath(__file__), "--worker", out]
+        # TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torchrun 2.x's agent otherwise serves every attempt
+        # from one TCPStore, without a prefix per attempt, so after a restart init_process_group reads
+        # the dead attempt's gloo addresses and connectFullMesh is refused or hangs (torch 2.15). With
+        # it, each attempt's rank 0 serves a fresh store, as on torch 1.13. Torch 1.13 ignores it.
         run = subprocess.run(command, capture_output=True, text=True, timeout=900,
-                             env=dict(os.environ, OMP_NUM_THREADS="1"))
+                             env=dict(os.environ, OMP_NUM_THREADS="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1"))
         self.assertEqual(run.returncode, 0, run.stdout[-4000:] + run.stderr[-4000:])
 
         events = read_events(os.path.join(out, "events.rank0.jsonl"))
