@@ -3,7 +3,6 @@
 Needs torch with gloo (/usr/bin/python3 with Debian's python3-torch).
 """
 
-import json
 import os
 import random
 import sys
@@ -14,10 +13,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 
 from sdcprobe import CanaryCheck, ReplicaCheck, SDCDetected  # noqa: E402
 from sdcprobe.replica import state_digest  # noqa: E402
+from spawn_harness import init_gloo, read_events, run_job, write_outcome  # noqa: E402
 
 EVERY = 5
 FAULT_ONSET = 21  # after the first check (which measures determinism), between two checks
@@ -153,22 +152,19 @@ def train(rank, steps, kind, faulty_rank, tmp, with_canary=True):
 
 def worker(rank, world, tmp, steps, kind, faulty_rank):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rendezvous"), rank=rank,
-                            world_size=world)
+    init_gloo(tmp, rank, world)
     outcome = train(rank, steps, kind, faulty_rank, tmp)
     if kind == "clean":
         # The same loop without the canary ends with the same parameters: the canary changed nothing.
         outcome["final_without_canary"] = train(rank, steps, kind, None, tmp, with_canary=False)["final"]
-    with open(os.path.join(tmp, "outcome-%d.json" % rank), "w") as f:
-        json.dump(outcome, f)
+    write_outcome(tmp, rank, outcome)
     dist.destroy_process_group()
 
 
 def commit_worker(rank, world, tmp, steps, kind, faulty_rank):
     """Checks before two saves, the second after rank 1's products went wrong."""
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rendezvous"), rank=rank,
-                            world_size=world)
+    init_gloo(tmp, rank, world)
     model = make_model("clean")
     x = torch.randn(16, 8, generator=torch.Generator().manual_seed(3))
     alarms = []
@@ -181,30 +177,17 @@ def commit_worker(rank, world, tmp, steps, kind, faulty_rank):
     outcome.update(second={k: second[k] for k in ("verdict", "step", "last_good_step", "suspects")}, alarms=len(alarms),
                    parameters="%x,%x" % state_digest(list(model.parameters())))
     canary.close()
-    with open(os.path.join(tmp, "outcome-%d.json" % rank), "w") as f:
-        json.dump(outcome, f)
+    write_outcome(tmp, rank, outcome)
     dist.destroy_process_group()
 
 
-def run_job(steps, kind, faulty_rank=None, world=3, target=worker):
-    tmp = tempfile.mkdtemp(prefix="canary-")
-    mp.start_processes(target, args=(world, tmp, steps, kind, faulty_rank), nprocs=world, join=True,
-                       start_method="spawn")
-    outcomes = []
-    for rank in range(world):
-        with open(os.path.join(tmp, "outcome-%d.json" % rank)) as f:
-            outcomes.append(json.load(f))
-    return tmp, outcomes
-
-
-def read_events(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f]
+def run_canary_job(steps, kind, faulty_rank=None, world=3, target=worker):
+    return run_job(target, world, steps, kind, faulty_rank, prefix="canary-")
 
 
 class ThreeReplicasTest(unittest.TestCase):
     def test_corrupted_matmul_on_rank_1_is_named_by_the_canary_only(self):
-        tmp, outcomes = run_job(200, "clean", faulty_rank=1)
+        tmp, outcomes = run_canary_job(200, "clean", faulty_rank=1)
         detected_at = outcomes[0]["detected"]["step"]
         self.assertGreater(detected_at, FAULT_ONSET)
         for o in outcomes:
@@ -229,7 +212,7 @@ class ThreeReplicasTest(unittest.TestCase):
         self.assertTrue(begins and all(e["probe"] == "canary" and e["blocking"] is True for e in begins))
 
     def test_clean_run_raises_nothing_and_changes_nothing(self):
-        tmp, outcomes = run_job(100, "clean")
+        tmp, outcomes = run_canary_job(100, "clean")
         for o in outcomes:
             self.assertIsNone(o["detected"])
             self.assertEqual([v["step"] for v in o["verdicts"]], list(range(0, 100, EVERY)))
@@ -246,7 +229,7 @@ class ThreeReplicasTest(unittest.TestCase):
         grads = [torch.autograd.grad(model(x).sum(), [model.table])[0] for _ in range(2)]
         self.assertFalse(torch.equal(grads[0], grads[1]))
 
-        tmp, outcomes = run_job(30, "nondeterministic")
+        tmp, outcomes = run_canary_job(30, "nondeterministic")
         for o in outcomes:
             self.assertIsNone(o["detected"])
             self.assertEqual(o["verdicts"], [{"step": 0, "verdict": "disabled", "last_good_step": -1}])
@@ -262,7 +245,7 @@ class ThreeReplicasTest(unittest.TestCase):
     def test_check_before_commit_runs_the_canary(self):
         # The replicas' parameters stay equal (a replica-style comparison would pass); only the
         # canary's gradients show rank 1's wrong products.
-        tmp, outcomes = run_job(0, "clean", faulty_rank=1, target=commit_worker)
+        tmp, outcomes = run_canary_job(0, "clean", faulty_rank=1, target=commit_worker)
         self.assertEqual(len({o["parameters"] for o in outcomes}), 1)
         for o in outcomes:
             self.assertEqual(o["first"], "pass")
@@ -286,8 +269,7 @@ class OneRankTest(unittest.TestCase):
     def setUpClass(cls):
         torch.set_num_threads(1)
         cls.tmp = tempfile.mkdtemp(prefix="canary-1-")
-        dist.init_process_group("gloo", init_method="file://" + os.path.join(cls.tmp, "rendezvous"), rank=0,
-                                world_size=1)
+        init_gloo(cls.tmp, 0, 1)
 
     @classmethod
     def tearDownClass(cls):

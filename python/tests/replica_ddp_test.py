@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -16,9 +15,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 
 from sdcprobe import ReplicaCheck, SDCDetected  # noqa: E402
+from spawn_harness import init_gloo, read_events, run_job, write_outcome  # noqa: E402
 
 CKPT_EVERY = 10
 
@@ -42,8 +41,7 @@ def flip_bit(model):
 
 def worker(rank, world, tmp, steps, every, flip, probe_options, on_sdc, bind):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(tmp, "rendezvous"), rank=rank,
-                            world_size=world)
+    init_gloo(tmp, rank, world)
     torch.manual_seed(0)  # the same initial weights on every replica
     model = torch.nn.parallel.DistributedDataParallel(
         torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)))
@@ -85,30 +83,17 @@ def worker(rank, world, tmp, steps, every, flip, probe_options, on_sdc, bind):
         outcome["detected"] = dict(check.verdict, message=str(e))
         log("teardown_end")
     check.close()
-    with open(os.path.join(tmp, "outcome-%d.json" % rank), "w") as f:
-        json.dump(outcome, f)
+    write_outcome(tmp, rank, outcome)
     dist.destroy_process_group()
 
 
-def run_job(world, steps, every, flip=None, probe_options=None, on_sdc="raise", bind=False):
-    tmp = tempfile.mkdtemp(prefix="replica-")
-    mp.start_processes(worker, args=(world, tmp, steps, every, flip, probe_options or {}, on_sdc, bind), nprocs=world,
-                       join=True, start_method="spawn")
-    outcomes = []
-    for rank in range(world):
-        with open(os.path.join(tmp, "outcome-%d.json" % rank)) as f:
-            outcomes.append(json.load(f))
-    return tmp, outcomes
-
-
-def read_events(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f]
+def run_replica_job(world, steps, every, flip=None, probe_options=None, on_sdc="raise", bind=False):
+    return run_job(worker, world, steps, every, flip, probe_options or {}, on_sdc, bind, prefix="replica-")
 
 
 class FourReplicasTest(unittest.TestCase):
     def test_clean_run_raises_no_alarm(self):
-        tmp, outcomes = run_job(4, 300, 10)
+        tmp, outcomes = run_replica_job(4, 300, 10)
         for o in outcomes:
             self.assertIsNone(o["detected"])
             self.assertEqual([v["step"] for v in o["verdicts"]], list(range(0, 300, 10)))
@@ -119,7 +104,7 @@ class FourReplicasTest(unittest.TestCase):
         self.assertEqual(len([e for e in events if e["event"] == "probe_end"]), 30)
 
     def test_flip_on_rank_2_is_named_at_the_next_check(self):
-        tmp, outcomes = run_job(4, 300, 10, flip=(2, 137))
+        tmp, outcomes = run_replica_job(4, 300, 10, flip=(2, 137))
         for o in outcomes:
             d = o["detected"]
             self.assertIsNotNone(d, "rank %d saw no mismatch" % o["rank"])
@@ -173,7 +158,7 @@ class CheckBeforeCommitTest(unittest.TestCase):
     """Saves every 10 steps, a check every 25, a flip on rank 2 after step 137's update."""
 
     def commits_and_detection(self, bind):
-        tmp, outcomes = run_job(3, 160, 25, flip=(2, 137), bind=bind)
+        tmp, outcomes = run_replica_job(3, 160, 25, flip=(2, 137), bind=bind)
         events = read_events(os.path.join(tmp, "events-0.jsonl"))
         commits = [e["step"] for e in events if e["event"] == "ckpt_commit"]
         sdc = [e for e in events if e["event"] == "sdc_detected"]
@@ -198,7 +183,7 @@ class CheckBeforeCommitTest(unittest.TestCase):
 
 class TwoReplicasTest(unittest.TestCase):
     def test_flip_between_two_replicas_is_inconclusive(self):
-        tmp, outcomes = run_job(2, 40, 5, flip=(1, 12), on_sdc="callback")
+        tmp, outcomes = run_replica_job(2, 40, 5, flip=(1, 12), on_sdc="callback")
         for o in outcomes:
             d = o["detected"]
             self.assertEqual((d["verdict"], d["step"], d["last_good_step"]), ("inconclusive", 15, 10))
@@ -216,7 +201,7 @@ class TwoReplicasTest(unittest.TestCase):
     def test_probe_catalogue_breaks_the_tie(self):
         # Rank 1's device fails the probe catalogue (an injected fault); rank 0's passes.
         faulty = {1: {"probes": "alu.int64", "inject": "model=bitflip,mode=permanent", "seed": 3}}
-        tmp, outcomes = run_job(2, 40, 5, flip=(1, 12), probe_options=faulty, on_sdc="callback")
+        tmp, outcomes = run_replica_job(2, 40, 5, flip=(1, 12), probe_options=faulty, on_sdc="callback")
         for o in outcomes:
             d = o["detected"]
             self.assertEqual((d["verdict"], d["step"]), ("sdc", 15))
@@ -226,7 +211,7 @@ class TwoReplicasTest(unittest.TestCase):
         self.assertEqual([(e["verdict"], e["suspect_rank"]) for e in sdc], [("sdc", 1)])
 
     def test_auto_cadence_is_the_same_on_every_replica(self):
-        _, outcomes = run_job(2, 60, "auto")
+        _, outcomes = run_replica_job(2, 60, "auto")
         a, b = outcomes
         self.assertIsNone(a["detected"])
         self.assertEqual(a["verdicts"], b["verdicts"])
