@@ -310,18 +310,27 @@ class CanaryCheck(ReplicaCheck):
             sys.stderr.write("sdcprobe: torch.backends.cudnn.benchmark is on: the canary runs with it off, so "
                              "every replica uses cuDNN's heuristic algorithms (docs/replica.md)\n")
         buffers = self._agreed_buffers()
-        results, used = self._run(buffers)
-        rows = tensor_digest_table(results)
-        # The inputs: the parameters the forward computed with (on a mesh, as it unsharded them) and the batch.
-        inputs = combine_digests((used or tensor_digest_table(self._params)) + tensor_digest_table(self._batch))
-        second = time.perf_counter()
-        differs = self._first_difference(rows, tensor_digest_table(self._run(buffers)[0])) if first else None
-        second_s = time.perf_counter() - second  # measuring determinism is not the steady cost
-        out = combine_digests(rows)
-        # On a mesh every group adopts the world's cadence and the world's decision to disable.
-        proposal, nondeterministic = self._agreed([self._proposal(), int(differs is not None)])
+        error, out, inputs, differs, second_s = None, (0, 0), (0, 0), None, 0.0
+        try:
+            results, used = self._run(buffers)
+            rows = tensor_digest_table(results)
+            # The inputs: the parameters the forward computed with (on a mesh, as it unsharded them) and the batch.
+            inputs = combine_digests((used or tensor_digest_table(self._params)) + tensor_digest_table(self._batch))
+            second = time.perf_counter()
+            differs = self._first_difference(rows, tensor_digest_table(self._run(buffers)[0])) if first else None
+            second_s = time.perf_counter() - second  # measuring determinism is not the steady cost
+            out = combine_digests(rows)
+        except Exception as e:  # raised below, on every rank together
+            error = e
+        # On a mesh every group adopts the world's cadence, the world's decision to disable, and
+        # stops when any rank's run failed.
+        proposal, nondeterministic, failed = self._agreed([self._proposal(), int(differs is not None),
+                                                           self._failure(error)])
+        if self._world_agrees:
+            self._raise_failure(step, "canary", error, failed)
         gathered = self._gather([_signed(out[0]), _signed(out[1]), _signed(inputs[0]), _signed(inputs[1]),
-                                 proposal, int(differs is not None)])
+                                 proposal, int(differs is not None), self._failure(error)])
+        self._raise_failure(step, "canary", error, max(w[6] for w in gathered))
         self.every = max(w[4] for w in gathered)
         self._checked_step = step
         if first and (nondeterministic or any(w[5] for w in gathered)):
@@ -329,13 +338,16 @@ class CanaryCheck(ReplicaCheck):
             return self.verdict
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         input_digests = [(_as_uint64(w[2]), _as_uint64(w[3])) for w in gathered]
-        if first and len(set(input_digests)) > 1:
-            self._event("probe_end", probe="canary", verdict="error", step=step, blocking=True)
-            raise SDCProbeError(
-                "CanaryCheck: the replicas' parameters or canary batch differ at the first check (%s): "
-                "the group is not made of true replicas (docs/replica.md)"
-                % ", ".join("rank %d" % self.members[i]["rank"] for i in range(len(digests))
-                            if input_digests[i] != collections.Counter(input_digests).most_common(1)[0][0]))
+        if first:
+            # A group that is not made of true replicas stops every group of the mesh with it.
+            mismatch = None
+            if len(set(input_digests)) > 1:
+                mismatch = SDCProbeError(
+                    "CanaryCheck: the replicas' parameters or canary batch differ at the first check (%s): "
+                    "the group is not made of true replicas (docs/replica.md)"
+                    % ", ".join("rank %d" % self.members[i]["rank"] for i in range(len(digests))
+                                if input_digests[i] != collections.Counter(input_digests).most_common(1)[0][0]))
+            self._raise_failure(step, "canary", mismatch, self._agreed([self._failure(mismatch)])[0])
         verdict, suspects, failures, unchecked = self._vote_by_class(digests)
         seconds = time.perf_counter() - start
         self._costs.append(seconds - second_s)

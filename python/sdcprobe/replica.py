@@ -377,6 +377,24 @@ class ReplicaCheck:
         self._held = (work, (t,))
         return [int(v) for v in t.tolist()]
 
+    def _failure(self, error):
+        """This rank's word in the agreement on failures: its rank + 1 when its part of the check
+        raised, else 0 (the maximum over the ranks names the last that failed)."""
+        return self.rank + 1 if error is not None else 0
+
+    def _raise_failure(self, step, probe, error, failed):
+        """Raises on every rank once the ranks agree that one failed (`failed`, the maximum of their
+        _failure words): the failing rank its own error, the others an SDCProbeError naming it. So a
+        rank's error ends every rank at the same check, and no rank, of its vote group or another
+        group of the mesh, is left waiting in the next collective."""
+        if not failed:
+            return
+        self._event("probe_end", probe=probe, verdict="error", step=step, blocking=True)
+        if error is not None:
+            raise error
+        raise SDCProbeError("the %s check at step %d failed on rank %d (its own error says why): every rank "
+                            "stops with it" % (probe, step, failed - 1))
+
     def _collective(self, op, *tensors, **options):
         """op(*tensors) over the group, waited on here. The tensors and the work stay referenced by
         the check until its next collective, so their last reference is dropped on this thread:
@@ -451,9 +469,17 @@ class ReplicaCheck:
     def _check(self, step, tensors, stream):
         self._event("probe_begin", probe="replica", step=step, blocking=True)
         start = time.perf_counter()
-        lo, hi = state_digest(tensors, stream)
-        gathered = self._gather([lo - 2**64 if lo >= 2**63 else lo, hi - 2**64 if hi >= 2**63 else hi,
-                                 self._agreed([self._proposal()])[0]])
+        error = None
+        try:
+            lo, hi = state_digest(tensors, stream)
+        except Exception as e:  # raised below, on every rank together
+            error, lo, hi = e, 0, 0
+        proposal, failed = self._agreed([self._proposal(), self._failure(error)])
+        if self._world_agrees:
+            self._raise_failure(step, "replica", error, failed)
+        gathered = self._gather([lo - 2**64 if lo >= 2**63 else lo, hi - 2**64 if hi >= 2**63 else hi, proposal,
+                                 self._failure(error)])
+        self._raise_failure(step, "replica", error, max(w[3] for w in gathered))
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         self.every = max(w[2] for w in gathered)
         self._next_due = (step // self.every + 1) * self.every
