@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 
@@ -8,6 +6,7 @@
 #include "host/atomic_file.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
+#include "host/progress.hpp"
 #include "scheduler/coverage/coverage.hpp"
 
 namespace sdc::cli {
@@ -55,19 +54,12 @@ int run_coverage_command(const GlobalOptions& global, const CoverageArgs& args, 
   options.seed = args.seed;
   if (args.gemm_n != 0) options.gemm_n = args.gemm_n;
   options.gemm_cuda_model = args.gemm_bounds == "cuda";
-  if (::isatty(STDERR_FILENO) == 1) {
-    options.progress = [](uint64_t done, uint64_t total, const std::string& probe) {
-      if (done == total || done % 16 == 0) {
-        std::fprintf(stderr, "\r\033[K[%llu/%llu] %s", static_cast<unsigned long long>(done),
-                     static_cast<unsigned long long>(total), probe.c_str());
-      }
-    };
-  }
+  Progress progress("coverage");
+  options.progress = &progress;
   // The CPU by default: a campaign is about the probes' detection, not the device under test.
   const std::string backend = global.backend == "auto" ? "cpu" : global.backend;
   auto devices = open_devices({backend, 1});
   const CoverageReport report = run_coverage(*devices.front(), options);
-  if (options.progress) std::fprintf(stderr, "\r\033[K");
 
   const CoverageCounts exact = report.totals(false), bounded = report.totals(true);
   const CoverageCounts exact_flips = report.totals(false, "bitflip");

@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
+#include "host/progress.hpp"
 #include "scheduler/fleet/fleet_sdc_ingest.hpp"
 #include "scheduler/fleet/fleet_sdc_output.hpp"
 
@@ -49,7 +50,8 @@ void add_fleet_sdc_command(CLI::App& fleet, int& exit_code) {
   sub->callback([&exit_code, args] {
     args->options.golden_seed = args->golden_seed;
     if (!args->topology_path.empty()) args->options.topology = load_topology(args->topology_path);
-    const FleetTally tally = ingest_fleet(args->inputs, args->threads);
+    Progress progress("fleet sdc");
+    const FleetTally tally = ingest_fleet(args->inputs, args->threads, &progress);
     const FleetAnalysis analysis = analyze_fleet(tally, args->options);
     if (analysis.exit_code() == 2) {
       // Could not test: a report would read as a clean fleet, so none is written.

@@ -44,7 +44,8 @@ int fleet_goodput_command(FleetGoodputOptions o, std::ostream& out, std::ostream
     }
   }
   if (!o.until.empty()) o.inputs.until_s = whole_seconds("--until", o.until);
-  const Cluster cluster = compute_cluster(o.inputs);
+  Progress progress("fleet goodput");
+  const Cluster cluster = compute_cluster(o.inputs, &progress);
   if (!o.inputs.logs_template.empty() && !cluster.logs_matched_nothing.empty() &&
       std::none_of(cluster.results.begin(), cluster.results.end(),
                    [](const JobResult& r) { return r.source == JobSource::kLogs; })) {

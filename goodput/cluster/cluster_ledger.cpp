@@ -229,7 +229,7 @@ ClusterBreakdown sacct_breakdown(const ClusterJob& job, const Window& w, std::ma
 
 namespace sdc::goodput::cluster {
 
-Cluster compute_cluster(const ClusterInputs& in) {
+Cluster compute_cluster(const ClusterInputs& in, Progress* progress) {
   Cluster c;
   c.jobs = read_cluster_sacct(in.sacct_path);
   if (c.jobs.empty()) throw InputError(in.sacct_path + ": no job records");
@@ -251,6 +251,7 @@ Cluster compute_cluster(const ClusterInputs& in) {
   const std::vector<std::string> files = summary_files(in.summaries);
   std::vector<JobSummary> summaries(files.size());
   std::vector<std::exception_ptr> summary_errors(files.size());
+  if (progress && !files.empty()) progress->start("summaries", files.size());
 #pragma omp parallel for schedule(dynamic, 16)
   for (size_t i = 0; i < files.size(); ++i) {
     try {
@@ -258,6 +259,7 @@ Cluster compute_cluster(const ClusterInputs& in) {
     } catch (...) {
       summary_errors[i] = std::current_exception();
     }
+    if (progress) progress->add(1);
   }
   for (const std::exception_ptr& e : summary_errors) {
     if (e) std::rethrow_exception(e);
@@ -279,10 +281,20 @@ Cluster compute_cluster(const ClusterInputs& in) {
   std::vector<std::optional<JobResult>> results(c.jobs.size());
   std::vector<std::exception_ptr> errors(c.jobs.size());
   const goodput::LedgerOptions ledger = in.ledger;
-  // One job at a time: a job with logs costs as much as thousands without, and chunks of them would
-  // leave a thread idle at the end.
+  if (progress) progress->start("jobs", c.jobs.size(), "log files");
+    // One job at a time: a job with logs costs as much as thousands without, and chunks of them would
+    // leave a thread idle at the end.
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t j = 0; j < c.jobs.size(); ++j) {
+    size_t logs_read = 0;
+    // A job is done however its body ends: skipped, from the accounting, from its ledger, in error.
+    const struct Done {
+      Progress* progress;
+      const size_t& logs;
+      ~Done() {
+        if (progress) progress->add(1, logs);
+      }
+    } done{progress, logs_read};
     try {
       const ClusterJob& job = c.jobs[j];
       int64_t gpus = 0;
@@ -336,6 +348,7 @@ Cluster compute_cluster(const ClusterInputs& in) {
         }
         goodput::Tally measured;
         b = goodput::analyze_files(logs, ledger, false, &records, in.sacct_path, &measured).breakdown;
+        logs_read = logs.size();
         r.tally = measured;
       }
       r.gpu.add_ledger(b, gpus);
@@ -344,6 +357,7 @@ Cluster compute_cluster(const ClusterInputs& in) {
       errors[j] = std::current_exception();
     }
   }
+  if (progress) progress->finish();
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
   }

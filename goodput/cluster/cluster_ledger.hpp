@@ -14,6 +14,7 @@
 #include "goodput/cluster/cluster_sacct.hpp"
 #include "goodput/ledger.hpp"
 #include "goodput/tally.hpp"
+#include "host/progress.hpp"
 
 namespace sdc::goodput::cluster {
 
@@ -103,8 +104,9 @@ struct Cluster {
   std::vector<int64_t> logs_matched_nothing;  // ids of the counted jobs whose --logs matched no file
 };
 
-// Throws InputError naming the file and line or `jobs[i]` on bad input.
-Cluster compute_cluster(const ClusterInputs& inputs);
+// Throws InputError naming the file and line or `jobs[i]` on bad input. `progress`: the summaries read,
+// then the jobs done of the accounting's, with the log files read.
+Cluster compute_cluster(const ClusterInputs& inputs, Progress* progress = nullptr);
 
 // The exact 95% Poisson interval of a count (Garwood), as a count.
 std::pair<double, double> poisson_interval(int64_t count);

@@ -140,8 +140,7 @@ CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
   for (const Probe* p : probes) report.bounded[p->id()] = p->has_stated_bound();
   const auto start = std::chrono::steady_clock::now();
   std::mt19937_64 rng(options.seed);
-  const uint64_t total = options.trials + options.clean_runs * probes.size();
-  uint64_t done = 0;
+  if (options.progress) options.progress->start("trials", options.trials + options.clean_runs * probes.size());
 
   RunOptions run;
   run.size_bytes = options.buffer_bytes;
@@ -191,7 +190,7 @@ CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
         report.false_positive_probes.push_back(probe.id());
       }
     }
-    if (options.progress) options.progress(++done, total, probe.id());
+    if (options.progress) options.progress->add(1);
   }
 
   run.injector = nullptr;
@@ -214,9 +213,10 @@ CoverageReport run_coverage(Device& device, const CoverageOptions& options) {
         ++report.false_positives;
         report.false_positive_probes.push_back(p->id());
       }
-      if (options.progress) options.progress(++done, total, p->id());
+      if (options.progress) options.progress->add(1);
     }
   }
+  if (options.progress) options.progress->finish();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

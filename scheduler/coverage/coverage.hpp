@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +12,7 @@
 
 #include "host/device.hpp"
 #include "host/injection.hpp"
+#include "host/progress.hpp"
 #include "probes/probe.hpp"
 
 namespace sdc {
@@ -30,8 +30,7 @@ struct CoverageOptions {
   // the CUDA engine's bounds and tiles (the GPU's sensitivity, measured on the CPU).
   std::optional<uint32_t> gemm_n;
   bool gemm_cuda_model = false;
-  // Called after each trial or clean run: (done, total, probe id).
-  std::function<void(uint64_t, uint64_t, const std::string&)> progress;
+  Progress* progress = nullptr;  // trials and clean runs done, of all
 };
 
 struct CoverageCounts {

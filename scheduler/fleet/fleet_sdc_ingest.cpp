@@ -434,7 +434,7 @@ void ingest_history(const std::string& path, FleetTally& tally) {
   }
 }
 
-FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads) {
+FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads, Progress* progress) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const auto& p : paths) {
@@ -462,6 +462,7 @@ FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads)
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, std::max<size_t>(files.size(), 1));
   std::vector<FleetTally> tallies(threads);
+  if (progress) progress->start("files", files.size(), "results");
   std::atomic<size_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex error_lock;
@@ -470,7 +471,9 @@ FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads)
   auto work = [&](FleetTally& tally) {
     for (size_t k; !stop && (k = next++) < files.size();) {
       try {
+        const uint64_t results = tally.results;
         ingest_file(files[k], tally);
+        if (progress) progress->add(1, tally.results - results);
       } catch (const std::exception& e) {
         // The first bad file in the order given, whichever thread read it.
         const std::lock_guard<std::mutex> hold(error_lock);
@@ -486,6 +489,7 @@ FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads)
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(tallies[t]));
   work(tallies[0]);
   for (auto& t : pool) t.join();
+  if (progress) progress->finish();
   if (error_at < files.size()) throw InputError(error);
   for (unsigned t = 1; t < threads; ++t) tallies[0].merge(std::move(tallies[t]));
   return std::move(tallies[0]);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host/progress.hpp"
 #include "scheduler/fleet/fleet_sdc_tally.hpp"
 
 namespace sdc {
@@ -19,7 +20,8 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
 void ingest_history(const std::string& path, FleetTally& tally);
 // Every path: a report, a history (told by its SQLite header), or a directory whose *.json and
 // history.db files are read (not its subdirectories). `threads` 0: one per core. Throws InputError
-// naming the paths when they hold no report or history (an empty directory).
-FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads = 0);
+// naming the paths when they hold no report or history (an empty directory). `progress`: files read
+// of all, with their results.
+FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads = 0, Progress* progress = nullptr);
 
 }  // namespace sdc
