@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `sdcprobe fleet goodput` and the goodput epilog (deploy/slurm/goodput-epilog.sh) against real
 # Slurm: MariaDB, slurmdbd, munged, slurmctld and slurmd on localhost, as in slurm_sacct_real_test.sh,
-# with a node of 4 GPUs (gres.conf naming plain files: no devices) and the epilog installed. Four jobs:
+# with a node of 4 GPUs (gres.conf naming plain files: no devices) and the epilog installed. Seven jobs:
 #   A (2 GPUs) logs with GoodputLog and is requeued while it runs, then finishes;
 #   B (4 GPUs) logs an SDC caught by the replica check (its sdc_detected) and fails;
 #   C (3 GPUs, so it queues behind B) has no event log;
