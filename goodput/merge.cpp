@@ -173,8 +173,9 @@ class Timeline {
   // its attempt's process_start names (`slurm_restart`, Slurm's requeue count), or in logs without
   // it to the allocation with the latest Start at most 1 s after it, and must lie within that
   // allocation's Start - 1 s and End + 1 s (Slurm keeps whole seconds, cut down). The allocation is granted at the
-  // earlier of Start and its first event and released at the later of End and its last event. Ties: the job becomes
-  // eligible and is granted before the loop's events at the same time, and released after them.
+  // earlier of Start and its first event, but not before the previous release within Start's second, and released
+  // at the later of End and its last event. Ties: the job becomes eligible and is granted before the loop's events
+  // at the same time, and released after them; a grant at the previous release comes after that release.
   struct Pending {
     int64_t t;
     int order;   // 0: before the loop's events at the same time, 2: after
@@ -236,6 +237,12 @@ class Timeline {
         const EventKind kind = k + 1 == records.size() ? EventKind::kJobEnd : EventKind::kAllocReleased;
         queue({released_[k], 2, 2 + 2 * k, kind, k});
       }
+      // Slurm cuts Start down to the second: an allocation that starts within the second of the
+      // previous one's last event (a fast requeue) starts after that event, not before.
+      if (k + 1 < records.size() && released_[k] > granted_[k + 1] &&
+          released_[k] < (records[k + 1].start_s + 1) * kNsPerS) {
+        granted_[k + 1] = released_[k];
+      }
       if (k + 1 < records.size() && released_[k] > granted_[k + 1]) {
         fail(kOverlap, sacct_path_ + ": the loop's events make allocation " + std::to_string(k + 1) +
                            " end after allocation " + std::to_string(k + 2) + " starts");
@@ -246,7 +253,8 @@ class Timeline {
   void queue_grant(size_t k) {
     if (k == 0)
       queue({std::min((*allocations_)[0].eligible_s * kNsPerS, granted_[0]), 0, 0, EventKind::kJobEligible, 0});
-    queue({granted_[k], 0, 1 + 2 * k, EventKind::kAllocGranted, k});
+    const bool at_release = k > 0 && granted_[k] == released_[k - 1];
+    queue({granted_[k], at_release ? 2 : 0, 1 + 2 * k, EventKind::kAllocGranted, k});
     granted_queued_ = k + 1;
   }
 

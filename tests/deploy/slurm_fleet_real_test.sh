@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # `sdcprobe fleet goodput` and the goodput epilog (deploy/slurm/goodput-epilog.sh) against real
 # Slurm: MariaDB, slurmdbd, munged, slurmctld and slurmd on localhost, as in slurm_sacct_real_test.sh,
-# with a node of 4 GPUs (gres.conf naming plain files: no devices) and the epilog installed. Four jobs:
+# with a node of 4 GPUs (gres.conf naming plain files: no devices) and the epilog installed. Seven jobs:
 #   A (2 GPUs) logs with GoodputLog and is requeued while it runs, then finishes;
 #   B (4 GPUs) logs an SDC caught by the replica check (its sdc_detected) and fails;
 #   C (3 GPUs, so it queues behind B) has no event log;
 #   D (3 GPUs) is still running at the window's end;
 #   E (2 GPUs) is cancelled while it waits behind D (Slurm 22.05 writes its start as null or 0);
-#   F (2 GPUs) runs two ranks that each log their steps and saves, as GoodputCallback does.
-# The test proves: the epilog wrote summaries for A and B only; the cluster's categories sum exactly
+#   F (2 GPUs) runs two ranks that each log their steps and saves, as GoodputCallback does;
+#   G (2 GPUs) logs, is requeued fast: the SIGTERM of `scontrol requeue` is its fault, logged after
+#     the record's End (Slurm cuts it down to the second) and at most 1 s before the next Start, the
+#     second the old rule (an event belongs to the record starting at most 1 s after it) gets wrong;
+#     requeued again until one requeue is that fast, then it restores and finishes.
+# The test proves: the epilog wrote summaries for A, B, F and G only; the cluster's categories sum exactly
 # and equal the sum of the per-job ledgers (the summaries) times their GPUs plus C's and D's
 # accounting; C's queue equals sacct's own (Start - Eligible) times its GPU, E's its (End - Eligible);
 # B's SDC share shows. With --logs instead of summaries, the jobs without a log folder (C, D, E) are
@@ -199,7 +203,45 @@ PY
 done
 wait
 EOF2
-chmod 755 "$work"/[abcdef].sh
+# G: each run waits in step 2 until told to finish; Slurm's SIGTERM (a requeue) ends the run with a
+# fault (the attempt's context logs it), and the next run restores step 1.
+cat > "$work/g.sh" <<EOF2
+#!/bin/bash
+mkdir -p "$work/logs/\$SLURM_JOB_ID"
+exec /usr/bin/python3 - <<'PY'
+import os, signal, sys, time
+sys.path.insert(0, "$package")
+from sdcprobe import GoodputLog
+class Requeued(Exception):
+    pass
+def requeued(signum, frame):
+    raise Requeued()
+signal.signal(signal.SIGTERM, requeued)
+job = os.environ["SLURM_JOB_ID"]
+log = GoodputLog("$work/logs/%s/events.rank0.jsonl" % job, rank=0)
+attempt = int(os.environ.get("SLURM_RESTART_COUNT", "0"))
+with log.attempt(attempt):
+    if attempt == 0:
+        for i in range(2):
+            with log.step(i):
+                time.sleep(0.1)
+        with log.checkpoint(1):
+            time.sleep(0.05)
+        log.commit(1)
+    else:
+        with log.restore(1):
+            pass
+    open("$work/g.running.%d" % attempt, "w").close()
+    with log.step(2):
+        while not os.path.exists("$work/g.finish"):
+            time.sleep(0.01)
+        time.sleep(0.1)
+    with log.step(3):
+        time.sleep(0.1)
+log.job_end()
+PY
+EOF2
+chmod 755 "$work"/[abcdefg].sh
 submit() { sbatch --parsable -N1 -w "$node" -n1 -o "$work/$1.out" "${@:2}" "$work/$1.sh"; }
 a=$(submit a --requeue --gres=gpu:2); jobs+=("$a")
 wait_for "A's first run" test -e "$work/a.running" || exit 1
@@ -213,6 +255,51 @@ is_done() { [ -z "$(squeue -h -j "$1" 2>/dev/null)" ]; }
 for j in "$a" "$b" "$c"; do wait_for "job $j to finish" is_done "$j" || exit 1; done
 f=$(submit f --gres=gpu:2); jobs+=("$f")
 wait_for "F to finish" is_done "$f" || exit 1
+# G: requeued and started again at once (StartTime=now as soon as it waits), until its fault lies
+# after the requeued record's End and the next record starts at most 1 s after the fault (the
+# requeue, its epilog and the restart take one to two seconds here).
+g=$(submit g --requeue --gres=gpu:2); jobs+=("$g")
+fast_requeue() {  # RUN: 0 when run RUN-1's fault and run RUN's start are that close, 1 if not, 2 not yet known
+  sacct -j "$g" --duplicates --json > "$work/g.sacct.json" 2>> "$work/sacct.log" || return 2
+  python3 - "$work/g.sacct.json" "$work/logs/$g/events.rank0.jsonl" "$1" <<'PY'
+import json, sys
+S = 10**9
+records = sorted((r for r in json.load(open(sys.argv[1]))["jobs"] if r["time"]["start"]), key=lambda r: r["time"]["start"])
+run = int(sys.argv[3])
+if len(records) <= run or not records[run - 1]["time"]["end"]:
+    sys.exit(2)
+faults = [json.loads(l)["t"] for l in open(sys.argv[2]) if '"fault_detected"' in l]
+if len(faults) < run:
+    sys.exit(2)
+end, start, fault = records[run - 1]["time"]["end"], records[run]["time"]["start"], faults[run - 1]
+print("G's run %d: End %d, fault %.3f, next Start %d" % (run - 1, end, fault / S, start))
+sys.exit(0 if end * S <= fault < (end + 1) * S and (start - 1) * S <= fault else 1)
+PY
+}
+for run in $(seq 1 20); do
+  wait_for "G's run $((run - 1))" test -e "$work/g.running.$((run - 1))" || exit 1
+  # Just after a second begins, so that the next run, a second or two later, can start in the next one.
+  python3 -c 'import time; time.sleep(1.05 - time.time() % 1)'
+  scontrol requeue "$g"
+  for _ in $(seq 2000); do
+    state="$(squeue -h -j "$g" -o %T 2>/dev/null)"
+    [ "$state" = RUNNING ] && break
+    [ "$state" = PENDING ] && scontrol update JobId="$g" StartTime=now 2>/dev/null
+    sleep 0.01
+  done
+  wait_for "G's run $run" test -e "$work/g.running.$run" || exit 1
+  for _ in $(seq 600); do
+    fast_requeue "$run"
+    verdict=$?
+    [ "$verdict" -ne 2 ] && break
+    sleep 0.5
+  done
+  [ "$verdict" -eq 0 ] && break
+done
+check "G was once requeued within the second of its fault" 0 "$verdict"
+rm -f "$work/goodput-spool/$g.json"  # the requeues' epilogs' summaries; the last run's is awaited below
+touch "$work/g.finish"
+wait_for "G to finish" is_done "$g" || exit 1
 d=$(submit d --gres=gpu:3); jobs+=("$d")
 wait_for "D to run" test -e "$work/d.running" || exit 1
 e=$(submit e --gres=gpu:2); jobs+=("$e")
@@ -221,18 +308,19 @@ wait_for "E to wait behind D" waits_for_resources || exit 1
 sleep 2
 scancel "$e"
 wait_for "E's cancel" is_done "$e" || exit 1
-for j in "$a" "$b" "$f"; do wait_for "the epilog's summary of job $j" test -s "$work/goodput-spool/$j.json" || exit 1; done
+for j in "$a" "$b" "$f" "$g"; do wait_for "the epilog's summary of job $j" test -s "$work/goodput-spool/$j.json" || exit 1; done
 check "the epilog wrote no summary for the jobs without a log" "" "$(ls "$work/goodput-spool" | grep -E "^($c|$e).json")"
 until_s=$(( $(date +%s) + 1 ))
 sleep 2
 until=$(date -u -d "@$until_s" +%Y-%m-%dT%H:%M:%SZ)
 all_recorded() {
   sacct --allocations --duplicates --allusers --json -S now-1hour > "$work/sacct.json" 2>> "$work/sacct.log" &&
-    python3 - "$work/sacct.json" "$a" "$b" "$c" "$d" "$e" "$f" <<'PY'
+    python3 - "$work/sacct.json" "$a" "$b" "$c" "$d" "$e" "$f" "$g" "$run" <<'PY'
 import json, sys
 records = json.load(open(sys.argv[1]))["jobs"]
 ids = [r["job_id"] for r in records]
-ok = ids.count(int(sys.argv[2])) == 2 and all(int(j) in ids for j in sys.argv[3:])
+ok = ids.count(int(sys.argv[2])) == 2 and all(int(j) in ids for j in sys.argv[3:9])
+ok = ok and ids.count(int(sys.argv[8])) == int(sys.argv[9]) + 1
 ok = ok and all(r["time"]["end"] or r["job_id"] == int(sys.argv[5]) for r in records)
 sys.exit(0 if ok else 1)
 PY
@@ -243,12 +331,12 @@ wait_for "all records in the accounting" all_recorded || exit 1
   --prom "$work/fleet.prom" "$work/goodput-spool" > "$work/fleet.txt" 2> "$work/fleet.log"
 check "sdcprobe fleet goodput exit" 0 "$?"
 cat "$work/fleet.txt" "$work/fleet.log"
-python3 - "$work/sacct.json" "$work/goodput-spool" "$work/fleet.json" "$a" "$b" "$c" "$d" "$e" "$f" "$until_s" <<'PY'
+python3 - "$work/sacct.json" "$work/goodput-spool" "$work/fleet.json" "$a" "$b" "$c" "$d" "$e" "$f" "$g" "$until_s" <<'PY'
 import json, os, sys
 S = 10**9
 records = json.load(open(sys.argv[1]))["jobs"]
 fleet = json.load(open(sys.argv[3]))
-a, b, c, d, e, f, until = (int(x) for x in sys.argv[4:])
+a, b, c, d, e, f, g_job, until = (int(x) for x in sys.argv[4:])
 def t(r, k):
     v = r["time"][k]
     return v["number"] if isinstance(v, dict) and v.get("set", True) else (v if isinstance(v, int) else 0)
@@ -261,7 +349,7 @@ def gpus(r):  # allocated, else requested (a record that never ran)
 cats = ["queue", "detection_teardown", "restart_warmup", "rework", "blocking_overhead"]
 expect = {k: 0 for k in cats + ["productive", "uninstrumented_failed_run", "uninstrumented_other_run"]}
 sdc = {k: 0 for k in cats}
-for job in (a, b, f):
+for job in (a, b, f, g_job):
     s = json.load(open(os.path.join(sys.argv[2], "%d.json" % job)))
     g = max(gpus(r) for r in records if r["job_id"] == job)
     expect["productive"] += s["productive_ns"] * g
@@ -291,7 +379,7 @@ for k in ("uninstrumented_failed_run", "uninstrumented_other_run"):
 ok &= int(got["productive"]) == expect["productive"]
 wall = int(got["wall"])
 ok &= wall == sum(expect.values())
-ok &= fleet["jobs"]["from_summaries"] == 3 and fleet["jobs"]["from_sacct"] == 3
+ok &= fleet["jobs"]["from_summaries"] == 4 and fleet["jobs"]["from_sacct"] == 3
 ok &= e_queue > 0
 ok &= b_sdc > 0 and int(got["rework"]["sdc_gpu_ns"]) + int(got["detection_teardown"]["sdc_gpu_ns"]) > 0
 print("cluster wall %d GPU-ns = sum of the jobs %d; C's queue from sacct %d GPU-ns" % (wall, sum(expect.values()), c_queue))
@@ -321,7 +409,7 @@ if [ -n "${SDCPROBE_RECORD_DIR:-}" ]; then
   cp "$work/sacct.json" "$SDCPROBE_RECORD_DIR/sacct.json"
   cp -r "$work/logs" "$SDCPROBE_RECORD_DIR/"
   echo "$until" > "$SDCPROBE_RECORD_DIR/until"
-  printf 'a=%s b=%s c=%s d=%s e=%s f=%s\n' "$a" "$b" "$c" "$d" "$e" "$f" > "$SDCPROBE_RECORD_DIR/jobs"
+  printf 'a=%s b=%s c=%s d=%s e=%s f=%s g=%s\n' "$a" "$b" "$c" "$d" "$e" "$f" "$g" > "$SDCPROBE_RECORD_DIR/jobs"
 fi
 [ "$failures" -eq 0 ] && echo "PASS" || echo "$failures check(s) failed"
 exit $((failures > 0))

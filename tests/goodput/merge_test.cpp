@@ -213,6 +213,21 @@ TEST_F(MergeTest, SlurmRestartPlacesAFastRequeuesFaultInItsRecord) {
     EXPECT_TRUE(b->balanced());
     EXPECT_EQ(b->wall_ns, 200 * kS);
   }
+  // Requeued within the same second: Start (cut down) is before the fault; the next allocation is
+  // taken to start at the fault's release, with no queue between them.
+  const std::vector<SlurmRecord> same_second = {{100, 110, 200}, {200, 200, 300}};
+  const auto fast =
+      write("fast.rank0.jsonl",
+            log({"112 process_start"}, ",\"slurm_restart\":0") +
+                log({"115 step_begin 0", "150 step_end 0", "150 step_begin 1", "185 step_end 1", "185 step_begin 2"}) +
+                "{\"t\":" + std::to_string(200 * kS + kS / 2) + ",\"event\":\"fault_detected\"}\n" +
+                log({"201 process_start"}, ",\"slurm_restart\":1") + log({"205 step_begin 0", "210 job_end"}));
+  const Breakdown b = analyze_files({fast}, {}, false, &same_second, "sacct.json").breakdown;
+  EXPECT_EQ(b[Category::kQueue].ns, 10 * kS);
+  EXPECT_EQ(b[Category::kRestartWarmup].ns, 10 * kS - kS / 2);  // 110-115, then 200.5-205 in allocation 2
+  EXPECT_EQ(b[Category::kDetectionTeardown].ns, 0);             // step 2 was cut short, not hung
+  EXPECT_TRUE(b.balanced());
+  EXPECT_EQ(b.wall_ns, 200 * kS);
   // A record the job does not have is an error naming the line.
   const auto past = write("past.rank0.jsonl", log({"112 process_start"}, ",\"slurm_restart\":2"));
   EXPECT_NE(thrown({past}, &records).find("past.rank0.jsonl: line 1: slurm_restart 2 names no record"),

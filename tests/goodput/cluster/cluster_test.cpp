@@ -634,53 +634,71 @@ TEST(FleetGoodputCli, MeasuredSavesAndEvalsAreRankZeros) {
   EXPECT_EQ(m["incidents"], 0);
 }
 
-// A real Slurm 22.05 dump (tests/goodput/data/fleet_22.05/README.md: a requeue, an SDC, a job
-// without a log folder, one running at the window's end, one cancelled while pending, two ranks)
-// with its jobs' real logs, by the documented --logs template. Each job with logs equals its own
-// `goodput --sacct` ledger times its GPUs; the others are the accounting's own arithmetic; the sum
-// is exact. The same dump in Slurm 23.02's forms (sacct_as_23.py) gives the same ledger.
-TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
+// tests/goodput/data/fleet_22.05 (its README.md): the window's end, which job id is which job, the
+// records.
+struct RealDump {
   const fs::path data = fs::path(SDC_SOURCE_DIR) / "tests/goodput/data/fleet_22.05";
   std::string until;
-  std::ifstream(data / "until") >> until;
   std::map<std::string, int64_t> id;
-  for (std::ifstream in(data / "jobs"); in;) {
-    std::string kv;
-    if (!(in >> kv)) break;
-    id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
+  nlohmann::json sacct = nlohmann::json::parse(std::ifstream(data / "sacct.json"));
+  RealDump() {
+    std::ifstream(data / "until") >> until;
+    for (std::ifstream in(data / "jobs"); in;) {
+      std::string kv;
+      if (!(in >> kv)) break;
+      id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
+    }
   }
-  ASSERT_EQ(id.size(), 6u);
+  // The job's records, by start (sacct lists a requeued record where the job was first submitted).
+  nlohmann::json records_of(int64_t job) const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const nlohmann::json& rec : sacct["jobs"]) {
+      if (rec["job_id"] == job) out.push_back(rec);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+      return (x["time"]["start"].is_null() ? 0 : x["time"]["start"].get<int64_t>()) <
+             (y["time"]["start"].is_null() ? 0 : y["time"]["start"].get<int64_t>());
+    });
+    return out;
+  }
+};
+
+int64_t gpus_of(const nlohmann::json& rec) {  // allocated, else requested (a record that never ran)
+  for (const char* kind : {"allocated", "requested"}) {
+    for (const nlohmann::json& t : rec["tres"][kind]) {
+      if (t["type"] == "gres" && t["name"] == "gpu") return t["count"].get<int64_t>();
+    }
+  }
+  return 0;
+}
+
+// A real Slurm 22.05 dump (a requeue, an SDC, a job without a log folder, one running at the
+// window's end, one cancelled while pending, two ranks, a fast requeue) with its jobs' real logs, by
+// the documented --logs template. Each job with logs equals its own `goodput --sacct` ledger times
+// its GPUs; the others are the accounting's own arithmetic; the sum is exact. The same dump in
+// Slurm 23.02's forms (sacct_as_23.py) gives the same ledger.
+TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
+  const RealDump real;
+  const fs::path& data = real.data;
+  const std::string& until = real.until;
+  std::map<std::string, int64_t> id = real.id;
+  ASSERT_EQ(id.size(), 7u);
   TempDir dir;
   const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
   const std::string logs = (data / "logs/{job_id}/events.rank*.jsonl").string();
   const FleetRun r = fleet_goodput(dir, {"--sacct", (data / "sacct.json").string(), "--logs", logs, "--until", until});
   ASSERT_EQ(r.process.code, 0) << r.process.err;
-  EXPECT_EQ(r.report["jobs"]["from_logs"], 3);
+  EXPECT_EQ(r.report["jobs"]["from_logs"], 4);
   EXPECT_EQ(r.report["jobs"]["from_sacct"], 3);
   EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 3);
   EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({id["c"], id["d"], id["e"]}));
 
-  const nlohmann::json dump = nlohmann::json::parse(std::ifstream(data / "sacct.json"));
   const int64_t until_s = r.report["window"]["until_s"];
-  auto records_of = [&](int64_t job) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const nlohmann::json& rec : dump["jobs"]) {
-      if (rec["job_id"] == job) out.push_back(rec);
-    }
-    return out;
-  };
-  auto gpus_of = [](const nlohmann::json& rec) {
-    for (const char* kind : {"allocated", "requested"}) {
-      for (const nlohmann::json& t : rec["tres"][kind]) {
-        if (t["type"] == "gres" && t["name"] == "gpu") return t["count"].get<int64_t>();
-      }
-    }
-    return int64_t{0};
-  };
+  auto records_of = [&](int64_t job) { return real.records_of(job); };
   auto seconds = [](const nlohmann::json& v) { return v.is_null() ? int64_t{0} : v.get<int64_t>(); };
   std::map<std::string, GpuNs> expect;
   const GpuNs s = 1'000'000'000;
-  for (const char* job : {"a", "b", "f"}) {
+  for (const char* job : {"a", "b", "f", "g"}) {
     const nlohmann::json recs = records_of(id[job]);
     const std::string acct = dir.file(std::string(job) + ".sacct.json", nlohmann::json{{"jobs", recs}}.dump());
     const std::string pattern = (data / "logs" / std::to_string(id[job]) / "events.rank*.jsonl").string();
@@ -724,6 +742,82 @@ TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
   ASSERT_EQ(as_23.process.code, 0) << as_23.process.err;
   EXPECT_EQ(as_23.report["gpu_ns"], got);
   EXPECT_EQ(as_23.report["jobs"], r.report["jobs"]);
+}
+
+// Job g of the same dump, requeued fast: the SIGTERM of `scontrol requeue` is its fault, logged
+// after the requeued record's End (Slurm cuts it down to the second) and less than 1 s before the
+// next record's Start. The record its attempt names (slurm_restart) holds it: the gap from the fault
+// to the next Start is queue, and detection & teardown ends at the fault. The old rule (an event belongs
+// to the record starting at most 1 s after it), given the same log without slurm_restart, puts the
+// fault in the next record and labels the gap detection & teardown.
+TEST(FleetGoodputCli, RealSlurmFastRequeueKeepsItsFaultInItsRecord) {
+  const RealDump real;
+  const int64_t job = real.id.at("g");
+  const nlohmann::json recs = real.records_of(job);
+  ASSERT_GE(recs.size(), 2u);
+  const int64_t s = 1'000'000'000, gpus = gpus_of(recs[0]);
+  auto at = [&](size_t k, const char* key) { return recs[k]["time"][key].get<int64_t>() * s; };
+  // The log's events by the record their attempt names; the same log without slurm_restart.
+  std::vector<std::vector<nlohmann::json>> in_record(recs.size());
+  std::string stripped;
+  size_t record = 0;
+  std::ifstream in(real.data / "logs" / std::to_string(job) / "events.rank0.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json e = nlohmann::json::parse(line);
+    if (e["event"] == "process_start") {
+      record = e.at("slurm_restart").get<size_t>();
+      e.erase("slurm_restart");
+    }
+    ASSERT_LT(record, recs.size()) << line;
+    in_record[record].push_back(e);
+    stripped += e.dump() + "\n";
+  }
+  // Queue: eligible to the first Start, then each gap from the later of End and the record's last
+  // event to the next Start. The recording holds a fault in the second after an End, with the next
+  // Start in the second after that: the one the old rule misplaces.
+  int64_t queue = at(0, "start") - at(0, "eligible"), in_flight = 0;
+  int ambiguous = 0;
+  for (size_t k = 0; k + 1 < recs.size(); ++k) {
+    ASSERT_FALSE(in_record[k].empty()) << k;
+    const nlohmann::json& last = in_record[k].back();
+    const int64_t t = last["t"], released = std::max(at(k, "end"), t), granted = at(k + 1, "start");
+    ASSERT_GE(granted, released) << k;
+    queue += granted - released;
+    if (last["event"] == "fault_detected" && t >= at(k, "end") && t >= granted - s) {
+      ++ambiguous;
+      // The step it cut short (hung in the job's wait) may be detection & teardown, nothing after it.
+      for (const nlohmann::json& e : in_record[k]) {
+        if (e["event"] == "step_begin") in_flight = t - e["t"].get<int64_t>();
+      }
+    }
+  }
+  ASSERT_GE(ambiguous, 1) << "no fault of the recording falls in the second between two records";
+  queue *= gpus;
+
+  TempDir dir;
+  const std::string acct = dir.file("g.sacct.json", nlohmann::json{{"jobs", recs}}.dump());
+  auto run = [&](const std::string& root) {
+    const FleetRun r = fleet_goodput(
+        dir, {"--sacct", acct, "--logs", root + "/{job_id}/events.rank*.jsonl", "--until", real.until, "--by", "job"});
+    EXPECT_EQ(r.process.code, 0) << r.process.err;
+    const nlohmann::json& got = r.report["gpu_ns"];
+    GpuNs sum = std::stoll(got["productive"].get<std::string>());
+    for (const char* k : {"queue", "detection_teardown", "restart_warmup", "rework", "blocking_overhead"})
+      sum += std::stoll(got[k]["gpu_ns"].get<std::string>());
+    EXPECT_EQ(to_string(sum), got["wall"]) << got.dump();
+    EXPECT_EQ(got["uninstrumented_other_run"]["gpu_ns"], "0");
+    return got;
+  };
+  const nlohmann::json named = run((real.data / "logs").string());
+  EXPECT_EQ(named["queue"]["gpu_ns"], to_string(GpuNs{queue})) << named.dump();
+  const int64_t detection = std::stoll(named["detection_teardown"]["gpu_ns"].get<std::string>());
+  EXPECT_LT(detection, in_flight * gpus) << named.dump();
+
+  dir.file("old/" + std::to_string(job) + "/events.rank0.jsonl", stripped);
+  const nlohmann::json by_time = run(dir.path("old"));
+  EXPECT_LT(std::stoll(by_time["queue"]["gpu_ns"].get<std::string>()), queue) << by_time.dump();
+  EXPECT_GT(std::stoll(by_time["detection_teardown"]["gpu_ns"].get<std::string>()), in_flight * gpus) << by_time.dump();
+  EXPECT_EQ(by_time["wall"], named["wall"]);
 }
 
 // A job that saves every second within each attempt, crashes, restarts 6 s later and saves every
