@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "goodput/cluster/cluster_report.hpp"
@@ -508,9 +509,9 @@ FleetRun fleet_goodput(const TempDir& dir, std::vector<std::string> args) {
   return r;
 }
 
-// A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 23.02's
-// {"set": false} object. Its 8 GPUs queue from eligible to the cancel, 4 s: 32 GPU-s, whatever the
-// window's end; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
+// A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 24.11's NO_VAL
+// (4294967294), 23.02's schema {"set": false} object. Its 8 GPUs queue from eligible to the cancel, 4 s: 32 GPU-s,
+// whatever the window's end; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
 TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   TempDir dir;
   const std::string tres = R"("tres": {"allocated": [], "requested": [{"type": "gres", "name": "gpu", "count": 8}]})";
@@ -522,6 +523,7 @@ TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   const std::vector<std::pair<std::string, std::string>> forms = {
       {"22.05 null", R"("eligible": )" + eligible + R"(, "start": null, "end": )" + end},
       {"22.05 zero", R"("eligible": )" + eligible + R"(, "start": 0, "end": )" + end},
+      {"24.11 NO_VAL", R"("eligible": )" + eligible + R"(, "start": 4294967294, "end": )" + end},
       {"23.02 object", R"("eligible": {"set": true, "infinite": false, "number": )" + eligible +
                            R"(}, "start": {"set": false, "infinite": false, "number": 0}, "end": {"set": true, )" +
                            R"("infinite": false, "number": )" + end + "}"}};
@@ -546,6 +548,15 @@ TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   const FleetRun r = fleet_goodput(dir, {"--sacct", bad});
   EXPECT_EQ(r.process.code, 2);
   EXPECT_EQ(r.process.err, "sdcprobe: error: " + bad + ": jobs[1].time.start.set must be true or false\n");
+  // Only NO_VAL and INFINITE are unset: the second before NO_VAL is a time, here after the end.
+  const std::string late = dir.file(
+      "late.json",
+      "{\"jobs\": [" + ran +
+          R"(, {"job_id": 2, "state": {"current": "CANCELLED"}, "time": {"eligible": 1, "start": 4294967293, "end": 2}}]})");
+  const FleetRun l = fleet_goodput(dir, {"--sacct", late});
+  EXPECT_EQ(l.process.code, 2);
+  EXPECT_EQ(l.process.err, "sdcprobe: error: " + late + ": jobs[1]: end before start\n");
+  EXPECT_TRUE(l.report.is_null());
   EXPECT_TRUE(r.report.is_null());
 }
 
@@ -602,6 +613,40 @@ TEST(FleetGoodputCli, LogsTemplateMissingFoldersAreJobsWithoutLogs) {
   EXPECT_TRUE(r.report.is_null());
 }
 
+// A requeued run failed, in each Slurm's form of the record's state: 22.05's "REQUEUED", 24.11's
+// ["PENDING", "REQUEUED"] (the base state, then its flag), the schema's ["REQUEUED"]; a run of a job
+// without a log is then a failed run, not another. Job 1 runs 10 s on 2 GPUs, is requeued and runs
+// 7 s more.
+TEST(FleetGoodputCli, RequeuedRecordIsAFailedRunInEachForm) {
+  TempDir dir;
+  auto job = [](const std::string& state) {
+    auto rec = [](const std::string& st, int64_t start, int64_t end) {
+      return R"({"job_id": 1, "state": {"current": )" + st + R"(}, "time": {"eligible": )" + std::to_string(kT0) +
+             R"(, "start": )" + std::to_string(kT0 + start) + R"(, "end": )" + std::to_string(kT0 + end) +
+             R"(}, "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 2}]}})";
+    };
+    return "{\"jobs\": [" + rec(state, 1, 11) + ", " + rec(R"(["COMPLETED"])", 13, 20) + "]}";
+  };
+  const std::vector<std::pair<std::string, bool>> forms = {
+      {R"("REQUEUED")", true},   {R"(["PENDING", "REQUEUED"])", true},
+      {R"(["REQUEUED"])", true}, {R"(["FAILED"])", true},
+      {R"(["PENDING"])", false}, {R"(["COMPLETED"])", false},
+      {R"("COMPLETED")", false}};
+  const GpuNs s = 1'000'000'000;
+  for (const auto& [state, failed] : forms) {
+    const FleetRun r = fleet_goodput(dir, {"--sacct", dir.file("sacct.json", job(state))});
+    ASSERT_EQ(r.process.code, 0) << state << ": " << r.process.err;
+    EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_failed_run"]["gpu_ns"], to_string(failed ? 20 * s : 0)) << state;
+    EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_other_run"]["gpu_ns"], to_string(failed ? 14 * s : 34 * s)) << state;
+  }
+  const std::string bad = dir.file("bad.json", job(R"(["PENDING", 3])"));
+  const FleetRun r = fleet_goodput(dir, {"--sacct", bad});
+  EXPECT_EQ(r.process.code, 2);
+  EXPECT_EQ(r.process.err,
+            "sdcprobe: error: " + bad + ": jobs[0].state.current must be a string or an array of strings\n");
+  EXPECT_TRUE(r.report.is_null());
+}
+
 // Every rank logs its saves and evals (GoodputCallback on each DDP rank): the measured counts are
 // rank 0's, as the ledger's timeline is (TallyOfTheLogs: other ranks' faults still count).
 TEST(FleetGoodputCli, MeasuredSavesAndEvalsAreRankZeros) {
@@ -634,41 +679,51 @@ TEST(FleetGoodputCli, MeasuredSavesAndEvalsAreRankZeros) {
   EXPECT_EQ(m["incidents"], 0);
 }
 
-// A real Slurm 22.05 dump (tests/goodput/data/fleet_22.05/README.md: a requeue, an SDC, a job
-// without a log folder, one running at the window's end, one cancelled while pending, two ranks)
+// A real Slurm dump, tests/goodput/data/fleet_VERSION (its README.md: a requeue, an SDC, a job
+// without a log folder, one running at the window's end, one cancelled while pending, two ranks),
 // with its jobs' real logs, by the documented --logs template. Each job with logs equals its own
 // `goodput --sacct` ledger times its GPUs; the others are the accounting's own arithmetic; the sum
-// is exact. The same dump in Slurm 23.02's forms (sacct_as_23.py) gives the same ledger.
-TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
-  const fs::path data = fs::path(SDC_SOURCE_DIR) / "tests/goodput/data/fleet_22.05";
+// is exact. `per_job` gets, for each job (a to f), the categories its time falls in when the job's
+// own records are summed alone; those sums add up to the whole.
+struct RealDump {
+  fs::path data;
   std::string until;
-  std::ifstream(data / "until") >> until;
-  std::map<std::string, int64_t> id;
-  for (std::ifstream in(data / "jobs"); in;) {
+  std::map<std::string, int64_t> id;  // a to f: the job ids
+  nlohmann::json dump;                // sacct.json as recorded
+  nlohmann::json records_of(const std::string& job) const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const nlohmann::json& rec : dump["jobs"]) {
+      if (rec["job_id"] == id.at(job)) out.push_back(rec);
+    }
+    return out;
+  }
+};
+
+void replay_real_dump(const std::string& version, RealDump& d, std::map<std::string, std::set<std::string>>& per_job,
+                      nlohmann::json& report) {
+  d.data = fs::path(SDC_SOURCE_DIR) / "tests/goodput/data" / ("fleet_" + version);
+  std::ifstream(d.data / "until") >> d.until;
+  for (std::ifstream in(d.data / "jobs"); in;) {
     std::string kv;
     if (!(in >> kv)) break;
-    id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
+    d.id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
   }
-  ASSERT_EQ(id.size(), 6u);
+  ASSERT_EQ(d.id.size(), 6u);
+  d.dump = nlohmann::json::parse(std::ifstream(d.data / "sacct.json"));
   TempDir dir;
   const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
-  const std::string logs = (data / "logs/{job_id}/events.rank*.jsonl").string();
-  const FleetRun r = fleet_goodput(dir, {"--sacct", (data / "sacct.json").string(), "--logs", logs, "--until", until});
+  const std::string logs = (d.data / "logs/{job_id}/events.rank*.jsonl").string();
+  const FleetRun r =
+      fleet_goodput(dir, {"--sacct", (d.data / "sacct.json").string(), "--logs", logs, "--until", d.until});
   ASSERT_EQ(r.process.code, 0) << r.process.err;
+  EXPECT_EQ(r.process.err, "");
   EXPECT_EQ(r.report["jobs"]["from_logs"], 3);
   EXPECT_EQ(r.report["jobs"]["from_sacct"], 3);
   EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 3);
-  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({id["c"], id["d"], id["e"]}));
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({d.id["c"], d.id["d"], d.id["e"]}));
+  report = r.report;
 
-  const nlohmann::json dump = nlohmann::json::parse(std::ifstream(data / "sacct.json"));
   const int64_t until_s = r.report["window"]["until_s"];
-  auto records_of = [&](int64_t job) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const nlohmann::json& rec : dump["jobs"]) {
-      if (rec["job_id"] == job) out.push_back(rec);
-    }
-    return out;
-  };
   auto gpus_of = [](const nlohmann::json& rec) {
     for (const char* kind : {"allocated", "requested"}) {
       for (const nlohmann::json& t : rec["tres"][kind]) {
@@ -677,13 +732,16 @@ TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
     }
     return int64_t{0};
   };
-  auto seconds = [](const nlohmann::json& v) { return v.is_null() ? int64_t{0} : v.get<int64_t>(); };
+  // Unset: 22.05's null, 24.11's NO_VAL.
+  auto seconds = [](const nlohmann::json& v) {
+    return v.is_null() || v == 4294967294u ? int64_t{0} : v.get<int64_t>();
+  };
   std::map<std::string, GpuNs> expect;
   const GpuNs s = 1'000'000'000;
   for (const char* job : {"a", "b", "f"}) {
-    const nlohmann::json recs = records_of(id[job]);
+    const nlohmann::json recs = d.records_of(job);
     const std::string acct = dir.file(std::string(job) + ".sacct.json", nlohmann::json{{"jobs", recs}}.dump());
-    const std::string pattern = (data / "logs" / std::to_string(id[job]) / "events.rank*.jsonl").string();
+    const std::string pattern = (d.data / "logs" / std::to_string(d.id[job]) / "events.rank*.jsonl").string();
     const fuzz::ProcessResult g =
         fuzz::run_process({binary, "goodput", "--json", "--sacct", acct, pattern}, dir.path(""), 120);
     ASSERT_EQ(g.code, 0) << job << ": " << g.err;
@@ -695,7 +753,7 @@ TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
       expect[category] += GpuNs{v["ns"].get<int64_t>()} * gpus;
   }
   for (const char* job : {"c", "d", "e"}) {
-    const nlohmann::json rec = records_of(id[job])[0];
+    const nlohmann::json rec = d.records_of(job)[0];
     const int64_t gpus = gpus_of(rec), eligible = seconds(rec["time"]["eligible"]);
     const int64_t start = seconds(rec["time"]["start"]), end = seconds(rec["time"]["end"]);
     if (std::string(job) == "e") {  // cancelled while pending: queued until the cancel
@@ -712,18 +770,83 @@ TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
   const nlohmann::json& got = r.report["gpu_ns"];
   EXPECT_EQ(got["wall"], to_string(expect["wall"]));
   EXPECT_EQ(got["productive"], to_string(expect["productive"]));
-  for (const char* k :
-       {"queue", "detection_teardown", "restart_warmup", "rework", "blocking_overhead", "uninstrumented_other_run"}) {
-    EXPECT_EQ(got[k]["gpu_ns"], to_string(expect[k])) << k;
-  }
+  const char* categories[] = {"queue",
+                              "detection_teardown",
+                              "restart_warmup",
+                              "rework",
+                              "blocking_overhead",
+                              "uninstrumented_other_run",
+                              "uninstrumented_failed_run"};
+  for (const char* k : categories) EXPECT_EQ(got[k]["gpu_ns"], to_string(expect[k])) << k;
   EXPECT_EQ(got["uninstrumented_failed_run"]["gpu_ns"], "0");
   EXPECT_GT(expect["queue"], 0);
 
+  // Each job alone, on its own records as recorded: the same window, and the parts sum to the whole.
+  std::map<std::string, GpuNs> sum;
+  for (const auto& [job, job_id] : d.id) {
+    const std::string acct = dir.file(job + ".alone.json", nlohmann::json{{"jobs", d.records_of(job)}}.dump());
+    const FleetRun one = fleet_goodput(dir, {"--sacct", acct, "--logs", logs, "--until", d.until});
+    ASSERT_EQ(one.process.code, 0) << job << ": " << one.process.err;
+    const nlohmann::json& g = one.report["gpu_ns"];
+    sum["wall"] += std::stoll(g["wall"].get<std::string>());
+    sum["productive"] += std::stoll(g["productive"].get<std::string>());
+    if (g["productive"] != "0") per_job[job].insert("productive");
+    for (const char* k : categories) {
+      sum[k] += std::stoll(g[k]["gpu_ns"].get<std::string>());
+      if (g[k]["gpu_ns"] != "0") per_job[job].insert(k);
+      if (g[k]["sdc_gpu_ns"] != "0") per_job[job].insert(std::string("sdc ") + k);
+    }
+  }
+  EXPECT_EQ(to_string(sum["wall"]), got["wall"]);
+  EXPECT_EQ(to_string(sum["productive"]), got["productive"]);
+  for (const char* k : categories) EXPECT_EQ(to_string(sum[k]), got[k]["gpu_ns"]) << k;
+}
+
+// Slurm 22.05's dump; the same in Slurm 23.02's schema forms (sacct_as_23.py) gives the same ledger.
+TEST(FleetGoodputCli, RealSlurm2205DumpReplaysExactly) {
+  RealDump d;
+  std::map<std::string, std::set<std::string>> per_job;
+  nlohmann::json report;
+  ASSERT_NO_FATAL_FAILURE(replay_real_dump("22.05", d, per_job, report));
+  EXPECT_EQ(d.records_of("e")[0]["time"]["start"], nullptr);  // 22.05's cancelled-while-pending start
+  TempDir dir;
   const FleetRun as_23 =
-      fleet_goodput(dir, {"--sacct", (data / "sacct_23.02_form.json").string(), "--logs", logs, "--until", until});
+      fleet_goodput(dir, {"--sacct", (d.data / "sacct_23.02_form.json").string(), "--logs",
+                          (d.data / "logs/{job_id}/events.rank*.jsonl").string(), "--until", d.until});
   ASSERT_EQ(as_23.process.code, 0) << as_23.process.err;
-  EXPECT_EQ(as_23.report["gpu_ns"], got);
-  EXPECT_EQ(as_23.report["jobs"], r.report["jobs"]);
+  EXPECT_EQ(as_23.report["gpu_ns"], report["gpu_ns"]);
+  EXPECT_EQ(as_23.report["jobs"], report["jobs"]);
+}
+
+// Slurm 24.11's dump (Debian 13) of the same six jobs: its own forms (plain integer times, NO_VAL for
+// the cancelled job's start, a requeued record's state as ["PENDING", "REQUEUED"]) sum exactly, and
+// every job's time falls in the same categories as in 22.05's dump.
+TEST(FleetGoodputCli, RealSlurm2411DumpReplaysExactly) {
+  RealDump d, old;
+  std::map<std::string, std::set<std::string>> per_job, per_job_2205;
+  nlohmann::json report, report_2205;
+  ASSERT_NO_FATAL_FAILURE(replay_real_dump("24.11", d, per_job, report));
+  EXPECT_EQ(d.dump["meta"]["slurm"]["release"], "24.11.5");
+  EXPECT_EQ(d.records_of("e")[0]["time"]["start"], 4294967294u);
+  EXPECT_EQ(d.records_of("a")[0]["state"]["current"], nlohmann::json({"PENDING", "REQUEUED"}));
+  EXPECT_EQ(d.records_of("a").size(), 2u);
+  ASSERT_NO_FATAL_FAILURE(replay_real_dump("22.05", old, per_job_2205, report_2205));
+  ASSERT_EQ(per_job.size(), 6u);
+  // The queue excepted: whole seconds of the scheduler's timing (d and f started within the second
+  // they became eligible in the 22.05 recording, one or two seconds later in this one).
+  auto but_queue = [](std::set<std::string> categories) {
+    categories.erase("queue");
+    return categories;
+  };
+  for (const char* job : {"a", "b", "c", "d", "e", "f"}) {
+    EXPECT_EQ(but_queue(per_job[job]), but_queue(per_job_2205[job])) << job;
+  }
+  // What each job is: e only queued; b's SDC shows; c and d ran without a log.
+  EXPECT_EQ(per_job["e"], std::set<std::string>({"queue"}));
+  EXPECT_EQ(per_job["c"], per_job["d"]);
+  EXPECT_EQ(per_job["d"], std::set<std::string>({"queue", "uninstrumented_other_run"}));
+  EXPECT_EQ(per_job["b"].count("sdc rework"), 1u);
+  EXPECT_EQ(report["jobs"], report_2205["jobs"]);
 }
 
 // A job that saves every second within each attempt, crashes, restarts 6 s later and saves every
