@@ -103,7 +103,7 @@ printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/gpu[0-3]\n' "$node" "$w
 # Slurm 24.11's slurmd starts a cgroup plugin even with task/none and proctrack/linuxproc, and stops
 # where no cgroup is mounted (a chroot); 22.05's knows no "disabled" and needs no cgroup.conf.
 case "$(slurmd -V)" in
-  "slurm 2"[0-3].*) ;;
+  *" 2"[0-3].*) ;;  # Debian prints "slurm-wlm 22.05.8"
   *) echo "CgroupPlugin=disabled" > "$work/cgroup.conf" ;;
 esac
 
