@@ -106,6 +106,11 @@ int64_t sacct_seconds(const nlohmann::json& time, const char* name, const std::s
     value = &value->at("number");
   }
   if (!value->is_number_integer()) throw InputError(field + " must be an integer (Unix seconds)");
+  // Slurm 24.11 writes a time never set as its 32-bit NO_VAL (the start of a job cancelled while
+  // pending: 4294967294); its INFINITE, 4294967295, is unset too, as "infinite": true is.
+  if (value->is_number_unsigned() && (value->get<uint64_t>() == 0xfffffffe || value->get<uint64_t>() == 0xffffffff)) {
+    return 0;
+  }
   const int64_t s = value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(kMaxSeconds)
                         ? -1
                         : value->get<int64_t>();

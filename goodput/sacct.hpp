@@ -29,8 +29,9 @@ void for_each_sacct_record(const std::string& path, const SacctRecordSink& recor
                            const nlohmann::json::parser_callback_t& keep = nullptr);
 
 // The time `name` of a record's "time" object, in Unix seconds; 0 when unset. Slurm 22.05 writes an
-// integer, 0 or null when unset (null: the start of a job cancelled while pending); 23.02 and later
-// write {"set": true|false, "infinite": false, "number": N}. Throws InputError naming
+// integer, 0 or null when unset (null: the start of a job cancelled while pending); 24.11 an integer,
+// 0 or 4294967294 (its NO_VAL) when unset; 23.02 and later's schema {"set": true|false, "infinite":
+// false, "number": N}. Throws InputError naming
 // `where`.time.`name`: missing, not one of these forms, out of range.
 int64_t sacct_seconds(const nlohmann::json& time, const char* name, const std::string& where);
 

@@ -35,7 +35,9 @@ std::string text(const nlohmann::json& job, const char* name, const std::string&
   return v.get<std::string>();
 }
 
-// Slurm 22.05: {"current": "FAILED"}; 23.02 and later: {"current": ["FAILED"]}.
+// Slurm 22.05: {"current": "FAILED"}; 23.02 and later: {"current": ["FAILED"]}, the base state then
+// its flags (24.11 writes a requeued record as ["PENDING", "REQUEUED"]). A flag that 22.05 names in
+// place of the base state (its job_state_string) is the state, so both read as "REQUEUED".
 std::string state(const nlohmann::json& job, const std::string& where) {
   const std::string field = where + ".state.current";
   if (!job.contains("state") || !job.at("state").is_object() || !job.at("state").contains("current")) {
@@ -43,8 +45,16 @@ std::string state(const nlohmann::json& job, const std::string& where) {
   }
   const nlohmann::json& s = job.at("state").at("current");
   if (s.is_string()) return s.get<std::string>();
-  if (s.is_array() && !s.empty() && s[0].is_string()) return s[0].get<std::string>();
-  throw InputError(field + " must be a string or an array of strings");
+  if (!s.is_array() || s.empty() || !std::all_of(s.begin(), s.end(), [](const auto& v) { return v.is_string(); })) {
+    throw InputError(field + " must be a string or an array of strings");
+  }
+  static const char* kNamedFirst[] = {"COMPLETING",  "CONFIGURING",   "RESIZING",     "REQUEUED",
+                                      "REQUEUE_FED", "REQUEUE_HOLD",  "SPECIAL_EXIT", "STOPPED",
+                                      "REVOKED",     "RESV_DEL_HOLD", "SIGNALING",    "STAGE_OUT"};
+  for (const char* flag : kNamedFirst) {
+    if (std::find(s.begin() + 1, s.end(), flag) != s.end()) return flag;
+  }
+  return s[0].get<std::string>();
 }
 
 // The GPUs of a tres list: the untyped gres/gpu entry, else the sum of the typed ones (gpu:a100).

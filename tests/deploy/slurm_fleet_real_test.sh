@@ -6,7 +6,7 @@
 #   B (4 GPUs) logs an SDC caught by the replica check (its sdc_detected) and fails;
 #   C (3 GPUs, so it queues behind B) has no event log;
 #   D (3 GPUs) is still running at the window's end;
-#   E (2 GPUs) is cancelled while it waits behind D (Slurm 22.05 writes its start as null or 0);
+#   E (2 GPUs) is cancelled while it waits behind D (its start: 22.05's null or 0, 24.11's NO_VAL);
 #   F (2 GPUs) runs two ranks that each log their steps and saves, as GoodputCallback does;
 #   G (2 GPUs) logs, is requeued fast: the SIGTERM of `scontrol requeue` is its fault, logged after
 #     the record's End (Slurm cuts it down to the second) and at most 1 s before the next Start, the
@@ -18,7 +18,8 @@
 # B's SDC share shows. With --logs instead of summaries, the jobs without a log folder (C, D, E) are
 # counted from the accounting and listed as matching nothing.
 # With SDCPROBE_RECORD_DIR set, the accounting, the logs and the window's end are copied there (how
-# tests/goodput/data/fleet_22.05 was made, once).
+# tests/goodput/data/fleet_22.05 was made, once; fleet_24.11 by record_slurm_trixie.sh, in a Debian 13
+# root).
 # Needs root, Debian's slurm-wlm, slurmdbd, munge and mariadb-server; exits 77 (skipped) without
 # them. Usage: slurm_fleet_real_test.sh SDCPROBE PYTHON_PACKAGE_DIR DEPLOY_DIR
 set -uo pipefail
@@ -103,9 +104,20 @@ sed -i -e "s/^SelectType=select\/linear$//" -e "s/^NodeName=.*/NodeName=$node No
 mkdir -p "$work/dev"
 touch "$work/dev/gpu0" "$work/dev/gpu1" "$work/dev/gpu2" "$work/dev/gpu3"
 printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/gpu[0-3]\n' "$node" "$work" > "$work/gres.conf"
+# Slurm 24.11's slurmd starts a cgroup plugin even with task/none and proctrack/linuxproc, and stops
+# where no cgroup is mounted (a chroot); 22.05's knows no "disabled" and needs no cgroup.conf.
+case "$(slurmd -V)" in
+  *" 2"[0-3].*) ;;  # Debian prints "slurm-wlm 22.05.8"
+  *) echo "CgroupPlugin=disabled" > "$work/cgroup.conf" ;;
+esac
 
 wait_for "munged" test -S "$work/munge.sock" || exit 1
 wait_for "mariadb" mariadb --no-defaults --socket="$work/db.sock" -e 'select 1' >/dev/null 2>&1 || exit 1
+# The database exists before slurmdbd starts: when slurmdbd creates it, it retries
+# mysql_real_connect on the handle whose first connect failed, and on that handle MariaDB
+# Connector/C 3.4 (Debian 13, Slurm 24.11) refuses every result set ("5027 Number of columns in
+# result (=1) set execeeds maxmimum allowed number of columns (=0)").
+mariadb --no-defaults --socket="$work/db.sock" -e 'create database slurm_acct_db' || exit 1
 slurmdbd -D >> "$work/slurmdbd.log" 2>&1 &
 pids+=($!)
 wait_for "slurmdbd" sacctmgr -i list cluster >/dev/null 2>&1 || exit 1

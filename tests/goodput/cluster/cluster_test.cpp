@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "goodput/cluster/cluster_report.hpp"
@@ -508,9 +510,9 @@ FleetRun fleet_goodput(const TempDir& dir, std::vector<std::string> args) {
   return r;
 }
 
-// A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 23.02's
-// {"set": false} object. Its 8 GPUs queue from eligible to the cancel, 4 s: 32 GPU-s, whatever the
-// window's end; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
+// A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 24.11's NO_VAL
+// (4294967294), 23.02's schema {"set": false} object. Its 8 GPUs queue from eligible to the cancel, 4 s: 32 GPU-s,
+// whatever the window's end; beside it a job that ran 10 s on 2 GPUs after 1 s in the queue.
 TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   TempDir dir;
   const std::string tres = R"("tres": {"allocated": [], "requested": [{"type": "gres", "name": "gpu", "count": 8}]})";
@@ -522,6 +524,7 @@ TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   const std::vector<std::pair<std::string, std::string>> forms = {
       {"22.05 null", R"("eligible": )" + eligible + R"(, "start": null, "end": )" + end},
       {"22.05 zero", R"("eligible": )" + eligible + R"(, "start": 0, "end": )" + end},
+      {"24.11 NO_VAL", R"("eligible": )" + eligible + R"(, "start": 4294967294, "end": )" + end},
       {"23.02 object", R"("eligible": {"set": true, "infinite": false, "number": )" + eligible +
                            R"(}, "start": {"set": false, "infinite": false, "number": 0}, "end": {"set": true, )" +
                            R"("infinite": false, "number": )" + end + "}"}};
@@ -546,6 +549,15 @@ TEST(FleetGoodputCli, JobCancelledWhilePendingQueuesUntilItsCancel) {
   const FleetRun r = fleet_goodput(dir, {"--sacct", bad});
   EXPECT_EQ(r.process.code, 2);
   EXPECT_EQ(r.process.err, "sdcprobe: error: " + bad + ": jobs[1].time.start.set must be true or false\n");
+  // Only NO_VAL and INFINITE are unset: the second before NO_VAL is a time, here after the end.
+  const std::string late = dir.file(
+      "late.json",
+      "{\"jobs\": [" + ran +
+          R"(, {"job_id": 2, "state": {"current": "CANCELLED"}, "time": {"eligible": 1, "start": 4294967293, "end": 2}}]})");
+  const FleetRun l = fleet_goodput(dir, {"--sacct", late});
+  EXPECT_EQ(l.process.code, 2);
+  EXPECT_EQ(l.process.err, "sdcprobe: error: " + late + ": jobs[1]: end before start\n");
+  EXPECT_TRUE(l.report.is_null());
   EXPECT_TRUE(r.report.is_null());
 }
 
@@ -602,6 +614,40 @@ TEST(FleetGoodputCli, LogsTemplateMissingFoldersAreJobsWithoutLogs) {
   EXPECT_TRUE(r.report.is_null());
 }
 
+// A requeued run failed, in each Slurm's form of the record's state: 22.05's "REQUEUED", 24.11's
+// ["PENDING", "REQUEUED"] (the base state, then its flag), the schema's ["REQUEUED"]; a run of a job
+// without a log is then a failed run, not another. Job 1 runs 10 s on 2 GPUs, is requeued and runs
+// 7 s more.
+TEST(FleetGoodputCli, RequeuedRecordIsAFailedRunInEachForm) {
+  TempDir dir;
+  auto job = [](const std::string& state) {
+    auto rec = [](const std::string& st, int64_t start, int64_t end) {
+      return R"({"job_id": 1, "state": {"current": )" + st + R"(}, "time": {"eligible": )" + std::to_string(kT0) +
+             R"(, "start": )" + std::to_string(kT0 + start) + R"(, "end": )" + std::to_string(kT0 + end) +
+             R"(}, "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 2}]}})";
+    };
+    return "{\"jobs\": [" + rec(state, 1, 11) + ", " + rec(R"(["COMPLETED"])", 13, 20) + "]}";
+  };
+  const std::vector<std::pair<std::string, bool>> forms = {
+      {R"("REQUEUED")", true},   {R"(["PENDING", "REQUEUED"])", true},
+      {R"(["REQUEUED"])", true}, {R"(["FAILED"])", true},
+      {R"(["PENDING"])", false}, {R"(["COMPLETED"])", false},
+      {R"("COMPLETED")", false}};
+  const GpuNs s = 1'000'000'000;
+  for (const auto& [state, failed] : forms) {
+    const FleetRun r = fleet_goodput(dir, {"--sacct", dir.file("sacct.json", job(state))});
+    ASSERT_EQ(r.process.code, 0) << state << ": " << r.process.err;
+    EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_failed_run"]["gpu_ns"], to_string(failed ? 20 * s : 0)) << state;
+    EXPECT_EQ(r.report["gpu_ns"]["uninstrumented_other_run"]["gpu_ns"], to_string(failed ? 14 * s : 34 * s)) << state;
+  }
+  const std::string bad = dir.file("bad.json", job(R"(["PENDING", 3])"));
+  const FleetRun r = fleet_goodput(dir, {"--sacct", bad});
+  EXPECT_EQ(r.process.code, 2);
+  EXPECT_EQ(r.process.err,
+            "sdcprobe: error: " + bad + ": jobs[0].state.current must be a string or an array of strings\n");
+  EXPECT_TRUE(r.report.is_null());
+}
+
 // Every rank logs its saves and evals (GoodputCallback on each DDP rank): the measured counts are
 // rank 0's, as the ledger's timeline is (TallyOfTheLogs: other ranks' faults still count).
 TEST(FleetGoodputCli, MeasuredSavesAndEvalsAreRankZeros) {
@@ -634,34 +680,14 @@ TEST(FleetGoodputCli, MeasuredSavesAndEvalsAreRankZeros) {
   EXPECT_EQ(m["incidents"], 0);
 }
 
-// tests/goodput/data/fleet_22.05 (its README.md): the window's end, which job id is which job, the
-// records.
-struct RealDump {
-  const fs::path data = fs::path(SDC_SOURCE_DIR) / "tests/goodput/data/fleet_22.05";
-  std::string until;
-  std::map<std::string, int64_t> id;
-  nlohmann::json sacct = nlohmann::json::parse(std::ifstream(data / "sacct.json"));
-  RealDump() {
-    std::ifstream(data / "until") >> until;
-    for (std::ifstream in(data / "jobs"); in;) {
-      std::string kv;
-      if (!(in >> kv)) break;
-      id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
-    }
-  }
-  // The job's records, by start (sacct lists a requeued record where the job was first submitted).
-  nlohmann::json records_of(int64_t job) const {
-    nlohmann::json out = nlohmann::json::array();
-    for (const nlohmann::json& rec : sacct["jobs"]) {
-      if (rec["job_id"] == job) out.push_back(rec);
-    }
-    std::stable_sort(out.begin(), out.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
-      return (x["time"]["start"].is_null() ? 0 : x["time"]["start"].get<int64_t>()) <
-             (y["time"]["start"].is_null() ? 0 : y["time"]["start"].get<int64_t>());
-    });
-    return out;
-  }
-};
+// A real Slurm dump, tests/goodput/data/fleet_VERSION (its README.md: a requeue, an SDC, a job
+// without a log folder, one running at the window's end, one cancelled while pending, two ranks),
+// with its jobs' real logs, by the documented --logs template. Each job with logs equals its own
+// `goodput --sacct` ledger times its GPUs; the others are the accounting's own arithmetic; the sum
+// is exact. `per_job` gets, for each job (a to f), the categories its time falls in when the job's
+// own records are summed alone; those sums add up to the whole.
+// Unset: 22.05's null, 24.11's NO_VAL.
+int64_t seconds(const nlohmann::json& v) { return v.is_null() || v == 4294967294u ? int64_t{0} : v.get<int64_t>(); }
 
 int64_t gpus_of(const nlohmann::json& rec) {  // allocated, else requested (a record that never ran)
   for (const char* kind : {"allocated", "requested"}) {
@@ -672,36 +698,60 @@ int64_t gpus_of(const nlohmann::json& rec) {  // allocated, else requested (a re
   return 0;
 }
 
-// A real Slurm 22.05 dump (a requeue, an SDC, a job without a log folder, one running at the
-// window's end, one cancelled while pending, two ranks, a fast requeue) with its jobs' real logs, by
-// the documented --logs template. Each job with logs equals its own `goodput --sacct` ledger times
-// its GPUs; the others are the accounting's own arithmetic; the sum is exact. The same dump in
-// Slurm 23.02's forms (sacct_as_23.py) gives the same ledger.
-TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
-  const RealDump real;
-  const fs::path& data = real.data;
-  const std::string& until = real.until;
-  std::map<std::string, int64_t> id = real.id;
-  ASSERT_EQ(id.size(), 7u);
+struct RealDump {
+  fs::path data;
+  std::string until;
+  std::map<std::string, int64_t> id;  // a to f (and g in 22.05's): the job ids
+  nlohmann::json dump;                // sacct.json as recorded
+  explicit RealDump(const std::string& version)
+      : data(fs::path(SDC_SOURCE_DIR) / "tests/goodput/data" / ("fleet_" + version)) {
+    std::ifstream(data / "until") >> until;
+    for (std::ifstream in(data / "jobs"); in;) {
+      std::string kv;
+      if (!(in >> kv)) break;
+      id[kv.substr(0, 1)] = std::stoll(kv.substr(2));
+    }
+    dump = nlohmann::json::parse(std::ifstream(data / "sacct.json"));
+  }
+  // The job's records, by start (sacct lists a requeued record where the job was first submitted).
+  nlohmann::json records_of(const std::string& job) const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const nlohmann::json& rec : dump["jobs"]) {
+      if (rec["job_id"] == id.at(job)) out.push_back(rec);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+      return seconds(x["time"]["start"]) < seconds(y["time"]["start"]);
+    });
+    return out;
+  }
+};
+
+void replay_real_dump(const RealDump& d, std::map<std::string, std::set<std::string>>& per_job,
+                      nlohmann::json& report) {
+  ASSERT_GE(d.id.size(), 6u);
+  // The jobs that log: a, b, f, and 22.05's fast requeue g.
+  std::vector<std::string> logged = {"a", "b", "f"};
+  if (d.id.count("g")) logged.push_back("g");
   TempDir dir;
   const std::string binary = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
-  const std::string logs = (data / "logs/{job_id}/events.rank*.jsonl").string();
-  const FleetRun r = fleet_goodput(dir, {"--sacct", (data / "sacct.json").string(), "--logs", logs, "--until", until});
+  const std::string logs = (d.data / "logs/{job_id}/events.rank*.jsonl").string();
+  const FleetRun r =
+      fleet_goodput(dir, {"--sacct", (d.data / "sacct.json").string(), "--logs", logs, "--until", d.until});
   ASSERT_EQ(r.process.code, 0) << r.process.err;
-  EXPECT_EQ(r.report["jobs"]["from_logs"], 4);
+  EXPECT_EQ(r.process.err, "");
+  EXPECT_EQ(r.report["jobs"]["from_logs"], logged.size());
   EXPECT_EQ(r.report["jobs"]["from_sacct"], 3);
   EXPECT_EQ(r.report["jobs"]["logs_matched_nothing"], 3);
-  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({id["c"], id["d"], id["e"]}));
+  EXPECT_EQ(r.report["jobs"]["logs_matched_nothing_first"], nlohmann::json({d.id["c"], d.id["d"], d.id["e"]}));
+  report = r.report;
 
   const int64_t until_s = r.report["window"]["until_s"];
-  auto records_of = [&](int64_t job) { return real.records_of(job); };
-  auto seconds = [](const nlohmann::json& v) { return v.is_null() ? int64_t{0} : v.get<int64_t>(); };
   std::map<std::string, GpuNs> expect;
   const GpuNs s = 1'000'000'000;
-  for (const char* job : {"a", "b", "f", "g"}) {
-    const nlohmann::json recs = records_of(id[job]);
-    const std::string acct = dir.file(std::string(job) + ".sacct.json", nlohmann::json{{"jobs", recs}}.dump());
-    const std::string pattern = (data / "logs" / std::to_string(id[job]) / "events.rank*.jsonl").string();
+  for (const std::string& job : logged) {
+    const nlohmann::json recs = d.records_of(job);
+    const std::string acct = dir.file(job + ".sacct.json", nlohmann::json{{"jobs", recs}}.dump());
+    const std::string pattern = (d.data / "logs" / std::to_string(d.id[job]) / "events.rank*.jsonl").string();
     const fuzz::ProcessResult g =
         fuzz::run_process({binary, "goodput", "--json", "--sacct", acct, pattern}, dir.path(""), 120);
     ASSERT_EQ(g.code, 0) << job << ": " << g.err;
@@ -713,7 +763,7 @@ TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
       expect[category] += GpuNs{v["ns"].get<int64_t>()} * gpus;
   }
   for (const char* job : {"c", "d", "e"}) {
-    const nlohmann::json rec = records_of(id[job])[0];
+    const nlohmann::json rec = d.records_of(job)[0];
     const int64_t gpus = gpus_of(rec), eligible = seconds(rec["time"]["eligible"]);
     const int64_t start = seconds(rec["time"]["start"]), end = seconds(rec["time"]["end"]);
     if (std::string(job) == "e") {  // cancelled while pending: queued until the cancel
@@ -730,30 +780,98 @@ TEST(FleetGoodputCli, RealSlurmDumpReplaysExactly) {
   const nlohmann::json& got = r.report["gpu_ns"];
   EXPECT_EQ(got["wall"], to_string(expect["wall"]));
   EXPECT_EQ(got["productive"], to_string(expect["productive"]));
-  for (const char* k :
-       {"queue", "detection_teardown", "restart_warmup", "rework", "blocking_overhead", "uninstrumented_other_run"}) {
-    EXPECT_EQ(got[k]["gpu_ns"], to_string(expect[k])) << k;
-  }
+  const char* categories[] = {"queue",
+                              "detection_teardown",
+                              "restart_warmup",
+                              "rework",
+                              "blocking_overhead",
+                              "uninstrumented_other_run",
+                              "uninstrumented_failed_run"};
+  for (const char* k : categories) EXPECT_EQ(got[k]["gpu_ns"], to_string(expect[k])) << k;
   EXPECT_EQ(got["uninstrumented_failed_run"]["gpu_ns"], "0");
   EXPECT_GT(expect["queue"], 0);
 
-  const FleetRun as_23 =
-      fleet_goodput(dir, {"--sacct", (data / "sacct_23.02_form.json").string(), "--logs", logs, "--until", until});
-  ASSERT_EQ(as_23.process.code, 0) << as_23.process.err;
-  EXPECT_EQ(as_23.report["gpu_ns"], got);
-  EXPECT_EQ(as_23.report["jobs"], r.report["jobs"]);
+  // Each job alone, on its own records as recorded: the same window, and the parts sum to the whole.
+  std::map<std::string, GpuNs> sum;
+  for (const auto& [job, job_id] : d.id) {
+    const std::string acct = dir.file(job + ".alone.json", nlohmann::json{{"jobs", d.records_of(job)}}.dump());
+    const FleetRun one = fleet_goodput(dir, {"--sacct", acct, "--logs", logs, "--until", d.until});
+    ASSERT_EQ(one.process.code, 0) << job << ": " << one.process.err;
+    const nlohmann::json& g = one.report["gpu_ns"];
+    sum["wall"] += std::stoll(g["wall"].get<std::string>());
+    sum["productive"] += std::stoll(g["productive"].get<std::string>());
+    if (g["productive"] != "0") per_job[job].insert("productive");
+    for (const char* k : categories) {
+      sum[k] += std::stoll(g[k]["gpu_ns"].get<std::string>());
+      if (g[k]["gpu_ns"] != "0") per_job[job].insert(k);
+      if (g[k]["sdc_gpu_ns"] != "0") per_job[job].insert(std::string("sdc ") + k);
+    }
+  }
+  EXPECT_EQ(to_string(sum["wall"]), got["wall"]);
+  EXPECT_EQ(to_string(sum["productive"]), got["productive"]);
+  for (const char* k : categories) EXPECT_EQ(to_string(sum[k]), got[k]["gpu_ns"]) << k;
 }
 
-// Job g of the same dump, requeued fast: the SIGTERM of `scontrol requeue` is its fault, logged
+// Slurm 22.05's dump; the same in Slurm 23.02's schema forms (sacct_as_23.py) gives the same ledger.
+TEST(FleetGoodputCli, RealSlurm2205DumpReplaysExactly) {
+  const RealDump d("22.05");
+  std::map<std::string, std::set<std::string>> per_job;
+  nlohmann::json report;
+  ASSERT_NO_FATAL_FAILURE(replay_real_dump(d, per_job, report));
+  EXPECT_EQ(d.records_of("e")[0]["time"]["start"], nullptr);  // 22.05's cancelled-while-pending start
+  TempDir dir;
+  const FleetRun as_23 =
+      fleet_goodput(dir, {"--sacct", (d.data / "sacct_23.02_form.json").string(), "--logs",
+                          (d.data / "logs/{job_id}/events.rank*.jsonl").string(), "--until", d.until});
+  ASSERT_EQ(as_23.process.code, 0) << as_23.process.err;
+  EXPECT_EQ(as_23.report["gpu_ns"], report["gpu_ns"]);
+  EXPECT_EQ(as_23.report["jobs"], report["jobs"]);
+}
+
+// Slurm 24.11's dump (Debian 13) of the same six jobs: its own forms (plain integer times, NO_VAL for
+// the cancelled job's start, a requeued record's state as ["PENDING", "REQUEUED"]) sum exactly, and
+// every job's time falls in the same categories as in 22.05's dump.
+TEST(FleetGoodputCli, RealSlurm2411DumpReplaysExactly) {
+  const RealDump d("24.11"), old("22.05");
+  std::map<std::string, std::set<std::string>> per_job, per_job_2205;
+  nlohmann::json report, report_2205;
+  ASSERT_NO_FATAL_FAILURE(replay_real_dump(d, per_job, report));
+  EXPECT_EQ(d.dump["meta"]["slurm"]["release"], "24.11.5");
+  EXPECT_EQ(d.records_of("e")[0]["time"]["start"], 4294967294u);
+  EXPECT_EQ(d.records_of("a")[0]["state"]["current"], nlohmann::json({"PENDING", "REQUEUED"}));
+  EXPECT_EQ(d.records_of("a").size(), 2u);
+  ASSERT_NO_FATAL_FAILURE(replay_real_dump(old, per_job_2205, report_2205));
+  ASSERT_EQ(per_job.size(), 6u);
+  // The queue excepted: whole seconds of the scheduler's timing (d and f started within the second
+  // they became eligible in the 22.05 recording, one or two seconds later in this one).
+  auto but_queue = [](std::set<std::string> categories) {
+    categories.erase("queue");
+    return categories;
+  };
+  for (const char* job : {"a", "b", "c", "d", "e", "f"}) {
+    EXPECT_EQ(but_queue(per_job[job]), but_queue(per_job_2205[job])) << job;
+  }
+  // What each job is: e only queued; b's SDC shows; c and d ran without a log.
+  EXPECT_EQ(per_job["e"], std::set<std::string>({"queue"}));
+  EXPECT_EQ(per_job["c"], per_job["d"]);
+  EXPECT_EQ(per_job["d"], std::set<std::string>({"queue", "uninstrumented_other_run"}));
+  EXPECT_EQ(per_job["b"].count("sdc rework"), 1u);
+  // 22.05's dump also holds the fast requeue g, a seventh job with a log.
+  EXPECT_EQ(report["jobs"]["from_logs"], 3);
+  for (const char* k : {"from_sacct", "logs_matched_nothing"})
+    EXPECT_EQ(report["jobs"][k], report_2205["jobs"][k]) << k;
+}
+
+// Job g of the 22.05 dump, requeued fast: the SIGTERM of `scontrol requeue` is its fault, logged
 // after the requeued record's End (Slurm cuts it down to the second) and less than 1 s before the
 // next record's Start. The record its attempt names (slurm_restart) holds it: the gap from the fault
 // to the next Start is queue, and detection & teardown ends at the fault. The old rule (an event belongs
 // to the record starting at most 1 s after it), given the same log without slurm_restart, puts the
 // fault in the next record and labels the gap detection & teardown.
 TEST(FleetGoodputCli, RealSlurmFastRequeueKeepsItsFaultInItsRecord) {
-  const RealDump real;
+  const RealDump real("22.05");
   const int64_t job = real.id.at("g");
-  const nlohmann::json recs = real.records_of(job);
+  const nlohmann::json recs = real.records_of("g");
   ASSERT_GE(recs.size(), 2u);
   const int64_t s = 1'000'000'000, gpus = gpus_of(recs[0]);
   auto at = [&](size_t k, const char* key) { return recs[k]["time"][key].get<int64_t>() * s; };
