@@ -37,8 +37,19 @@ chmod 755 "$work"
 pids=()
 source "$(dirname "$(readlink -f "$0")")/test_lib.sh"
 stop_all() {
-  scancel --full "${jobs[@]}" 2>/dev/null
+  if [ "${#jobs[@]}" -gt 0 ]; then
+    scancel --full "${jobs[@]}" 2>/dev/null
+    # Let the jobs end while slurmd runs: stopped first, it leaves their slurmstepd running.
+    for _ in $(seq 50); do
+      [ -z "$(squeue -h -j "$(IFS=,; echo "${jobs[*]}")" 2>/dev/null)" ] && break
+      sleep 0.2
+    done
+  fi
   stop_pids
+  # A step daemon that outlived them anyway (reparented to init) is ours if it reads our slurm.conf.
+  for pid in $(pgrep -x slurmstepd); do
+    grep -qz "^SLURM_CONF=$work/" "/proc/$pid/environ" 2>/dev/null && kill -9 "$pid"
+  done
   if [ "${failures:-1}" -ne 0 ]; then
     tail -n 15 "$work"/*.log 2>/dev/null
   fi

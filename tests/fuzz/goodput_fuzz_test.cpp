@@ -224,7 +224,9 @@ void check_in_process(const std::string& log, int index) {
     EXPECT_TRUE(sums_exactly(analyze(in).breakdown));
   } catch (const InputError& e) {
     // A log with no start that would be all queue is refused as a whole, by no line.
-    if (e.what() != std::string(kNoStart) || !without_start(log)) EXPECT_TRUE(names_a_line(e.what(), log));
+    if (e.what() != std::string(kNoStart) || !without_start(log)) {
+      EXPECT_TRUE(names_a_line(e.what(), log));
+    }
   } catch (const std::exception& e) {
     ADD_FAILURE() << "unexpected exception: " << e.what();
   }
