@@ -281,9 +281,9 @@ Cluster compute_cluster(const ClusterInputs& in, Progress* progress) {
   std::vector<std::optional<JobResult>> results(c.jobs.size());
   std::vector<std::exception_ptr> errors(c.jobs.size());
   const goodput::LedgerOptions ledger = in.ledger;
+  // One job at a time: a job with logs costs as much as thousands without, and chunks of them would
+  // leave a thread idle at the end.
   if (progress) progress->start("jobs", c.jobs.size(), "log files");
-    // One job at a time: a job with logs costs as much as thousands without, and chunks of them would
-    // leave a thread idle at the end.
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t j = 0; j < c.jobs.size(); ++j) {
     size_t logs_read = 0;

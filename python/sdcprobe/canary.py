@@ -19,7 +19,7 @@ import time
 
 from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, SDCStop, _int_in
 from sdcprobe.replica import (ReplicaCheck, _as_uint64, _local, _named, _torch, combine_digests, detected_fields,
-                              device_identity, state_digest, tensor_digest_table)
+                              device_identity, tensor_digest_table)
 
 # The seed of the random generators inside the canary (dropout masks): the same on every replica
 # and every run; the training's own generators are saved and restored around it.
