@@ -23,10 +23,12 @@ MemoryTime memory_probe_time(Level level) {
 }
 
 uint64_t memory_probe_bytes(uint64_t spare_bytes, const Device::MemoryRates& rates, const MemoryTime& time,
-                            double traffic_per_byte) {
+                            double traffic_per_byte, uint64_t held_bytes) {
   double bytes = static_cast<double>(spare_bytes);
   // A rate of 0 was too fast to time: no bound.
-  if (rates.allocate_bytes_per_s > 0) bytes = std::min(bytes, rates.allocate_bytes_per_s * time.allocate_s);
+  if (rates.allocate_bytes_per_s > 0) {
+    bytes = std::min(bytes, std::max(static_cast<double>(held_bytes), rates.allocate_bytes_per_s * time.allocate_s));
+  }
   if (rates.fill_bytes_per_s > 0) bytes = std::min(bytes, rates.fill_bytes_per_s * time.passes_s / traffic_per_byte);
   return std::max<uint64_t>(static_cast<uint64_t>(bytes) / kMiB, 1) * kMiB;
 }
@@ -71,20 +73,29 @@ MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result, double traffic_pe
   } else {
     const uint64_t spare = ctx.device.spare_memory_bytes();
     bytes =
-        memory_probe_bytes(spare, measured_memory_rates(ctx.device), memory_probe_time(ctx.level), traffic_per_byte);
+        memory_probe_bytes(spare, measured_memory_rates(ctx.device), memory_probe_time(ctx.level), traffic_per_byte,
+                           ctx.device.scratch_bytes());
     result.params["spare_bytes"] = spare;
   }
   words_ = bytes / 8;
   if (words_ == 0) throw InputError("--size must be at least 8 bytes");
+  const bool fresh = ctx.device.scratch_bytes() < words_ * 8;
+  const auto allocation_start = std::chrono::steady_clock::now();
   buffer_ = &ctx.device.scratch(words_ * 8);
+  const double allocate_s = seconds_since(allocation_start);
   result.setup_s += seconds_since(start);
   result.params["traffic_per_byte"] = traffic_per_byte;
   covered();
   boxed_ = !ctx.size_bytes && !ctx.iterations;
   if (boxed_) {
-    const double box_s = memory_probe_time(ctx.level).passes_s;
-    deadline_ = std::chrono::steady_clock::now() +
+    // The box runs from the allocation's start: one slower than its share (faulting in memory on a
+    // loaded node) takes the rest from the passes, so the probe still ends on time. Its rate is kept
+    // for the next allocation, as the passes' is.
+    const MemoryTime time = memory_probe_time(ctx.level);
+    const double box_s = time.passes_s + (fresh ? time.allocate_s : 0);
+    deadline_ = allocation_start +
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(box_s));
+    if (fresh && allocate_s > 0) ctx.device.memory_rates()->allocate_bytes_per_s = words_ * 8 / allocate_s;
     result.params["time_box_s"] = box_s;
     result.params["planned_bytes"] = words_ * 8;
   }

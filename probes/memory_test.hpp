@@ -9,12 +9,15 @@
 
 namespace sdc {
 
-// With the level's default sizing (no --size, no --iterations) a probe keeps its time box: before
-// each fill or check the tested range shrinks to the prefix of the buffer that leaves the rest of the
-// probe's traffic within what is left of the box, at the rate its own passes ran so far (every
-// earlier operation covered that prefix, so the probe's sequence stays whole on it, and it never
-// shrinks below 1 MiB). The rate is kept for the device's next probe: sizes come from passes run
-// while the level's devices and the node's load run together. `bytes` in the result's params is the
+// With the level's default sizing (no --size, no --iterations) a probe keeps its time box. The box
+// runs from the start of its allocation: the level's allocate time plus its passes' when it
+// allocates a fresh buffer, the passes' alone when it reuses the last probe's, so an allocation
+// slower than its share takes the rest from the passes. Before each fill or check the tested range
+// shrinks to the prefix of the buffer that leaves the rest of the probe's traffic within what is
+// left of the box, at the rate its own passes ran so far (every earlier operation covered that
+// prefix, so the probe's sequence stays whole on it, and it never shrinks below 1 MiB). The rates
+// of its allocation and passes are kept for the device's next probe: sizes come from work run while
+// the level's devices and the node's load run together. `bytes` in the result's params is the
 // prefix every operation covered.
 class MemoryTest {
  public:
@@ -66,9 +69,10 @@ MemoryTime memory_probe_time(Level level);
 
 // The buffer of a memory probe: everything the device can spare, or less where allocating it or
 // `traffic_per_byte` bytes of passes over each byte, at the measured rates, would take longer than
-// `time` allows. A whole number of MiB, at least 1 MiB.
+// `time` allows. The `held_bytes` of the last probe's buffer cost no allocation. A whole number of
+// MiB, at least 1 MiB.
 uint64_t memory_probe_bytes(uint64_t spare_bytes, const Device::MemoryRates& rates, const MemoryTime& time,
-                            double traffic_per_byte);
+                            double traffic_per_byte, uint64_t held_bytes = 0);
 
 // The bytes a time-boxed probe's next fill or check covers: `bytes` (the prefix covered so far) when
 // `traffic_left` bytes per buffer byte fit in `left_s` seconds at `rate` bytes per second (or the rate

@@ -451,6 +451,11 @@ TEST(MemorySizing, TheBufferIsAllThatIsSpareWhenItFitsTheTimeElseWhatTheTimeAllo
   EXPECT_EQ(memory_probe_bytes(0, rates, time, 10), 1ULL << 20);  // never below 1 MiB
   EXPECT_EQ(memory_probe_bytes(uint64_t{1} << 40, rates, MemoryTime{1e-6, 1e-6}, 10), 1ULL << 20);
   EXPECT_EQ(memory_probe_bytes(5ULL << 20, Device::MemoryRates{}, time, 10), 5ULL << 20);  // too fast to time
+  // The buffer the last probe left is reused without allocating: only the passes and what is spare
+  // bound a probe up to its size.
+  EXPECT_EQ(memory_probe_bytes(uint64_t{1} << 40, rates, time, 1, 4000ULL << 20), 4000ULL << 20);
+  EXPECT_EQ(memory_probe_bytes(uint64_t{1} << 40, rates, time, 1, 1ULL << 30), 1907ULL << 20);
+  EXPECT_EQ(memory_probe_bytes(2ULL << 30, rates, time, 1, 3ULL << 30), 2ULL << 30);
   const MemoryTime quick = memory_probe_time(Level::kQuick);
   EXPECT_LE(quick.allocate_s + 6 * quick.passes_s, 0.4 * 50);  // well inside quick's budget
 }
@@ -540,6 +545,45 @@ TEST(MemorySizing, AProbeSlowerThanItsRatesSaidShrinksToItsBoxAndPassesOnWhatItC
   Injector injector(parse_injection_specs("model=bitflip,index=7"), 1, 0);
   o.injector = &injector;
   EXPECT_EQ(run_probe(*builtin_registry().find("mem.march_c"), device, o).outcome, Outcome::kFail);
+}
+
+// A device whose allocations take longer than a quick probe's whole box, allocation and passes
+// (faulting in memory on a node whose other jobs took the cores once the probe was sized).
+class SlowFaultingDevice : public CpuDevice {
+ public:
+  static double delay_s() {
+    const MemoryTime quick = memory_probe_time(Level::kQuick);
+    return quick.allocate_s + quick.passes_s + 0.5;
+  }
+  SlowFaultingDevice() : CpuDevice(0, {0}) {}
+  std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override {
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay_s()));
+    return CpuDevice::allocate(bytes);
+  }
+};
+
+// The allocation's overrun comes out of the passes: the box is over when they start, so the whole
+// sequence runs on 1 MiB and passes on it. The allocation's rate is kept, so the next probe that
+// needs a larger buffer sizes it from what this one saw; a probe that reuses the buffer gets the
+// passes' time alone.
+TEST(MemorySizing, AnAllocationSlowerThanItsBoxTakesTheRestFromThePasses) {
+  const HostMemorySetting set("16M");
+  SlowFaultingDevice device;
+  device.memory_rates() = Device::MemoryRates{1e15, 1e15};  // sized to all it spares
+  RunOptions o;
+  o.seed = 1;
+  const ProbeResult r = run_probe(*builtin_registry().find("mem.march_c"), device, o);
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  const MemoryTime quick = memory_probe_time(Level::kQuick);
+  EXPECT_DOUBLE_EQ(r.params.at("time_box_s").get<double>(), quick.allocate_s + quick.passes_s);
+  EXPECT_EQ(r.params.at("planned_bytes").get<uint64_t>(), 16ULL << 20);
+  EXPECT_EQ(r.params.at("bytes").get<uint64_t>(), 1ULL << 20);
+  EXPECT_EQ(r.bytes, 10 * (1ULL << 20));  // March C-: a fill and five checks, four rewriting
+  EXPECT_EQ(r.report.checked, 5 * (1ULL << 20) / 8);
+  EXPECT_LE(device.memory_rates()->allocate_bytes_per_s, double(16ULL << 20) / SlowFaultingDevice::delay_s());
+  const ProbeResult reused = run_probe(*builtin_registry().find("mem.own_address"), device, o);
+  ASSERT_EQ(reused.outcome, Outcome::kPass) << reused.reason;
+  EXPECT_DOUBLE_EQ(reused.params.at("time_box_s").get<double>(), quick.passes_s);
 }
 
 TEST(MemorySizing, EachResultReportsTheFractionOfMemoryTested) {
