@@ -14,7 +14,13 @@ namespace {
 int64_t slurm_number(const nlohmann::json& value, const std::string& field, int64_t max) {
   const nlohmann::json* v = &value;
   if (v->is_object()) {
-    if (!v->value("set", false) || v->value("infinite", false)) return 0;
+    // A flag left out is false; one that is not a boolean is refused by name.
+    const auto flag = [&](const char* key) {
+      if (!v->contains(key)) return false;
+      if (!v->at(key).is_boolean()) throw InputError(field + "." + key + " must be true or false");
+      return v->at(key).get<bool>();
+    };
+    if (!flag("set") || flag("infinite")) return 0;
     if (!v->contains("number")) throw InputError(field + ".number is missing");
     v = &v->at("number");
   }

@@ -434,6 +434,15 @@ TEST(ClusterLedger, BadInputNamesTheFileAndRecord) {
   r["tres"]["allocated"][1]["count"] = -2;
   in.sacct_path = dir.file("d.json", sacct({r}));
   expect_error(in, "d.json: jobs[0].tres.allocated[1].count -2 is out of range");
+  // Slurm 23's {"set", "infinite", "number"} with a flag that is not a boolean (cluster_fuzzer found it).
+  r = record(6, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 5);
+  r["job_id"] = {{"set", "yes"}, {"number", 6}};
+  in.sacct_path = dir.file("f.json", sacct({r}));
+  expect_error(in, "f.json: jobs[0].job_id.set must be true or false");
+  r = record(6, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 5);
+  r["tres"]["allocated"][1]["count"] = {{"set", true}, {"infinite", "no"}, {"number", 2}};
+  in.sacct_path = dir.file("g.json", sacct({r}));
+  expect_error(in, "g.json: jobs[0].tres.allocated[1].count.infinite must be true or false");
   in.sacct_path = dir.file("e.json", sacct({record(5, "u", "p", 1, "COMPLETED", kT0, kT0, kT0 + 5)}));
   in.summaries = {dir.file("s.json", "{\"job_id\": 5, \"wall_ns\": 10, \"productive_ns\": 3, \"categories\": {}}")};
   expect_error(in, "s.json: categories.queue is missing");
