@@ -43,6 +43,24 @@ inline bool real_syntax(const std::string& s) {
   return std::regex_match(s, real);
 }
 
+// A sysfs attribute holding one hex number: "0x" (or "0X") and 1 to 8 hex digits, with spaces, tabs,
+// carriage returns and newlines around it.
+inline std::optional<unsigned> reference_sysfs_hex(const std::string& text) {
+  // Not a regex: libstdc++'s recurses once per character, and a fuzzed value can be long.
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return std::nullopt;
+  const std::string s = text.substr(first, text.find_last_not_of(" \t\r\n") + 1 - first);
+  if (s.size() < 3 || s.size() > 10 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return std::nullopt;
+  if (s.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos) return std::nullopt;
+  return static_cast<unsigned>(std::stoul(s.substr(2), nullptr, 16));
+}
+
+// A PCI bus id as CUDA prints it: 00000000:3B:00.0, device at most 0x1f, function at most 7.
+inline bool canonical_pci_bus_id(const std::string& id) {
+  static const std::regex canonical("^[0-9A-F]{8}:[0-9A-F]{2}:[01][0-9A-F]\\.[0-7]$");
+  return std::regex_match(id, canonical);
+}
+
 // An --inject error names the spec's field, clause or fault.
 inline bool names_an_inject_field(const std::string& message) {
   static const std::regex named(
