@@ -6,6 +6,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -91,6 +92,15 @@ bool is_restart(EventKind kind) {
 
 constexpr size_t kScheduler = SIZE_MAX;  // Entry::file of the events made from Slurm's records
 constexpr int64_t kNsPerS = 1'000'000'000;
+// Slurm's End is the moment it ends the job (a requeue, a cancel, its time limit); the job's
+// processes then have until SIGKILL, KillWait later (30 s unless the site sets it), to log their
+// teardown, a checkpoint on SIGTERM among it.
+constexpr int64_t kSlurmKillWaitS = 30;
+
+// Whether t (ns) is at or after `s` seconds, for any s a record holds (s * 1e9 may not fit).
+bool at_or_after(int64_t t, int64_t s) {
+  return s <= std::numeric_limits<int64_t>::max() / kNsPerS && t >= s * kNsPerS;
+}
 
 // The job's timeline, built in one pass over the merged events and fed to the ledger as it goes:
 // rank 0's events and the other ranks' faults, by the rules above, with the scheduler's events
@@ -172,7 +182,8 @@ class Timeline {
   // The scheduler's events, made from Slurm's records: each loop event belongs to the allocation
   // its attempt's process_start names (`slurm_restart`, Slurm's requeue count), or in logs without
   // it to the allocation with the latest Start at most 1 s after it, and must lie within that
-  // allocation's Start - 1 s and End + 1 s (Slurm keeps whole seconds, cut down). The allocation is granted at the
+  // allocation's Start - 1 s and End + 1 s + KillWait (Slurm keeps whole seconds, cut down; its
+  // processes log their teardown after End). The allocation is granted at the
   // earlier of Start and its first event, but not before the previous release within Start's second, and released
   // at the later of End and its last event. Ties: the job becomes eligible and is granted before the loop's events
   // at the same time, and released after them; a grant at the previous release comes after that release.
@@ -203,12 +214,14 @@ class Timeline {
     }
     const size_t i = entered_;  // the event's allocation is i - 1
     const bool before_start = i > 0 && t < (records[i - 1].start_s - 1) * kNsPerS;
-    const bool after_end = i > 0 && records[i - 1].end_s != 0 && t >= (records[i - 1].end_s + 1) * kNsPerS;
+    const bool after_end =
+        i > 0 && records[i - 1].end_s != 0 && at_or_after(t, records[i - 1].end_s + 1 + kSlurmKillWaitS);
     if (i == 0 || before_start || after_end) {
-      return fail(kPlacement,
-                  files_[e.file].path + ": line " + std::to_string(e.line) + ": time " + std::to_string(t) +
-                      " ns lies outside the job's allocations in " + sacct_path_ +
-                      " (Slurm's Start to End, 1 s either side): the clocks differ, or the log is another job's");
+      return fail(kPlacement, files_[e.file].path + ": line " + std::to_string(e.line) + ": time " + std::to_string(t) +
+                                  " ns lies outside the job's allocations in " + sacct_path_ +
+                                  " (Slurm's Start - 1 s to End + 1 s and Slurm's default KillWait of " +
+                                  std::to_string(kSlurmKillWaitS) +
+                                  " s): the clocks differ, or the log is another job's");
     }
     granted_[i - 1] = std::min(granted_[i - 1], t);
     if (records[i - 1].end_s != 0) released_[i - 1] = std::max(released_[i - 1], t);

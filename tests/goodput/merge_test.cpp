@@ -178,8 +178,10 @@ TEST_F(MergeTest, SacctPlacementAndErrors) {
   EXPECT_EQ(b.wall_ns, 200 * kS);
   EXPECT_EQ(b[Category::kRework].ns, 10 * kS);
   EXPECT_EQ(b[Category::kDetectionTeardown].ns, 65 * kS);
-  const auto outside = write("late.rank0.jsonl", log({"112 process_start", "201 step_begin 0"}));
-  EXPECT_NE(thrown({outside}, &records).find("late.rank0.jsonl: line 2: time 201000000000 ns lies outside"),
+  // Past End by more than its second and Slurm's default KillWait (30 s), before the next Start.
+  const std::vector<SlurmRecord> apart = {{100, 110, 200}, {205, 300, 400}};
+  const auto outside = write("late.rank0.jsonl", log({"112 process_start", "231 step_begin 0"}));
+  EXPECT_NE(thrown({outside}, &apart).find("late.rank0.jsonl: line 2: time 231000000000 ns lies outside"),
             std::string::npos);
   // The largest End read is placed without overflow: an event inside the allocation belongs to it.
   const std::vector<SlurmRecord> last_second = {{100, 110, 9223372035}};
@@ -232,6 +234,30 @@ TEST_F(MergeTest, SlurmRestartPlacesAFastRequeuesFaultInItsRecord) {
   const auto past = write("past.rank0.jsonl", log({"112 process_start"}, ",\"slurm_restart\":2"));
   EXPECT_NE(thrown({past}, &records).find("past.rank0.jsonl: line 1: slurm_restart 2 names no record"),
             std::string::npos);
+}
+
+// Slurm's End is when it requeued the job; the job's processes then log their teardown (here a
+// checkpoint on SIGTERM taking 12 s) until they exit, at most KillWait later. That teardown is
+// the record's own, by slurm_restart and by the 1 s rule alike: the allocation is released after
+// it, and only the wait from there to the next Start is queue.
+TEST_F(MergeTest, TheTeardownAfterSlurmsEndBelongsToItsRecord) {
+  const std::vector<SlurmRecord> records = {{100, 110, 200}, {205, 260, 300}};
+  auto run = [&](const std::string& name, const std::string& first, const std::string& second) {
+    const auto path = write(
+        name, log({"112 process_start"}, first) +
+                  log({"115 step_begin 0", "150 step_end 0", "150 step_begin 1", "200 fault_detected",
+                       "201 ckpt_begin 1", "212 ckpt_end 1", "212 teardown_end"}) +
+                  log({"262 process_start"}, second) + log({"265 step_begin 1", "290 step_end 1", "290 job_end"}));
+    return analyze_files({path}, {}, false, &records, "sacct.json").breakdown;
+  };
+  const Breakdown with = run("with.rank0.jsonl", ",\"slurm_restart\":0", ",\"slurm_restart\":1");
+  const Breakdown without = run("without.rank0.jsonl", "", "");
+  for (const Breakdown* b : {&with, &without}) {
+    EXPECT_TRUE(b->balanced());
+    EXPECT_EQ(b->wall_ns, 200 * kS);
+    EXPECT_EQ((*b)[Category::kQueue].ns, 10 * kS + 48 * kS);  // 100-110, then 212-260
+  }
+  EXPECT_EQ(with[Category::kQueue].ns, without[Category::kQueue].ns);
 }
 
 TEST_F(MergeTest, SacctJsonIsCheckedField_ByField) {
