@@ -72,9 +72,8 @@ MemoryTest::MemoryTest(ProbeContext& ctx, ProbeResult& result, double traffic_pe
     bytes = *ctx.size_bytes;
   } else {
     const uint64_t spare = ctx.device.spare_memory_bytes();
-    bytes =
-        memory_probe_bytes(spare, measured_memory_rates(ctx.device), memory_probe_time(ctx.level), traffic_per_byte,
-                           ctx.device.scratch_bytes());
+    bytes = memory_probe_bytes(spare, measured_memory_rates(ctx.device), memory_probe_time(ctx.level), traffic_per_byte,
+                               ctx.device.scratch_bytes());
     result.params["spare_bytes"] = spare;
   }
   words_ = bytes / 8;
