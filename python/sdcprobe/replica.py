@@ -38,6 +38,12 @@ STEP_WINDOW = 64
 COST_WINDOW = 4
 BUDGET_MARGIN = 0.9  # kBudgetMargin: the budget is aimed at with this margin
 
+# How long a collective's tensors stay held after it ends (_hold): the last HELD_LAST always, the
+# others HELD_S seconds, at most HELD_MOST in all.
+HELD_LAST = 4
+HELD_S = 2.0
+HELD_MOST = 256
+
 # One row per tensor in the combined table: the digest's two words and the byte count.
 _ROW_WORDS = 3
 
@@ -283,7 +289,7 @@ class ReplicaCheck:
               "pci_bus_id": identity["pci_bus_id"]}
         if coordinate is not None:
             me["mesh"] = coordinate
-        self._held = None  # the last collective's work and tensors: see _collective
+        self._held = collections.deque()  # recent collectives' works and tensors: see _hold
         self.members = self._gather_objects(me)  # in group order: who each replica is
         self._log = GoodputLog(event_log, rank=self.rank) if isinstance(event_log, (str, os.PathLike)) else event_log
         self._owns_log = isinstance(event_log, (str, os.PathLike))
@@ -374,7 +380,7 @@ class ReplicaCheck:
         t = torch.tensor(words, dtype=torch.int64, device=self._exchange_device)
         work = self._dist.all_reduce(t, op=self._dist.ReduceOp.MAX, async_op=True)
         work.wait()
-        self._held = (work, (t,))
+        self._hold(work, (t,))
         return [int(v) for v in t.tolist()]
 
     def _failure(self, error):
@@ -396,14 +402,24 @@ class ReplicaCheck:
                             "stops with it" % (probe, step, failed - 1))
 
     def _collective(self, op, *tensors, **options):
-        """op(*tensors) over the group, waited on here. The tensors and the work stay referenced by
-        the check until its next collective, so their last reference is dropped on this thread:
-        gloo's worker thread drops its own after the work completes, and were it the last, freeing
-        a tensor would need the GIL, which the main thread holds while it joins that thread at exit
-        (in ~ProcessGroupGloo): the process would never exit."""
+        """op(*tensors) over the group, waited on here; its work and tensors are held (_hold)."""
         work = op(*tensors, group=self.group, async_op=True, **options)
         work.wait()
-        self._held = (work, tensors)
+        self._hold(work, tensors)
+
+    def _hold(self, work, tensors):
+        """Keeps a finished collective's work and tensors referenced, so that their last reference
+        is dropped on this thread. Gloo's worker thread drops its own only after the work completes,
+        and were it the last, freeing a tensor whose Python object has gone needs the GIL, which the
+        main thread holds while it joins that thread when the process group is destroyed
+        (~ProcessGroupGloo, from DDP's reducer at exit): the process would never exit (seen on torch
+        1.13, with the sizes of _gather_objects dropped on its next collective). The worker drops
+        its references within moments of the work's end, so each collective is kept HELD_S seconds,
+        and the last HELD_LAST whatever their age (a job that ends right after its check)."""
+        now = time.monotonic()
+        self._held.append((now, work, tensors))
+        while len(self._held) > HELD_LAST and (now - self._held[0][0] > HELD_S or len(self._held) > HELD_MOST):
+            self._held.popleft()
 
     def _probe_catalogue_fails(self):
         """Runs the inline probe catalogue once on this rank's device; True if it found a fault."""
