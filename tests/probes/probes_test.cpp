@@ -547,19 +547,17 @@ TEST(MemorySizing, AProbeSlowerThanItsRatesSaidShrinksToItsBoxAndPassesOnWhatItC
   EXPECT_EQ(run_probe(*builtin_registry().find("mem.march_c"), device, o).outcome, Outcome::kFail);
 }
 
-// A device whose allocations take longer than a quick probe's whole box, allocation and passes
-// (faulting in memory on a node whose other jobs took the cores once the probe was sized).
-class SlowFaultingDevice : public CpuDevice {
+// A CPU device whose allocations take at least `delay_s`: a stand-in for faulting in a large buffer.
+class SlowAllocationDevice : public CpuDevice {
  public:
-  static double delay_s() {
-    const MemoryTime quick = memory_probe_time(Level::kQuick);
-    return quick.allocate_s + quick.passes_s + 0.5;
-  }
-  SlowFaultingDevice() : CpuDevice(0, {0}) {}
+  explicit SlowAllocationDevice(double delay_s) : CpuDevice(0, {available_cores().front()}), delay_s_(delay_s) {}
   std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override {
-    std::this_thread::sleep_for(std::chrono::duration<double>(delay_s()));
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay_s_));
     return CpuDevice::allocate(bytes);
   }
+
+ private:
+  double delay_s_;
 };
 
 // The allocation's overrun comes out of the passes: the box is over when they start, so the whole
@@ -568,19 +566,22 @@ class SlowFaultingDevice : public CpuDevice {
 // passes' time alone.
 TEST(MemorySizing, AnAllocationSlowerThanItsBoxTakesTheRestFromThePasses) {
   const HostMemorySetting set("16M");
-  SlowFaultingDevice device;
+  // Slower than a quick probe's whole box, allocation and passes (faulting in memory on a node whose
+  // other jobs took the cores once the probe was sized).
+  const MemoryTime quick = memory_probe_time(Level::kQuick);
+  const double delay_s = quick.allocate_s + quick.passes_s + 0.5;
+  SlowAllocationDevice device(delay_s);
   device.memory_rates() = Device::MemoryRates{1e15, 1e15};  // sized to all it spares
   RunOptions o;
   o.seed = 1;
   const ProbeResult r = run_probe(*builtin_registry().find("mem.march_c"), device, o);
   ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
-  const MemoryTime quick = memory_probe_time(Level::kQuick);
   EXPECT_DOUBLE_EQ(r.params.at("time_box_s").get<double>(), quick.allocate_s + quick.passes_s);
   EXPECT_EQ(r.params.at("planned_bytes").get<uint64_t>(), 16ULL << 20);
   EXPECT_EQ(r.params.at("bytes").get<uint64_t>(), 1ULL << 20);
   EXPECT_EQ(r.bytes, 10 * (1ULL << 20));  // March C-: a fill and five checks, four rewriting
   EXPECT_EQ(r.report.checked, 5 * (1ULL << 20) / 8);
-  EXPECT_LE(device.memory_rates()->allocate_bytes_per_s, double(16ULL << 20) / SlowFaultingDevice::delay_s());
+  EXPECT_LE(device.memory_rates()->allocate_bytes_per_s, double(16ULL << 20) / delay_s);
   const ProbeResult reused = run_probe(*builtin_registry().find("mem.own_address"), device, o);
   ASSERT_EQ(reused.outcome, Outcome::kPass) << reused.reason;
   EXPECT_DOUBLE_EQ(reused.params.at("time_box_s").get<double>(), quick.passes_s);
@@ -616,17 +617,6 @@ TEST(SizeOption, SizesMemoryProbesOnly) {
   EXPECT_EQ(mem.params.at("bytes").get<uint64_t>(), 1u << 20);
 }
 
-// A CPU device whose allocations take at least kDelay: a stand-in for faulting in a large buffer.
-class SlowAllocationDevice : public CpuDevice {
- public:
-  static constexpr std::chrono::milliseconds kDelay{200};
-  SlowAllocationDevice() : CpuDevice(0, {available_cores().front()}) {}
-  std::unique_ptr<DeviceBuffer> allocate(size_t bytes) override {
-    std::this_thread::sleep_for(kDelay);
-    return CpuDevice::allocate(bytes);
-  }
-};
-
 // The rate a memory probe reports is its passes' own: allocating its buffer is setup.
 // write_and_check fuses each check with the next pattern's fill: the same bytes as separate fills
 // and checks, every pattern checked, no false alarm, and the buffer left holding the last pattern.
@@ -651,14 +641,15 @@ TEST(MemoryTest, WriteAndCheckChecksEveryPatternAndCountsItsBytes) {
 }
 
 TEST(MemorySizing, AllocatingTheBufferIsSetupOutsideTheRate) {
-  SlowAllocationDevice device;
+  const double delay_s = 0.2;
+  SlowAllocationDevice device(delay_s);
   RunOptions o;
   o.seed = 1;
   o.size_bytes = 1 << 20;
   o.iterations = 1;
   const ProbeResult r = run_probe(*builtin_registry().find("mem.march_c"), device, o);
   ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
-  EXPECT_GE(r.setup_s, std::chrono::duration<double>(SlowAllocationDevice::kDelay).count());
+  EXPECT_GE(r.setup_s, delay_s);
   EXPECT_LE(r.setup_s, r.duration_s);
   EXPECT_EQ(to_json(r).at("setup_s").get<double>(), r.setup_s);
   ProbeResult timed = r;
