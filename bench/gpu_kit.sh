@@ -19,8 +19,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cuda_libs=(libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2)
 kit_max_bytes=$((48 << 20))
 # Skipped gpu tests that state one of these reasons are not failures: the lent machine has one GPU,
-# cuBLASLt has no E5M2 x E5M2 GEMM, and a sandbox (gVisor) may list no PCI GPU in its /sys.
-export KIT_SKIP_REASONS='needs (two|2) GPUs|more than one GPU|e5m2|sysfs shows no PCI GPU'
+# and a sandbox (gVisor) may list no PCI GPU in its /sys.
+export KIT_SKIP_REASONS='needs (two|2) GPUs|more than one GPU|sysfs shows no PCI GPU'
 # compute-sanitizer checks only the kernels whose mangled names have this substring: every kernel of
 # sdcprobe lives in namespace sdc (the build checks it), cuBLASLt's and torch's do not.
 export KIT_SANITIZER_FILTER='kns=_ZN3sdc'

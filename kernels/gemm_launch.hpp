@@ -21,9 +21,10 @@ namespace sdc {
 cudaError_t launch_gemm_simt_fp32(const float* a, const float* bt, float* c, uint32_t m, uint32_t n, uint32_t k,
                                   cudaStream_t stream);
 
-// Generates one operand, rows x g.k elements (A with A's generator, Bt with B's), into `out`: the
-// bits generate_gemm_inputs stores on the host (kernels/gemm_generate.cu).
-cudaError_t launch_gemm_generate(const GemmGenerator& g, uint64_t rows, void* out, cudaStream_t stream);
+// Generates one operand, rows x g.k elements (A with A's generator, Bt with B's), into `out` as
+// type `store`: with store = g.type, the bits generate_gemm_inputs stores on the host
+// (kernels/gemm_generate.cu); another type must hold every value exactly (e5m2's B as E4M3).
+cudaError_t launch_gemm_generate(const GemmGenerator& g, GemmType store, uint64_t rows, void* out, cudaStream_t stream);
 
 // The checks' shape and bound: GemmCheckShape and GemmFloatBound (gemm_check.hpp).
 

@@ -4,24 +4,17 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "host/gemm_cuda_support.hpp"
 #include "kernels/common/gemm_check.hpp"
 
 namespace sdc {
 
 bool gemm_device_has(const GemmProbeConfig& cfg, const DeviceIdentity& id) {
   if (id.backend != "cuda") return true;
-  // Mirrors CudaGemmEngine::supports, so qualify never schedules a probe it would skip.
-  if (cfg.path == GemmPath::kSimt) return cfg.type == GemmType::kFp32;
+  // What CudaGemmEngine::supports says, so qualify never schedules a probe it would skip.
   int major = 0, minor = 0;
   if (std::sscanf(id.compute_capability.c_str(), "%d.%d", &major, &minor) != 2) return false;
-  const int cc = major * 10 + minor;
-  switch (cfg.type) {
-    case GemmType::kE5m2: return false;  // cuBLASLt has no E5M2 x E5M2 matmul
-    case GemmType::kE4m3: return cc >= 89;
-    case GemmType::kTf32:
-    case GemmType::kBf16: return cc >= 80;
-    default: return true;
-  }
+  return gemm_cuda_operands(cfg.type, cfg.path, major * 10 + minor).has_value();
 }
 
 uint32_t gemm_probe_k(const GemmProbeConfig& cfg, uint32_t n) {

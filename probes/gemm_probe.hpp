@@ -17,8 +17,8 @@ struct GemmProbeConfig {
   bool repeat = false;  // gemm.repeat: several runs, digests compared
 };
 
-// Whether the device can run this configuration. CUDA: e4m3 needs compute capability 8.9, tf32 and
-// bf16 8.0; e5m2 is CPU-only (cuBLASLt pairs E5M2 only with E4M3).
+// Whether the device can run this configuration. CUDA: fp8 needs compute capability 8.9 (e5m2 runs
+// as E5M2 x E4M3: gemm_cuda_operands), tf32 and bf16 8.0.
 bool gemm_device_has(const GemmProbeConfig& cfg, const DeviceIdentity& id);
 // Square size: ctx.gemm_n where given; else the largest power of two (>= 64) whose A, B and C (and
 // random fp8's reference) fit in ctx.compute_bytes where given; else the level's: CPU quick 256, standard / long 2048;

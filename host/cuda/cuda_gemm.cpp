@@ -19,7 +19,6 @@ namespace {
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 struct LtTypes {
-  cudaDataType_t in;
   cudaDataType_t out;
   cublasComputeType_t compute;
   cudaDataType_t scale;
@@ -27,16 +26,25 @@ struct LtTypes {
 
 LtTypes lt_types(GemmType t) {
   switch (t) {
-    case GemmType::kFp64: return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F_PEDANTIC, CUDA_R_64F};
-    case GemmType::kFp32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F};
-    case GemmType::kTf32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
-    case GemmType::kFp16: return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case GemmType::kBf16: return {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case GemmType::kE4m3: return {CUDA_R_8F_E4M3, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case GemmType::kE5m2: return {CUDA_R_8F_E5M2, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case GemmType::kInt8: return {CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I};
+    case GemmType::kFp64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F_PEDANTIC, CUDA_R_64F};
+    case GemmType::kFp32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F};
+    case GemmType::kTf32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
+    case GemmType::kInt8: return {CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I};
+    default: return {CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};  // fp16, bf16, fp8
   }
-  return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F};
+}
+
+// An operand's storage type (gemm_cuda_operands) as cuBLASLt's.
+cudaDataType_t lt_input(GemmType t) {
+  switch (t) {
+    case GemmType::kFp64: return CUDA_R_64F;
+    case GemmType::kFp16: return CUDA_R_16F;
+    case GemmType::kBf16: return CUDA_R_16BF;
+    case GemmType::kE4m3: return CUDA_R_8F_E4M3;
+    case GemmType::kE5m2: return CUDA_R_8F_E5M2;
+    case GemmType::kInt8: return CUDA_R_8I;
+    default: return CUDA_R_32F;  // fp32, tf32
+  }
 }
 
 // Owners of the per-call cuBLASLt descriptors.
@@ -72,11 +80,11 @@ struct Problem {
   LtTypes types;
   MatmulDesc desc;
   Layout a, b, c;
-  explicit Problem(const GemmSpec& s)
+  Problem(const GemmSpec& s, const GemmOperands& ops)
       : types(lt_types(s.type)),
         desc(types.compute, types.scale),
-        a(types.in, s.k, s.n, s.k),
-        b(types.in, s.k, s.m, s.k),
+        a(lt_input(ops.b), s.k, s.n, s.k),
+        b(lt_input(ops.a), s.k, s.m, s.k),
         c(types.out, s.n, s.m, s.n) {
     const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
     SDC_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(desc.d, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
@@ -117,12 +125,13 @@ CudaGemmEngine::CudaGemmEngine(Device& device, int ordinal, cudaStream_t stream,
 }
 
 bool CudaGemmEngine::supports(GemmType type, GemmPath path) const {
-  if (path == GemmPath::kSimt) return type == GemmType::kFp32;
-  // cuBLASLt has no E5M2 x E5M2 matmul (E5M2 pairs only with E4M3); fp8 needs Ada / Hopper or later.
-  if (type == GemmType::kE5m2) return false;
-  if (type == GemmType::kE4m3) return cc_ >= 89;
-  if (type == GemmType::kTf32 || type == GemmType::kBf16) return cc_ >= 80;
-  return true;
+  return gemm_cuda_operands(type, path, cc_).has_value();
+}
+
+GemmOperands CudaGemmEngine::operands(const GemmSpec& s) const {
+  const std::optional<GemmOperands> ops = gemm_cuda_operands(s.type, s.path, cc_);
+  if (!ops) throw std::runtime_error(std::string("gemm: this device has no ") + gemm_type_name(s.type) + " GEMM");
+  return *ops;
 }
 
 GemmAccumulation CudaGemmEngine::accumulation(GemmType type, GemmPath path) const {
@@ -133,7 +142,7 @@ const CudaGemmEngine::Pinned& CudaGemmEngine::pinned(const GemmSpec& s) {
   const Key key{static_cast<int>(s.type), s.m, s.n, s.k};
   auto it = pinned_.find(key);
   if (it != pinned_.end()) return it->second;
-  Problem p(s);
+  const Problem p(s, operands(s));
   Preference pref;
   const uint64_t ws = kWorkspaceBytes;
   SDC_CUBLAS_TRY(
@@ -141,8 +150,14 @@ const CudaGemmEngine::Pinned& CudaGemmEngine::pinned(const GemmSpec& s) {
   constexpr int kWanted = 16;
   cublasLtMatmulHeuristicResult_t results[kWanted] = {};
   int found = 0;
-  SDC_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(lt_.get(), p.desc.d, p.a.l, p.b.l, p.c.l, p.c.l, pref.p, kWanted,
-                                                results, &found));
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(lt_.get(), p.desc.d, p.a.l, p.b.l, p.c.l, p.c.l, pref.p, kWanted, results, &found);
+  // A shape or type this cuBLASLt cannot run is no fault of the device: the probe skips, saying so.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+    throw std::runtime_error(std::string("cuBLASLt has no algorithm for ") + gemm_type_name(s.type) + " " +
+                             std::to_string(s.m) + " x " + std::to_string(s.n) + " x " + std::to_string(s.k));
+  }
+  SDC_CUBLAS_TRY(status);
   // The first algorithm that runs without split-K: its result does not depend on a reduction
   // across thread blocks, so repeats are comparable bit for bit.
   for (int r = 0; r < found; ++r) {
@@ -185,7 +200,7 @@ double CudaGemmEngine::multiply(const GemmSpec& s, DeviceBuffer& c) {
 
 void CudaGemmEngine::matmul(const GemmSpec& s, const void* a, const void* bt, void* c) {
   const Pinned& algo = pinned(s);
-  Problem p(s);
+  const Problem p(s, operands(s));
   const double one64 = 1, zero64 = 0;
   const float one32 = 1, zero32 = 0;
   const int32_t one_i = 1, zero_i = 0;
@@ -238,10 +253,11 @@ void CudaGemmEngine::generate(const GemmSpec& s) {
   const unsigned ib = gemm_input_bytes(s.type);
   grow(a_, uint64_t{s.m} * s.k * ib);
   grow(bt_, uint64_t{s.n} * s.k * ib);
+  const GemmOperands ops = operands(s);
   SDC_CUDA_TRY(
-      launch_gemm_generate(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamA), s.m, a_.get(), stream_));
-  SDC_CUDA_TRY(
-      launch_gemm_generate(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamB), s.n, bt_.get(), stream_));
+      launch_gemm_generate(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamA), ops.a, s.m, a_.get(), stream_));
+  SDC_CUDA_TRY(launch_gemm_generate(gemm_generator(s.type, s.inputs, s.k, s.seed, kGemmStreamB), ops.b, s.n, bt_.get(),
+                                    stream_));
   synchronize();
 }
 
@@ -403,6 +419,8 @@ Digest128 CudaGemmEngine::digest(const void* c, uint64_t bytes) {
 
 GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
   gemm_require_runnable(*this, spec);
+  const std::string shape = gemm_cuda_unsupported_shape(spec.type, spec.path, spec.m, spec.n, spec.k);
+  if (!shape.empty()) throw std::runtime_error("gemm: " + shape);
   DeviceGuard guard(ordinal_);
   GemmRun run;
   // Choose (or look up) the pinned algorithm outside the timings.

@@ -21,6 +21,7 @@
 #include "host/cuda/cuda_streams.hpp"
 #include "host/gemm.hpp"
 #include "host/gemm_confirm.hpp"
+#include "host/gemm_cuda_support.hpp"
 #include "kernels/common/gemm_check.hpp"
 
 namespace sdc {
@@ -47,6 +48,8 @@ class CudaGemmEngine : public GemmEngine {
   };
   using Key = std::tuple<int, uint32_t, uint32_t, uint32_t>;
   const Pinned& pinned(const GemmSpec& spec);
+  // The storage types of A and Bt for spec on this device (gemm_cuda_operands).
+  GemmOperands operands(const GemmSpec& spec) const;
   void generate(const GemmSpec& spec);
   // Returns the GEMM's own time, from events on the stream.
   double multiply(const GemmSpec& spec, DeviceBuffer& c);

@@ -13,6 +13,7 @@
 #include "kernels/common/gemm_elements.hpp"
 #include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/runner.hpp"
+#include "tests/probes/gemm_flip.hpp"
 
 namespace sdc {
 namespace {
@@ -221,6 +222,53 @@ TEST(GemmRandom, BitPositionsBelowTheBoundAreCountedBelowTolerance) {
   EXPECT_GE(threshold, 4);
   EXPECT_LE(threshold, 23);
   EXPECT_EQ(below + detected, 32);
+}
+
+// The GPU tests' faults, at the GPU's size (n = 1024) with the CUDA engine's bounds and tiles: the
+// exponent's top bit flipped in an element with |C| >= 2 only clears that element, a change of |C|,
+// which may lie below the bound (tf32 at (300, 517), seed 4: |C| = 5.8 passes, as the first GPU run
+// saw); flipped in an element with |C| in [1/4, 2) (gemm_flip.hpp) it is caught at its row and
+// column by every random family.
+TEST(GemmRandom, AtTheGpusSizeATopExponentFlipAboveTheBoundIsCaughtWhereItIs) {
+  auto devices = make_cpu_devices(1);
+  const uint32_t n = 1024, row = 300;
+  for (const char* id : {"gemm.random.fp64", "gemm.random.fp32", "gemm.random.tf32", "gemm.random.fp16",
+                         "gemm.random.bf16", "gemm.random.e4m3", "gemm.random.e5m2"}) {
+    const Probe& probe = *builtin_registry().find(id);
+    RunOptions o;
+    o.seed = 4;
+    o.gemm_n = n;
+    o.gemm_cuda_model = true;
+    const ProbeResult clean = run_probe(probe, *devices[0], o);
+    ASSERT_EQ(clean.outcome, Outcome::kPass) << id << " " << clean.reason;
+    GemmSpec s;
+    for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
+                       GemmType::kE4m3, GemmType::kE5m2}) {
+      if (clean.params["type"] == gemm_type_name(t)) s.type = t;
+    }
+    s.m = s.n = n;
+    s.k = clean.params["k"].get<uint32_t>();
+    s.seed = clean.seed;
+    const bool fp64 = s.type == GemmType::kFp64;
+    const uint32_t col = column_to_flip(s, row, 517);
+    Injector inj(parse_injection_specs("model=bitflip,bit=" + std::to_string(fp64 ? 62 : 30) +
+                                       ",index=" + std::to_string(uint64_t{row} * n + col)),
+                 1);
+    o.injector = &inj;
+    const ProbeResult bad = run_probe(probe, *devices[0], o);
+    ASSERT_EQ(bad.outcome, Outcome::kFail) << id << ": " << kFlipAboveTheBound;
+    ASSERT_FALSE(bad.report.records.empty()) << id;
+    EXPECT_EQ(bad.report.records[0].index, uint64_t{row} * n + col) << id;
+    if (s.type == GemmType::kTf32) {
+      ASSERT_NE(col, 517u);
+      const double c = std::fabs(expected_c(s, row, 517));
+      Injector low(parse_injection_specs("model=bitflip,bit=30,index=" + std::to_string(uint64_t{row} * n + 517)), 1);
+      o.injector = &low;
+      const ProbeResult below = run_probe(probe, *devices[0], o);
+      EXPECT_EQ(below.outcome, Outcome::kPass)
+          << "|C| = " << c << " cleared, below the bound of " << clean.params["detectable_multiple"] << " x rms(C)";
+    }
+  }
 }
 
 TEST(GemmRepeat, CleanRepeatsHaveEqualDigestsAndATransientIsCaughtOnce) {
