@@ -21,6 +21,11 @@ namespace sdc {
 cudaError_t launch_gemm_simt_fp32(const float* a, const float* bt, float* c, uint32_t m, uint32_t n, uint32_t k,
                                   cudaStream_t stream);
 
+// The indices of the nonzero bytes of flags[0, count), in any order, into list (the first `cap`);
+// *listed counts them all.
+cudaError_t launch_gemm_flag_list(const uint8_t* flags, uint64_t count, unsigned long long* list, uint64_t cap,
+                                  unsigned long long* listed, cudaStream_t stream);
+
 // Generates one operand, rows x g.k elements (A with A's generator, Bt with B's), into `out` as
 // type `store`: with store = g.type, the bits generate_gemm_inputs stores on the host
 // (kernels/gemm_generate.cu); another type must hold every value exactly (e5m2's B as E4M3).

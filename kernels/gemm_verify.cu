@@ -160,7 +160,6 @@ __global__ void __launch_bounds__(kThreads, kLineBlocksPerSm)
             const double v =
                 static_cast<double>(c[static_cast<uint64_t>(first + r) * s.line_stride + j * s.col_stride]);
             sums[(kLines + r) * kGroupTiles + t] = fma(v, w, sums[(kLines + r) * kGroupTiles + t]);
-            sums[2 * kLines * kGroupTiles] = fma(v, v, sums[2 * kLines * kGroupTiles]);
           }
         }
       }

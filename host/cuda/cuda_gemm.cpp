@@ -300,7 +300,16 @@ GemmCheckSummary CudaGemmEngine::check(const GemmSpec& spec, const GemmAccumulat
   flags.clear();
   if (out.flagged > 0 || out.invalid > 0) {
     flags.resize(flag_bytes);
-    download(flags.data(), flags_d, flag_bytes);
+    if (out.flagged * sizeof(uint64_t) < flag_bytes) {
+      // Few failed checks: their indices cross the bus, not a byte per check.
+      std::vector<uint64_t> list(out.flagged);
+      auto* list_d = grow(flag_list_, list.size() * sizeof(uint64_t) + sizeof(uint64_t)).as<unsigned long long>();
+      SDC_CUDA_TRY(launch_gemm_flag_list(flags_d, flag_bytes, list_d + 1, list.size(), list_d, stream_));
+      download(list.data(), list_d + 1, list.size() * sizeof(uint64_t));
+      for (uint64_t f : list) flags[f] = 1;
+    } else {
+      download(flags.data(), flags_d, flag_bytes);
+    }
   }
   return out;
 }

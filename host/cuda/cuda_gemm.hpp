@@ -89,7 +89,7 @@ class CudaGemmEngine : public GemmEngine {
   DeviceMemory first_;    // repeat 0's output, for naming the elements a later repeat changed
   DeviceMemory scratch_;  // Y of the checks
   DeviceMemory ref_a_, ref_a_abs_, ref_bt_, ref_bt_abs_, ref_c_, ref_abs_, ref_index_;  // fp8's reference
-  DeviceMemory flags_, summary_, invalid_, index_, bits_, digest_, log_;
+  DeviceMemory flags_, flag_list_, summary_, invalid_, index_, bits_, digest_, log_;
   std::map<Key, Pinned> pinned_;
 };
 
