@@ -116,11 +116,12 @@ class SfuTranscendentalProbe : public Probe {
       r.expected = bits_of_float(static_cast<float>(reference));  // the correctly rounded result
       r.observed = bits_of_float(values[i]);
       r.width_bits = 32;
+      if (cuda) r.lane = sfu_lane_of(i);
       report.keep(r);
     }
 
     result.params["elements_per_function"] = job.per_function;
-    // Not measured: launch_sfu's layout puts element i on lane i % 32, so records carry no lane.
+    // launch_sfu's layout puts element i on lane i % 32 (sfu_lane_of): the records carry it.
     if (cuda) result.params["lane"] = "index % 32";
     // The largest error seen within the bound, as a fraction of it: the headroom the bound leaves.
     nlohmann::json ratios = nlohmann::json::object();

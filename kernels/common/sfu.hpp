@@ -39,6 +39,10 @@ SDC_HD SfuFunction sfu_function_of(uint64_t element, uint64_t per_function) {
   return static_cast<SfuFunction>(element / per_function);
 }
 
+// The warp lane that computes `element` on a GPU: launch_sfu's threads take elements grid-stride
+// (thread t: t, t + stride, ...) in blocks of a multiple of 32 threads, so the stride is one too.
+SDC_HD int sfu_lane_of(uint64_t element) { return static_cast<int>(element % 32); }
+
 // Draw `draw` (0 or 1) of element k of function f: each (function, element, draw) has its own counter.
 SDC_HD uint64_t sfu_random(uint64_t seed, SfuFunction f, uint64_t k, uint32_t draw) {
   return counter_random(seed, ((static_cast<uint64_t>(f) * 2 + draw) << 48) | k);
