@@ -1,20 +1,18 @@
 // GEMM probe throughput on the first CUDA device against a bare cuBLASLt GEMM of the same type and
 // size on random operands (never zeros: zeros ran 13% faster on an H200), measured in the same run
 // (heuristic's first algorithm, same workspace size), for gemm.random.bf16 and gemm.random.e4m3 at
-// n = 8192 (override with SDC_GEMM_BENCH_N). The probe generates, multiplies and verifies on the
-// device. Counters: bare_TFLOP/s, probe_TFLOP/s (the probe's GEMM alone), gemm_ratio = probe GEMM
-// rate / bare rate, end_to_end_ratio = (generate + GEMM + verify) / bare GEMM, verify_share =
-// verify / (generate + GEMM + verify), verify_fraction = verify / GEMM, generate_fraction =
-// generate / GEMM, wall_ratio = the probe's whole duration / bare GEMM, host_device_bytes = bytes
-// the probe copied between host and device (O(n): summaries and candidates only), and the check's
-// figures: check_tile, check_fraction = the check kernels' time / the GEMM's (both from CUDA events
-// on the stream), max_ratio = the largest |r|/tau (false alarm at 1) and detectable_multiple = the
-// smallest change of one element every check was sure to catch, per rms of C. Goal on an H200:
-// end_to_end_ratio <= 1.10 and verify_share <= 0.05 at n = 8192 for bf16; e4m3's verification is
-// its per-element check against two INT32 reference GEMMs (check_tile 1), estimated at about 2x
-// the fp8 GEMM's time (check_fraction about 2, end_to_end_ratio about 3). BM_GemmBound reports the check's
-// figures for the other random types. Without a device every benchmark is skipped. Run:
-// build/release/bench/gpu_gemm_bench --benchmark_format=json
+// n = 8192 (override with SDC_GEMM_BENCH_N), the probe at the same n (gemm_rates refuses another). The probe generates,
+// multiplies and verifies on the device. Counters: bare_TFLOP/s, probe_TFLOP/s (the probe's GEMM alone), gemm_ratio =
+// probe GEMM rate / bare rate, end_to_end_ratio = (generate + GEMM + verify) / bare GEMM, verify_share = verify /
+// (generate + GEMM + verify), verify_fraction = verify / GEMM, generate_fraction = generate / GEMM, wall_ratio = the
+// probe's whole duration / bare GEMM, host_device_bytes = bytes the probe copied between host and device (O(n):
+// summaries and candidates only), and the check's figures: check_tile, check_fraction = the check kernels' time / the
+// GEMM's (both from CUDA events on the stream), max_ratio = the largest |r|/tau (false alarm at 1) and
+// detectable_multiple = the smallest change of one element every check was sure to catch, per rms of C. Goal on an
+// H200: end_to_end_ratio <= 1.10 and verify_share <= 0.05 at n = 8192 for bf16; e4m3's verification is its per-element
+// check against two INT32 reference GEMMs (check_tile 1), estimated at about 2x the fp8 GEMM's time (check_fraction
+// about 2, end_to_end_ratio about 3). BM_GemmBound reports the check's figures for the other random types, at the same
+// n. Without a device every benchmark is skipped. Run: build/release/bench/gpu_gemm_bench --benchmark_format=json
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -27,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/gemm_bench_figures.hpp"
 #include "host/backend.hpp"
 #include "host/gemm.hpp"
 #include "kernels/common/random.hpp"
@@ -143,12 +142,12 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
   sdc::RunOptions options;
   options.seed = 1;
   options.level = sdc::Level::kStandard;
-  options.compute_bytes = uint64_t{n} * n * (2 * sdc::gemm_input_bytes(type) + 4);
-  const double flops = 2.0 * n * n * n;
+  options.gemm_n = n;  // the bare GEMM's size (a working-set size would shrink fp8's: its reference)
   // Warm-up: module loading, the heuristic's choice (pinned by the engine), first allocations.
   (void)sdc::run_probe(*probe, *devices[0], options);
   (void)bare_gemm_seconds(type, n, 1);
   double bare = 0, gemm = 0, verify = 0, generate = 0, total = 0, bytes = 0, check = 0, ratio = 0, detectable = 0;
+  sdc::GemmShape probe_shape;
   for (auto _ : state) {
     const double b = bare_gemm_seconds(type, n, 10);
     if (b <= 0) {
@@ -169,14 +168,22 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
     check += r.params["check_s"].get<double>();
     ratio = std::max(ratio, r.params["max_ratio"].get<double>());
     detectable = std::max(detectable, r.params["detectable_multiple"].get<double>());
+    probe_shape = {r.params["m"].get<uint32_t>(), r.params["n"].get<uint32_t>(), r.params["k"].get<uint32_t>()};
     state.counters["n"] = r.params["n"].get<double>();
     state.counters["check_tile"] = r.params["check_tile"].get<double>();
   }
   if (bare <= 0 || gemm <= 0) return;
   const double iters = static_cast<double>(state.iterations());
-  state.counters["bare_TFLOP/s"] = flops * iters / bare / 1e12;
-  state.counters["probe_TFLOP/s"] = flops * iters / gemm / 1e12;
-  state.counters["gemm_ratio"] = bare / gemm;
+  sdc::GemmRates rates;
+  try {
+    rates = sdc::gemm_rates({n, n, n}, probe_shape, iters, bare, gemm);
+  } catch (const std::invalid_argument& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.counters["bare_TFLOP/s"] = rates.bare_tflops;
+  state.counters["probe_TFLOP/s"] = rates.probe_tflops;
+  state.counters["gemm_ratio"] = rates.gemm_ratio;
   state.counters["verify_fraction"] = verify / gemm;
   state.counters["generate_fraction"] = generate / gemm;
   state.counters["verify_share"] = verify / (generate + gemm + verify);
@@ -241,5 +248,6 @@ BENCHMARK_CAPTURE(BM_GemmBound, fp64, "gemm.random.fp64")->Unit(benchmark::kMill
 BENCHMARK_CAPTURE(BM_GemmBound, fp32, "gemm.random.fp32")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(BM_GemmBound, tf32, "gemm.random.tf32")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK_CAPTURE(BM_GemmBound, fp16, "gemm.random.fp16")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK_CAPTURE(BM_GemmBound, e5m2, "gemm.random.e5m2")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 BENCHMARK_MAIN();
