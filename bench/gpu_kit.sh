@@ -84,7 +84,10 @@ kit_build() {
   } >"$stage/kit/MANIFEST"
 
   check_kit "$stage/kit"
-  check_kernel_names "$(dirname "$nvcc")/cuobjdump" "${files[@]}"
+  local cuobjdump
+  cuobjdump=$(find_cuobjdump "$nvcc") ||
+    die "cuobjdump not found (beside $nvcc, on PATH, in ${KIT_TOOLKIT_DIRS}, in Python's nvidia-* or triton packages): the kernels' names cannot be checked; install the toolkit's cuobjdump or 'pip install nvidia-cuda-cuobjdump'"
+  check_kernel_names "$cuobjdump" "${files[@]}"
 
   echo "gpu_kit: pack .gpu-kit"
   rm -rf .gpu-kit
@@ -100,18 +103,46 @@ kit_build() {
   echo "gpu_kit: run it with the device tool: command 'bash bench/gpu_kit.sh run', carry [\".gpu-kit\"], timeout_s 450"
 }
 
+# The toolkit folders searched for cuobjdump after the one beside nvcc and PATH.
+export KIT_TOOLKIT_DIRS=${KIT_TOOLKIT_DIRS:-"${CUDA_HOME:-/usr/local/cuda} $(echo /usr/local/cuda-* /opt/nvidia/*)"}
+
+# cuobjdump, which lists the kernels' names: a toolkit may hold the compiler without it. Beside
+# nvcc, then on PATH, then in the toolkit folders (bin/ or anywhere two levels down), then in
+# Python's packages (the nvidia-cuda-cuobjdump wheel, Triton's copy). Prints its path; 1 if none.
+find_cuobjdump() {
+  local c d sp
+  for c in "$(dirname "$1")/cuobjdump" "$(command -v cuobjdump 2>/dev/null)"; do
+    [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+  done
+  for d in $KIT_TOOLKIT_DIRS; do
+    [ -d "$d" ] || continue
+    c=$(find "$d" -maxdepth 3 -type f -name cuobjdump -perm -u+x 2>/dev/null | head -n 1)
+    [ -n "$c" ] && { echo "$c"; return 0; }
+  done
+  while read -r sp; do
+    for d in "$sp/nvidia" "$sp/triton"; do
+      [ -d "$d" ] || continue
+      c=$(find "$d" -maxdepth 5 -type f -name cuobjdump -perm -u+x 2>/dev/null | head -n 1)
+      [ -n "$c" ] && { echo "$c"; return 0; }
+    done
+  done < <(python3 -c 'import site, sys; print("\n".join(sys.path + site.getsitepackages()))' 2>/dev/null)
+  return 1
+}
+
 # The sanitizer step instruments only kernels whose mangled names match KIT_SANITIZER_FILTER
-# (namespace sdc): a kernel of ours outside it would go unchecked, so the build refuses it.
+# (namespace sdc): a kernel of ours outside it would go unchecked, so the build refuses it. A
+# cuobjdump that lists no kernel at all (one too old for this toolkit's fat binaries) fails too.
 check_kernel_names() {
-  local cuobjdump=$1 f outside
+  local cuobjdump=$1 f names outside listed=0
   shift
-  [ -x "$cuobjdump" ] || die "cuobjdump not found beside nvcc: cannot check the kernels' names"
   for f in "$@"; do
-    outside=$("$cuobjdump" -symbols "$f" 2>/dev/null | awk '/STO_ENTRY/ { print $NF }' | sort -u |
-      grep -v "^${KIT_SANITIZER_FILTER#kns=}" || true)
+    names=$("$cuobjdump" -symbols "$f" 2>/dev/null | awk '/STO_ENTRY/ { print $NF }' | sort -u)
+    [ -z "$names" ] || listed=$((listed + $(wc -l <<<"$names")))
+    outside=$(grep -v "^${KIT_SANITIZER_FILTER#kns=}" <<<"$names" || true)
     [ -z "$outside" ] || die "$(basename "$f") has kernels outside namespace sdc, which the sanitizer's filter skips: $outside"
   done
-  echo "gpu_kit: every kernel in the kit is in namespace sdc (the sanitizer's filter $KIT_SANITIZER_FILTER)"
+  [ "$listed" -gt 0 ] || die "$cuobjdump lists no kernel in the kit's programs: it cannot read this toolkit's binaries"
+  echo "gpu_kit: every kernel in the kit ($listed, listed by $cuobjdump) is in namespace sdc (the sanitizer's filter $KIT_SANITIZER_FILTER)"
 }
 
 # Only the lent machine's CUDA libraries may stay unresolved: `env -i ldd` with the loader's cache
@@ -434,7 +465,7 @@ PY
 # cannot see it. "could not run" when torch sees no GPU.
 step_canary() {
   local rc py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
-  step_within 28 $py "$KIT/python/examples/canary_cuda.py" --json "$LOGS/canary.json" >"$LOGS/canary.out" 2>&1
+  step_within 48 $py "$KIT/python/examples/canary_cuda.py" --json "$LOGS/canary.json" >"$LOGS/canary.out" 2>&1
   rc=$?
   tail -n 20 "$LOGS/canary.out"
   [ $rc -eq 2 ] && { echo "kit: torch sees no CUDA device"; return 2; }
@@ -457,7 +488,7 @@ PY
 step_lightning() {
   [ -s "$WORK/uuid" ] || { echo "kit: no GPU UUID from step devices"; return 2; }
   local rc py="env LD_LIBRARY_PATH=$WHEEL_DIRS SDCPROBE_LIBRARY=$KIT/lib/libsdcprobe.so.1 PYTHONUNBUFFERED=1 python3"
-  step_within 15 $py "$KIT/python/examples/train_lightning.py" --sdcprobe "$SDC" --out "$LOGS/lightning" \
+  step_within 23 $py "$KIT/python/examples/train_lightning.py" --sdcprobe "$SDC" --out "$LOGS/lightning" \
     --ckpt-dir "$WORK/lightning-ckpt" --steps 200 --inject 'probe=alu.*,model=bitflip,mode=permanent,after=4' \
     >"$LOGS/lightning.json"
   rc=$?
@@ -564,13 +595,15 @@ kit_run() {
   mkdir -p "$LOGS"
   local budget=${KIT_BUDGET_S:-360} start=$SECONDS cannot="" kit_src=${SDC_KIT:-$repo/.gpu-kit}
   # By value: what the lease is for first, so that a run cut short loses the least. The boxes and
-  # the setup's (unpacking, at most 30 s with xz) sum to the budget; each step's time is printed,
-  # so the first lease can resize them. Sized from estimates for one H200 (docs/gpu-results.md):
-  # qualify's two runs at the level's sizes take 11-15 s each, its two extra runs less with --size;
-  # each sanitizer run instruments sdcprobe's kernels only; the canary spawns three ranks twice.
+  # the setup's (unpacking, at most 30 s with xz, and torch's first import) sum to the budget. Sized
+  # from the first lease's times on an H200 (docs/gpu-results.md, 2026-12-04): devices 1 s,
+  # gpu_tests 8, qualify 21 (four runs of 2-7 s), bench 5, memory 2, sanitizer 8 (cut short by a
+  # failure), coverage 0; the torch steps cold: inline 48, canary 36, Lightning 14, of which each
+  # import of torch took 6.5 s cold and 4 s warm. The torch steps get about 1.4x their cold time,
+  # the others 2-5x theirs.
   local steps=(devices gpu_tests qualify bench memory sanitizer inline canary lightning coverage)
-  local -A box=([devices]=10 [gpu_tests]=65 [qualify]=65 [bench]=40 [memory]=25 [sanitizer]=45 [inline]=25
-    [canary]=30 [lightning]=15 [coverage]=10)
+  local -A box=([devices]=10 [gpu_tests]=40 [qualify]=45 [bench]=25 [memory]=15 [sanitizer]=45 [inline]=65
+    [canary]=50 [lightning]=25 [coverage]=10)
   printf 'step\tstatus\tseconds\tbox\tnote\n' >"$WORK/steps.tsv"
   record() {
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5//$'\t'/ }" >>"$WORK/steps.tsv"
@@ -593,6 +626,15 @@ kit_run() {
         export LD_LIBRARY_PATH="$LIB_DIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
         [ -d /usr/local/nvidia/lib64 ] && LD_LIBRARY_PATH+=":/usr/local/nvidia/lib64"
         "$SDC" --version || cannot="the kit's sdcprobe does not load"
+        # torch's first import reads a few GiB of wheels (6.5 s cold, 4 s warm): once here, so
+        # that the inline, canary and Lightning steps start warm.
+        local took
+        if took=$(timeout 25 env LD_LIBRARY_PATH="$WHEEL_DIRS" python3 -c \
+          'import time; t = time.monotonic(); import torch; print("%.1f" % (time.monotonic() - t))' 2>/dev/null); then
+          echo "gpu_kit: torch imported in ${took}s (warm for the torch steps)"
+        else
+          echo "gpu_kit: torch does not import here (the torch steps will say so)"
+        fi
       fi
     fi
     # KIT_WITHOUT_GPU=1 runs the steps anyway, to try the kit's own plumbing on a machine with no GPU.
@@ -667,8 +709,9 @@ kit_run() {
 case ${1:-} in
   build) kit_build ;;
   run) kit_run ;;
+  find-cuobjdump) find_cuobjdump "${2:-nvcc}" || die "cuobjdump not found" ;;  # for tests/bundle/gpu_kit_test.sh
   *)
-    echo "usage: bench/gpu_kit.sh build|run" >&2
+    echo "usage: bench/gpu_kit.sh build|run|find-cuobjdump NVCC" >&2
     exit 2
     ;;
 esac

@@ -8,7 +8,8 @@
 # is unpacked by Python's tarfile; every sanitizer run is filtered to sdcprobe's kernels. Then the
 # devices step with a stand-in nvidia-smi and sdcprobe: a sysfs without GPUs (gVisor), more GPUs on
 # the bus than the container's CUDA shows (--expect-gpus from nvidia-smi -L), and a failed GPU, whose
-# working neighbour's UUID is kept for the later steps. Exit 77 (skipped) where a GPU is present:
+# working neighbour's UUID is kept for the later steps. Last, the build's search for cuobjdump when
+# it is not beside nvcc. Exit 77 (skipped) where a GPU is present:
 # there the kit itself runs (bench/gpu_kit.sh build, then run).
 #   tests/bundle/gpu_kit_test.sh SDCPROBE REPO WORKDIR
 set -euo pipefail
@@ -241,4 +242,18 @@ grep -q -- '--expect-gpus 1 coverage' "$work/sdc-calls" || fail "container: cove
 want=1 devices_run failed SDCPROBE_SYSFS_ROOT="$work/sys-two" FAKE_GPUS=2
 expect failed 'setup=passed' '*=not run' 'devices=failed' 'coverage=passed' \
   'devices~testing NVIDIA H200 GPU-00000000'
+
+# The build's cuobjdump where the toolkit has nvcc alone: found in a Python package (the
+# nvidia-cuda-cuobjdump wheel's layout); with none anywhere the lookup fails, and the build with it.
+mkdir -p "$work/nvcc-only/bin" "$work/wheel/nvidia/cuda_cuobjdump/bin"
+printf '#!/bin/sh\n' | tee "$work/nvcc-only/bin/nvcc" >"$work/wheel/nvidia/cuda_cuobjdump/bin/cuobjdump"
+chmod +x "$work/nvcc-only/bin/nvcc" "$work/wheel/nvidia/cuda_cuobjdump/bin/cuobjdump"
+find_cuobjdump() {
+  env PATH="$work/no-xz" KIT_TOOLKIT_DIRS="$work/nvcc-only" "$@" bash "$repo/bench/gpu_kit.sh" find-cuobjdump \
+    "$work/nvcc-only/bin/nvcc" 2>&1
+}
+found=$(find_cuobjdump PYTHONPATH="$work/wheel") || fail "cuobjdump: the wheel's not found: $found"
+[ "$found" = "$work/wheel/nvidia/cuda_cuobjdump/bin/cuobjdump" ] || fail "cuobjdump: found $found, not the wheel's"
+! found=$(find_cuobjdump) || fail "cuobjdump: found $found where there is none"
+[[ $found == *"cuobjdump not found"* ]] || fail "cuobjdump: no reason given: $found"
 echo "gpu_kit_test: passed"
