@@ -4,7 +4,8 @@
 # leave summary.json (and no more than 8 files) in $OUT. Then the sanitizer step's verdicts, with a
 # fake compute-sanitizer (KIT_WITHOUT_GPU=1 runs the steps here): the tool's refusal of the device
 # (as under gVisor) and a failing self-test are "could not run", a reported error is "failed", a
-# clean run passes, and a hang is "out of time"; the refusal run also has no xz on PATH, so the kit
+# clean run passes, and a hang is "out of time"; racecheck's internal error is the tool's where it
+# also stops on cuBLASLt alone (gpu_kit_racecheck_repro), a failure where only on the GEMM tests; the refusal run also has no xz on PATH, so the kit
 # is unpacked by Python's tarfile; every sanitizer run is filtered to sdcprobe's kernels. Then the
 # devices step with a stand-in nvidia-smi and sdcprobe: a sysfs without GPUs (gVisor), more GPUs on
 # the bus than the container's CUDA shows (--expect-gpus from nvidia-smi -L), and a failed GPU, whose
@@ -84,7 +85,7 @@ run_kit "$work/kit" kit PATH="$(dirname "$python"):$PATH"
 expect kit 'setup=could not run' '*=could not run' 'setup~no GPU here|CUDA libraries not found'
 
 # The sanitizer step's programs, which the fake tool never runs (any run of one fails the test).
-for p in gpu_kit_selftest cuda_device_test sdc_gemm_gpu_tests; do
+for p in gpu_kit_selftest gpu_kit_racecheck_repro cuda_device_test sdc_gemm_gpu_tests; do
   printf '#!/bin/sh\necho "run without the sanitizer: $0" >&2\nexit 99\n' >"$work/stage/kit/bin/$p"
   chmod +x "$work/stage/kit/bin/$p"
 done
@@ -126,6 +127,10 @@ case \$FAKE_MODE:\$tool:\$program in
     echo "=========     at sweep_kernel+0x1f0"
     echo "========= ERROR SUMMARY: 1 error"
     exit 1 ;;
+  internal:racecheck:*|ours:racecheck:sdc_gemm_gpu_tests)
+    echo "========= Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception."
+    echo "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"
+    exit 1 ;;
   hang:*) sleep 60 ;;
 esac
 echo "[       OK ] \$program"
@@ -160,15 +165,22 @@ expect selftest 'setup=passed' '*=not run' 'sanitizer=could not run' 'sanitizer~
 want=1 sanitizer_run finding
 expect finding 'setup=passed' '*=not run' 'sanitizer=failed' 'sanitizer~errors reported by memcheck-device \('
 [ "$(head -n 1 "$work/calls-finding")" = "memcheck gpu_kit_selftest" ] || fail "finding: the self-test is not first"
-for run in "memcheck cuda_device_test" "memcheck sdc_gemm_gpu_tests" "racecheck sdc_gemm_gpu_tests" \
-  "synccheck cuda_device_test" "synccheck sdc_gemm_gpu_tests"; do
+for run in "memcheck cuda_device_test" "memcheck sdc_gemm_gpu_tests" "racecheck gpu_kit_racecheck_repro" \
+  "racecheck sdc_gemm_gpu_tests" "synccheck cuda_device_test" "synccheck sdc_gemm_gpu_tests"; do
   grep -qx "$run" "$work/calls-finding" || fail "finding: no run of $run"
 done
 
 sanitizer_run clean
 expect clean 'setup=passed' '*=not run' 'sanitizer=passed' 'sanitizer~memcheck, racecheck and synccheck clean'
 [ "$(sort -u "$work/filters-clean")" = "kns=_ZN3sdc" ] || fail "clean: a run not filtered to sdcprobe's kernels: $(sort -u "$work/filters-clean")"
-[ "$(wc -l <"$work/filters-clean")" -eq 6 ] || fail "clean: not six sanitizer runs"
+[ "$(wc -l <"$work/filters-clean")" -eq 7 ] || fail "clean: not seven sanitizer runs"
+
+# racecheck's internal error on cuBLASLt's GEMMs alone (gpu_kit_racecheck_repro) and on the GEMM
+# tests: the tool's failure, "could not run"; on the GEMM tests alone: a failure.
+sanitizer_run internal
+expect internal 'setup=passed' '*=not run' 'sanitizer=could not run' 'sanitizer~could not run racecheck-cublaslt racecheck-gemm'
+want=1 sanitizer_run ours
+expect ours 'setup=passed' '*=not run' 'sanitizer=failed' 'sanitizer~errors reported by racecheck-gemm \('
 
 # A hang: the step's box ends it, and it is "out of time", not a failure.
 sanitizer_run hang KIT_BUDGET_S=12
