@@ -62,10 +62,17 @@ std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, u
   for (uint32_t i = 0; i < m; ++i) {
     for (uint32_t tt = 0; tt < col_tiles; ++tt) {
       if (!row_flags[static_cast<size_t>(i) * col_tiles + tt]) continue;
-      const uint32_t jhi = std::min(n, (tt + 1) * tile_c);
-      for (uint32_t j = tt * tile_c; j < jhi; ++j) {
+      const uint32_t jlo = tt * tile_c, jhi = std::min(n, (tt + 1) * tile_c);
+      const size_t before = candidates.size();
+      for (uint32_t j = jlo; j < jhi; ++j) {
         if (col_flags[static_cast<size_t>(j) * row_tiles + i / tile_r])
           candidates.push_back(static_cast<uint64_t>(i) * n + j);
+      }
+      // A row check that fails where no column check does (a change near the bound: the two
+      // checks' tau differ): every element of its tile, each confirmed against its own bound,
+      // far tighter than a tile's.
+      if (candidates.size() == before) {
+        for (uint32_t j = jlo; j < jhi; ++j) candidates.push_back(static_cast<uint64_t>(i) * n + j);
       }
     }
   }

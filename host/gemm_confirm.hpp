@@ -27,8 +27,9 @@ uint32_t gemm_check_tile(const GemmSpec& s, const GemmAccumulation& acc, bool co
 
 // Location: candidates (sorted, unique) are the elements whose row fails in its column tile
 // (row_flags, m x column tiles of tile_c) and whose column fails in its row tile (col_flags, n x row
-// tiles of tile_r), plus `invalid`. A failed check no candidate confirms is recorded at its tile's
-// first column (gemm_unconfirmed_checks).
+// tiles of tile_r), every element of a failed row tile where no column check in it fails, plus
+// `invalid`. A failed check no candidate confirms is recorded at its tile's first column
+// (gemm_unconfirmed_checks).
 std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, uint32_t tile_r,
                                       const std::vector<uint8_t>& row_flags, const std::vector<uint8_t>& col_flags,
                                       const std::vector<uint64_t>& invalid);

@@ -408,6 +408,23 @@ TEST(GemmCheck, ConfirmingCandidatesFromTheGeneratorsMatchesVerifyGemm) {
   EXPECT_EQ(gemm_unconfirmed_checks(512, 256, flags), (std::vector<uint64_t>{256, 2 * 512 + 0}));
 }
 
+// A row check that fails where no column check in its tile does (a change near the bound, which the
+// row's tau caught and the column's not) makes every element of its tile a candidate, to be
+// confirmed against its own element bound; where a column check fails too, only the intersection.
+TEST(GemmCheck, AFailedRowTileNoColumnCheckExplainsMakesEachOfItsElementsACandidate) {
+  const uint32_t m = 8, n = 12, tile_c = 4, tile_r = 4;  // 3 column tiles, 2 row tiles
+  std::vector<uint8_t> row_flags(m * 3, 0), col_flags(n * 2, 0);
+  row_flags[1 * 3 + 1] = 1;  // row 1, columns 4..7
+  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}),
+            (std::vector<uint64_t>{1 * n + 4, 1 * n + 5, 1 * n + 6, 1 * n + 7}));
+  col_flags[6 * 2 + 0] = 1;  // column 6, rows 0..3
+  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}), (std::vector<uint64_t>{1 * n + 6}));
+  // Column 6 failing in rows 4..7 explains nothing of row 1.
+  col_flags[6 * 2 + 0] = 0;
+  col_flags[6 * 2 + 1] = 1;
+  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}).size(), 4u);
+}
+
 // The row and column passes as the device runs them (shapes, strides, swapped generators, keys,
 // tiles): clean outputs pass with headroom, and a wrong element fails exactly its row's check in its
 // column tile and its column's check in its row tile, so the candidates are that element alone.
