@@ -1,0 +1,24 @@
+// The GPUs' own health (host/nvml_health.hpp) as `sdcprobe health` prints it, as the "health" field
+// of a JSON report, and as a level's verdict names it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "host/nvml_health.hpp"
+
+namespace sdc {
+
+// {"verdict", "watched", "error"?, "gpus": [{index, uuid, pci_bus_id, name, verdict, conditions:
+// {FIELD: {state, detail, readings: {NAME: VALUE}}}}]}.
+nlohmann::json health_json(const HealthReport& report);
+
+// A line per GPU (its verdict), a line per condition under it, and a last line with the verdict.
+std::string health_text(const HealthReport& report);
+
+// The faults, for a level's verdict line: "GPU-… health: row_remap (a row remap is pending …); …";
+// empty without one.
+std::string health_faults(const HealthReport& report);
+
+}  // namespace sdc
