@@ -1,12 +1,21 @@
 // A level reads the tested GPUs' own health before and after its probes, on the stand-in NVML
 // (tests/scheduler/sweep/fake_nvml_health.cpp): a fault fails the level even when every probe
-// passed, an unreadable driver is could-not-test, and the CPU backend is not applicable.
+// passed, an unreadable driver is could-not-test, and the CPU backend is not applicable. A sweep
+// pass does the same and writes the health metrics.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
-#include "scheduler/qualify/runner.hpp"
+#include "host/backend.hpp"
+#include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/qualify_session.hpp"
+#include "scheduler/sweep/prometheus.hpp"
+#include "scheduler/sweep/sweep.hpp"
+#include "tests/scheduler/sweep/prom_check.hpp"
 
 namespace sdc {
 namespace {
@@ -120,6 +129,81 @@ TEST_F(LevelHealth, AHealthFaultFailsALevelWhoseProbesAllPassed) {
   const RunReport clean = passing(level_health({device("cuda", 0, "GPU-a"), device("cuda", 1, "GPU-b")}, [] {}));
   EXPECT_EQ(exit_code_of(clean), 0) << verdict_line(clean);
   EXPECT_EQ(report_json(clean).at("health").at("verdict"), "healthy");
+}
+
+// A sweep pass over a "GPU" whose worker tests the CPU (no GPU here): its health is read from the
+// stand-in NVML around the workers, fails the pass, and is in its metrics and spooled report.
+class SweepHealth : public LevelHealth {
+ protected:
+  void SetUp() override {
+    LevelHealth::SetUp();
+    dir_ = std::filesystem::temp_directory_path() / ("sdcprobe-sweep-health-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_ / "prom");
+    std::filesystem::create_directories(dir_ / "spool");
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(dir_);
+    LevelHealth::TearDown();
+  }
+  int sweep_once() {
+    SweepOptions options;
+    options.once = true;
+    options.state_dir = (dir_ / "state").string();
+    options.prom_dir = (dir_ / "prom").string();
+    options.spool_dir = (dir_ / "spool").string();
+    options.level = Level::kQuick;
+    const DeviceIdentity cpu = open_devices({"cpu", 1}).front()->identity();
+    // The stand-in NVML's GPU carries the CPU's UUID, as the results the worker sends do.
+    DeviceIdentity gpu = cpu;
+    gpu.backend = "cuda";
+    setenv("FAKE_NVML", (cpu.uuid + "=").c_str(), 1);
+    if (!remap_.empty()) setenv("FAKE_NVML_REMAP", (cpu.uuid + "=" + remap_).c_str(), 1);
+    uuid_ = cpu.uuid;
+    const WorkerSetup setup{std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", {"cpu", 1, -1}, "", false};
+    const WorkerCommandFactory worker = [cpu, setup](const RunOptions& run) -> WorkerCommand {
+      const WorkerCommand on_cpu = make_worker_command(setup, run);
+      return [cpu, on_cpu](const DeviceIdentity&, const std::vector<std::string>& ids) { return on_cpu(cpu, ids); };
+    };
+    return run_sweep(options, {gpu}, builtin_registry().select({"alu.fma32"}), worker);
+  }
+  std::map<std::string, double> metrics() const {
+    std::ifstream in(dir_ / "prom" / kPromFile);
+    return test::parse_prometheus_text(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  double remap_fault() const {
+    for (const auto& [series, value] : metrics()) {
+      if (series.rfind("sdcprobe_gpu_health_fault{", 0) == 0 &&
+          series.find("UUID=\"" + uuid_ + "\"") != std::string::npos &&
+          series.find("field=\"row_remap\"") != std::string::npos) {
+        return value;
+      }
+    }
+    return -1;
+  }
+  nlohmann::json spooled() const {
+    for (const auto& f : std::filesystem::directory_iterator(dir_ / "spool")) {
+      std::ifstream in(f.path());
+      return nlohmann::json::parse(in);
+    }
+    return {};
+  }
+  std::filesystem::path dir_;
+  std::string remap_;  // the GPU's FAKE_NVML_REMAP values
+  std::string uuid_;
+};
+
+TEST_F(SweepHealth, AHealthFaultFailsThePassAndIsItsMetric) {
+  remap_ = "0,0,1,0";
+  EXPECT_EQ(sweep_once(), 1);
+  EXPECT_EQ(remap_fault(), 1);
+  EXPECT_EQ(spooled().at("health").at("verdict"), "fault");
+}
+
+TEST_F(SweepHealth, HealthyGpusPassAndSayZero) {
+  EXPECT_EQ(sweep_once(), 0);
+  EXPECT_EQ(remap_fault(), 0);
+  EXPECT_EQ(spooled().at("health").at("verdict"), "healthy");
 }
 
 }  // namespace
