@@ -28,9 +28,9 @@ void add_health_command(CLI::App& app, int& exit_code) {
     double watch_s = 0;
   };
   auto args = std::make_shared<Args>();
-  sub->add_option("--json", args->json, "Write the JSON report to FILE (atomically), or to stdout with -");
+  sub->add_option("--json", args->json, "Write the JSON report to FILE (atomically; - for stdout)");
   sub->add_option("--prom", args->prom,
-                  "Write the health metrics (Prometheus text format) to FILE (atomically), or to stdout with -");
+                  "Write the health metrics (Prometheus text format) to FILE (atomically; - for stdout)");
   sub->add_option("--device", args->device, "GPUs to read: all, or comma-separated NVML indices, UUIDs or PCI bus ids")
       ->capture_default_str();
   sub->add_option("--watch", args->watch_s,
@@ -57,21 +57,11 @@ void add_health_command(CLI::App& app, int& exit_code) {
     const HealthReport report = read_gpu_health(nvml_library_name(), select, window);
     // Stdout holds the report asked for there; the lines then go to stderr.
     const bool stdout_taken = args->json == "-" || args->prom == "-";
-    if (!args->json.empty()) {
-      const std::string text = health_json(report).dump(2) + "\n";
-      if (args->json == "-")
-        std::cout << text;
-      else
-        write_file_atomically(args->json, text);
-    }
+    if (!args->json.empty()) write_file_atomically(args->json, health_json(report).dump(2) + "\n");
     if (!args->prom.empty()) {
       char host[256] = {};
       ::gethostname(host, sizeof(host) - 1);
-      const std::string text = render_health_prometheus(report, host);
-      if (args->prom == "-")
-        std::cout << text;
-      else
-        write_file_atomically(args->prom, text);
+      write_file_atomically(args->prom, render_health_prometheus(report, host));
     }
     (stdout_taken ? std::cerr : std::cout) << health_text(report) << std::flush;
     exit_code = health_exit_code(report);

@@ -64,10 +64,10 @@ struct PciInfo {  // nvmlPciInfo_t
   char bus_id[32];
 };
 
-// One query's answer: its status and, when it succeeded, the values.
+// One query's answer: its status and, when it succeeded, the values. Until asked, none.
 struct Answer {
-  NvmlReturn rc = kNvmlSuccess;
-  std::string error;
+  NvmlReturn rc = kNonsense;
+  std::string error = "not read";
   std::vector<unsigned long long> values;
 };
 
