@@ -159,6 +159,17 @@ check "hostile verdict: one literal, sanitised reason" \
   "Reason=$(printf '%s' "SDC: GPU-1 x touch $work/pwned (touch $work/pwned2) touch $work/pwned3" | cut -c1-80)" \
   "$(log | grep '^Reason=')"
 
+# A fault of a GPU's own counters (sdcprobe health, read by every level) drains naming its field.
+reset
+cat > "$work/health-sdcprobe" <<'FAKE'
+#!/usr/bin/env bash
+echo 'SDC: GPU-1 health row_remap'
+exit 1
+FAKE
+chmod +x "$work/health-sdcprobe"
+SDCPROBE="$work/health-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "a GPU health fault drains naming its field" "Reason=SDC: GPU-1 health row_remap" "$(log | grep '^Reason=')"
+
 # NHC: the check calls NHC's die with the verdict on a fault, and nothing on a pass.
 nhc() {  # ARGS -> what die received
   ( die() { echo "die $1 $2"; }
