@@ -25,6 +25,7 @@ void add_health_command(CLI::App& app, int& exit_code) {
     std::string json;
     std::string prom;
     std::string device = "all";
+    std::string format = "text";
     double watch_s = 0;
   };
   auto args = std::make_shared<Args>();
@@ -38,8 +39,16 @@ void add_health_command(CLI::App& app, int& exit_code) {
                   "them)")
       ->check(finite_in(0, 86400.0))
       ->capture_default_str();
+  sub->add_option("--format", args->format,
+                  "text, or npd for node-problem-detector and NHC: stdout holds only a verdict of at most 80 "
+                  "characters (OK: / SDC: UUID health FIELD / UNKNOWN:); the lines go to stderr")
+      ->check(CLI::IsMember({"text", "npd"}))
+      ->capture_default_str();
   sub->callback([&exit_code, args] {
-    if (args->json == "-" && args->prom == "-") throw InputError("--json - and --prom -: only one may use stdout");
+    const bool npd = args->format == "npd";
+    if ((args->json == "-") + (args->prom == "-") + npd > 1) {
+      throw InputError("--json -, --prom - and --format npd: only one may use stdout");
+    }
     std::vector<std::string> select;
     if (args->device != "all") {
       std::istringstream tokens(args->device);
@@ -55,14 +64,17 @@ void add_health_command(CLI::App& app, int& exit_code) {
       window = [seconds] { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); };
     }
     const HealthReport report = read_gpu_health(nvml_library_name(), select, window);
-    // Stdout holds the report asked for there; the lines then go to stderr.
-    const bool stdout_taken = args->json == "-" || args->prom == "-";
+    // Stdout holds the report or verdict asked for there; the lines then go to stderr.
+    const bool stdout_taken = args->json == "-" || args->prom == "-" || npd;
     if (!args->json.empty()) write_file_atomically(args->json, health_json(report).dump(2) + "\n");
     if (!args->prom.empty()) {
       char host[256] = {};
       ::gethostname(host, sizeof(host) - 1);
       write_file_atomically(args->prom, render_health_prometheus(report, host));
     }
+    // The files first: one that cannot be written is a could-not-test, whose UNKNOWN line must be
+    // the only verdict on stdout.
+    if (npd) std::cout << health_npd_verdict(report) << std::endl;
     (stdout_taken ? std::cerr : std::cout) << health_text(report) << std::flush;
     exit_code = health_exit_code(report);
   });

@@ -1,5 +1,7 @@
 #include "scheduler/qualify/health_report.hpp"
 
+#include "scheduler/qualify/runner.hpp"
+
 namespace sdc {
 namespace {
 
@@ -55,6 +57,25 @@ std::string health_text(const HealthReport& report) {
   if (code == 0) return out + "health: HEALTHY" + of + "\n";
   if (code == 1) return out + "health: FAULT on " + std::to_string(faulty) + of + "\n";
   return out + "health: COULD NOT TEST" + of + "\n";
+}
+
+std::string health_npd_verdict(const HealthReport& report) {
+  if (!report.applicable) return "OK: no NVIDIA GPU on this node";
+  const int code = health_exit_code(report);
+  if (code == 0) return "OK: " + std::to_string(report.gpus.size()) + " GPUs healthy";
+  std::string first;
+  size_t count = 0;
+  const ConditionState wanted = code == 1 ? ConditionState::kFault : ConditionState::kCouldNotTest;
+  for (const GpuHealth& g : report.gpus) {
+    for (const HealthCondition& c : g.conditions) {
+      if (c.state != wanted) continue;
+      if (count++ == 0) first = code == 1 ? g.uuid + " health " + c.field : g.uuid + " " + c.field + ": " + c.detail;
+    }
+  }
+  if (code == 2) return npd_could_not_test(report.error.empty() ? first : report.error);
+  std::string line = "SDC: " + first + (count > 1 ? " +" + std::to_string(count - 1) + " more" : "");
+  if (line.size() > kNpdVerdictMax) line.resize(kNpdVerdictMax);
+  return line;
 }
 
 std::string health_faults(const HealthReport& report) {

@@ -17,6 +17,10 @@ nlohmann::json health_json(const HealthReport& report);
 // A line per GPU (its verdict), a line per condition under it, and a last line with the verdict.
 std::string health_text(const HealthReport& report);
 
+// node-problem-detector's verdict, at most 80 characters: "OK: N GPUs healthy", "SDC: <UUID> health
+// <field>" (+N more) or "UNKNOWN: could not test: <why>".
+std::string health_npd_verdict(const HealthReport& report);
+
 // The faults, for a level's verdict line: "GPU-… health: row_remap (a row remap is pending …); …";
 // empty without one.
 std::string health_faults(const HealthReport& report);

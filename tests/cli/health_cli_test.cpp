@@ -328,9 +328,32 @@ TEST_F(HealthCli, DeviceSelectsGpusAndAGpuNvmlDoesNotListCouldNotTest) {
   EXPECT_EQ(h.code, 2) << h.out;
   EXPECT_EQ(h.json.at("gpus").at(0).at("conditions").at("gpu").at("detail"),
             "could not test: NVML lists no GPU GPU-zz");
-  const sdc::test::Outcome o = sdc::test::sdcprobe("health --json - --prom -");
+  const sdc::test::Outcome o = sdc::test::sdcprobe("health --json - --format npd");
   EXPECT_EQ(o.code, 2) << o.out;
   EXPECT_NE(o.out.find("only one may use stdout"), std::string::npos) << o.out;
+}
+
+// node-problem-detector and NHC take stdout's one line: the verdict alone, at most 80 characters.
+TEST_F(HealthCli, NpdFormatPrintsTheVerdictAloneOnStdout) {
+  const auto npd = [](const std::string& env) {
+    return sdc::test::run_command("( SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) +
+                                  " FAKE_NVML='GPU-a=;GPU-b=' " + env + " " + SDC_BINARY_DIR +
+                                  "/cli/sdcprobe health --format npd 2>/dev/null )");
+  };
+  sdc::test::Outcome o = npd("");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.out, "OK: 2 GPUs healthy\n");
+  o = npd("FAKE_NVML_REMAP='GPU-b=0,0,1,0'");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "SDC: GPU-b health row_remap\n");
+  o = npd("FAKE_NVML_INIT=fail");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out, "UNKNOWN: could not test: NVML error: nvmlInit_v2: Driver Not Loaded\n");
+  o = npd("FAKE_NVML_REMAP='GPU-b=0,0,7,0'");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out.rfind("UNKNOWN: could not test: GPU-b row_remap: could not test: NVML answered pending", 0), 0u)
+      << o.out;
+  EXPECT_LE(o.out.size(), 81u) << o.out;
 }
 
 }  // namespace
