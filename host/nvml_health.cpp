@@ -33,6 +33,9 @@ constexpr unsigned kUuidBytes = 96, kNameBytes = 96;
 constexpr unsigned long long kRetiredPagesLimit = 63;
 constexpr unsigned long long kUncorrectableRemapsLimit = 512;
 constexpr unsigned kEventDrainMs = 100;  // an XID of the window's last moment still arrives
+// XID 45, "preemptive cleanup": the driver's note that a process ended with work in flight, which a
+// level's watchdog and budget do to a hung or overrunning worker. It says nothing of the GPU.
+constexpr unsigned long long kXidProcessEnded = 45;
 
 struct FieldValue {  // nvmlFieldValue_t
   unsigned field_id;
@@ -210,7 +213,9 @@ class Nvml {
         break;
       }
       for (Gpu* g : gpus) {
-        if (g->device == event.device && (event.type & kEventXidCritical) != 0) ++g->xids[event.data];
+        if (g->device == event.device && (event.type & kEventXidCritical) != 0 && event.data != kXidProcessEnded) {
+          ++g->xids[event.data];
+        }
       }
     }
     free_(set_);

@@ -216,6 +216,10 @@ TEST_F(HealthCli, AnXidDuringTheWindowIsAFaultNamingIt) {
   expect_fault_on_b(h, "xid", "critical XID 48 (double-bit ECC error), XID 79 (fallen off the bus) x2");
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"xid_79\""}), 2);
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"xid_48\""}), 1);
+  // XID 45 is a process ended with work in flight, as a level's watchdog ends a hung worker.
+  h = health("FAKE_NVML_XID='GPU-b=45'", "--watch 0.05");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "xid").at("state"), "healthy");
   h = health("FAKE_NVML_XID='GPU-b=79'");  // no window: not watched
   EXPECT_EQ(h.code, 0) << h.out;
   EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
