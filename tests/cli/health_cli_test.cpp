@@ -299,6 +299,8 @@ TEST_F(HealthCli, AnswersThatCannotBeAreCouldNotTestNeverHealthy) {
   expect_could_not_test_on_b(health("FAKE_NVML_LINK='GPU-b=5,5,3,16,0'"), "pcie_link_width",
                              "link width x3 of a maximum x16");
   expect_could_not_test_on_b(health("FAKE_NVML_RECOVERY='GPU-b=0,9'"), "recovery_action", "value type 9");
+  expect_could_not_test_on_b(health("FAKE_NVML_REPLAYS='GPU-b=10,-5'", "--watch 0.05"), "pcie_replays",
+                             "a replay counter that went back from 10 to 5");
   // A fault on one GPU is still a fault beside what could not be tested.
   const Health h = health("FAKE_NVML_ECC='GPU-a=error' FAKE_NVML_REMAP='GPU-b=0,0,1,0'");
   EXPECT_EQ(h.code, 1) << h.out;

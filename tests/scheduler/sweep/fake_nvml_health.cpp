@@ -6,7 +6,7 @@
 //   FAKE_NVML_REMAP     correctable,uncorrectable,pending,failure
 //   FAKE_NVML_ECC       volatile uncorrectable errors
 //   FAKE_NVML_RETIRED   single-bit pages,double-bit pages,pending
-//   FAKE_NVML_REPLAYS   counter[,step]: each read adds step
+//   FAKE_NVML_REPLAYS   counter[,step]: each read adds step (-5: takes 5)
 //   FAKE_NVML_XID       XIDs, each delivered once to an event set the GPU is registered on
 //   FAKE_NVML_LINK      generation,max generation,width,max width,performance state   default 5,5,16,16,0
 #include <cstdio>
