@@ -1,5 +1,8 @@
 #include "scheduler/qualify/health_report.hpp"
 
+#include <cctype>
+
+#include "host/nvml_processes.hpp"
 #include "scheduler/qualify/runner.hpp"
 
 namespace sdc {
@@ -18,6 +21,18 @@ std::string upper(std::string s) {
 }
 
 }  // namespace
+
+HealthReport level_health(const std::vector<DeviceIdentity>& devices, const std::function<void()>& probes) {
+  std::vector<std::string> uuids;
+  for (const auto& d : devices) {
+    if (d.backend == "cuda" && d.open_error.empty()) uuids.push_back(d.uuid);
+  }
+  if (!uuids.empty()) return read_gpu_health(nvml_library_name(), uuids, probes);
+  probes();
+  HealthReport none;
+  none.applicable = false;
+  return none;
+}
 
 nlohmann::json health_json(const HealthReport& report) {
   nlohmann::json gpus = nlohmann::json::array();

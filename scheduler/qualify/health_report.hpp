@@ -1,14 +1,21 @@
-// The GPUs' own health (host/nvml_health.hpp) as `sdcprobe health` prints it, as the "health" field
-// of a JSON report, and as a level's verdict names it.
+// The GPUs' own health (host/nvml_health.hpp) around a level, as `sdcprobe health` prints it, as the
+// "health" field of a JSON report, and as a level's verdict names it.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "host/device.hpp"
 #include "host/nvml_health.hpp"
 
 namespace sdc {
+
+// The health of the CUDA devices among `devices` (host/nvml_health.hpp), read before and after
+// `probes` runs; not applicable without one (the CPU backend). `probes` runs exactly once.
+HealthReport level_health(const std::vector<DeviceIdentity>& devices, const std::function<void()>& probes);
 
 // {"verdict", "watched", "error"?, "gpus": [{index, uuid, pci_bus_id, name, verdict, conditions:
 // {FIELD: {state, detail, readings: {NAME: VALUE}}}}]}.

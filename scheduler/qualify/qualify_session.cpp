@@ -11,6 +11,7 @@
 #include "host/error.hpp"
 #include "scheduler/qualify/busy_gpus.hpp"
 #include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/health_report.hpp"
 #include "scheduler/sweep/gpu_idle.hpp"
 
 namespace sdc {

@@ -4,7 +4,6 @@
 #include <map>
 #include <sstream>
 
-#include "host/nvml_processes.hpp"
 #include "scheduler/qualify/health_report.hpp"
 #include "scheduler/qualify/runner.hpp"
 #include "scheduler/version.hpp"
@@ -32,18 +31,6 @@ std::string hex_seed(uint64_t seed) {
 int health_code(const RunReport& report) { return report.health ? health_exit_code(*report.health) : 0; }
 
 }  // namespace
-
-HealthReport level_health(const std::vector<DeviceIdentity>& devices, const std::function<void()>& probes) {
-  std::vector<std::string> uuids;
-  for (const auto& d : devices) {
-    if (d.backend == "cuda" && d.open_error.empty()) uuids.push_back(d.uuid);
-  }
-  if (!uuids.empty()) return read_gpu_health(nvml_library_name(), uuids, probes);
-  probes();
-  HealthReport none;
-  none.applicable = false;
-  return none;
-}
 
 int exit_code_of(const RunReport& report) {
   if (report.consensus && report.consensus->implicates(report.host, report.rank)) return 1;

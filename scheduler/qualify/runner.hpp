@@ -100,10 +100,6 @@ DeviceCoverage device_coverage(const RunReport& report, const DeviceIdentity& de
 std::string results_table(const RunReport& report);
 nlohmann::json report_json(const RunReport& report);
 
-// The health of the CUDA devices among `devices` (host/nvml_health.hpp), read before and after
-// `probes` runs; not applicable without one (the CPU backend). `probes` runs exactly once.
-HealthReport level_health(const std::vector<DeviceIdentity>& devices, const std::function<void()>& probes);
-
 // Device selection for `run --device`: comma-separated indices, UUIDs or PCI bus ids, or "all".
 std::vector<std::unique_ptr<Device>> select_devices(std::vector<std::unique_ptr<Device>> devices,
                                                     const std::string& selector);

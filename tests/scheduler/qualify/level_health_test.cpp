@@ -12,6 +12,7 @@
 
 #include "host/backend.hpp"
 #include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/health_report.hpp"
 #include "scheduler/qualify/qualify_session.hpp"
 #include "scheduler/sweep/prometheus.hpp"
 #include "scheduler/sweep/sweep.hpp"
@@ -160,7 +161,9 @@ class SweepHealth : public LevelHealth {
     setenv("FAKE_NVML", (cpu.uuid + "=").c_str(), 1);
     if (!remap_.empty()) setenv("FAKE_NVML_REMAP", (cpu.uuid + "=" + remap_).c_str(), 1);
     uuid_ = cpu.uuid;
-    const WorkerSetup setup{std::string(SDC_BINARY_DIR) + "/cli/sdcprobe", {"cpu", 1, -1}, "", false};
+    WorkerSetup setup;
+    setup.executable = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+    setup.backend.backend = "cpu";
     const WorkerCommandFactory worker = [cpu, setup](const RunOptions& run) -> WorkerCommand {
       const WorkerCommand on_cpu = make_worker_command(setup, run);
       return [cpu, on_cpu](const DeviceIdentity&, const std::vector<std::string>& ids) { return on_cpu(cpu, ids); };
