@@ -32,6 +32,8 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
 void add_history_commands(CLI::App& app, int& exit_code);
 // idle: the sweep's GPU idle check (NVML's process lists).
 void add_idle_command(CLI::App& app, int& exit_code);
+// health: what the GPUs say about themselves (NVML).
+void add_health_command(CLI::App& app, int& exit_code);
 // fleet sdc: consensus, rates and lemons across many nodes' reports and histories.
 void add_fleet_sdc_command(CLI::App& fleet, int& exit_code);
 // goodput, plan and simulate.

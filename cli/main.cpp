@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   sdc::cli::add_sweep_command(app, global, exit_code);
   sdc::cli::add_history_commands(app, exit_code);
   sdc::cli::add_idle_command(app, exit_code);
+  sdc::cli::add_health_command(app, exit_code);
   CLI::App* fleet = app.add_subcommand("fleet", "Many nodes' results compared: cluster goodput and fleet SDC");
   fleet->require_subcommand(1);
   sdc::cli::add_fleet_goodput_command(*fleet, exit_code);

@@ -10,6 +10,7 @@
 #include "host/atomic_file.hpp"
 #include "host/parse_number.hpp"
 #include "host/time.hpp"
+#include "scheduler/qualify/health_report.hpp"
 
 namespace sdc::cli {
 
@@ -110,7 +111,11 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   // be the only verdict on stdout.
   if (!args.json_path.empty()) write_file_atomically(args.json_path, report_json(report).dump(2) + "\n");
   if (npd) std::printf("%s\n", npd_verdict(report).c_str());
-  (npd ? std::cerr : std::cout) << results_table(report) << verdict_line(report) << std::endl;
+  std::ostream& text = npd ? std::cerr : std::cout;
+  text << results_table(report);
+  // The GPUs' own health, condition by condition, when it fails the run or could not be read.
+  if (report.health && health_exit_code(*report.health) != 0) text << health_text(*report.health);
+  text << verdict_line(report) << std::endl;
   return exit_code_of(report);
 }
 

@@ -41,7 +41,7 @@ sdcprobe_log() {
 
 # Letters, digits and a little punctuation only, one line of at most 80 characters.
 sdcprobe_safe_reason() {
-  printf '%s' "$1" | LC_ALL=C tr -cd 'A-Za-z0-9 :._,+()/-' | cut -c1-80
+  printf '%s' "$1" | LC_ALL=C tr -cd 'A-Za-z0-9 :._,+()/_-' | cut -c1-80
 }
 
 # Why sdcprobe could not test, from its exit code RC and its npd verdict VERDICT.

@@ -11,6 +11,7 @@
 #include "host/error.hpp"
 #include "scheduler/qualify/busy_gpus.hpp"
 #include "scheduler/qualify/catalogue.hpp"
+#include "scheduler/qualify/health_report.hpp"
 #include "scheduler/sweep/gpu_idle.hpp"
 
 namespace sdc {
@@ -295,29 +296,33 @@ void QualifySession::place_rank() {
                std::to_string(p.local_size) + " on " + host + "): " + tested;
 }
 
+RunReport QualifySession::run_level(const RunOptions& options) {
+  if (!options_.isolate) return run_probes(probes_, devices_, options, options_.mode);
+  IsolationLimits limits;
+  limits.probe_timeout_s = watchdog_seconds(options_.probe_timeout_s, options_.level);
+  const double budget = options_.budget_s > 0 ? options_.budget_s : level_budget_seconds(options_.level);
+  if (budget > 0) {
+    limits.deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(budget));
+    limits.budget_name = std::to_string(static_cast<int>(budget)) + " s budget of level " + level_name(options_.level);
+  }
+  std::vector<std::string> ids;
+  for (const Probe* p : probes_) ids.push_back(p->id());
+  const WorkerSetup setup{options_.worker_executable, options_.backend, options_.inject, false};
+  RunReport report =
+      run_probes_isolated(ids, identities_, options, options_.mode, make_worker_command(setup, options), limits);
+  report.budget_s = budget;
+  return report;
+}
+
 RunReport QualifySession::run(const ProgressFn& on_start) {
   RunOptions options = run_options_;
   options.on_start = on_start;
   RunReport report;
-  if (options_.isolate) {
-    IsolationLimits limits;
-    limits.probe_timeout_s = watchdog_seconds(options_.probe_timeout_s, options_.level);
-    const double budget = options_.budget_s > 0 ? options_.budget_s : level_budget_seconds(options_.level);
-    if (budget > 0) {
-      limits.deadline =
-          std::chrono::steady_clock::now() +
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(budget));
-      limits.budget_name =
-          std::to_string(static_cast<int>(budget)) + " s budget of level " + level_name(options_.level);
-    }
-    std::vector<std::string> ids;
-    for (const Probe* p : probes_) ids.push_back(p->id());
-    const WorkerSetup setup{options_.worker_executable, options_.backend, options_.inject, false};
-    report = run_probes_isolated(ids, identities_, options, options_.mode, make_worker_command(setup, options), limits);
-    report.budget_s = budget;
-  } else {
-    report = run_probes(probes_, devices_, options, options_.mode);
-  }
+  // The GPUs' own counters are read around the probes alone: a fault they show fails the level.
+  const HealthReport health = level_health(identities_, [&] { report = run_level(options); });
+  report.health = health;
   if (options_.consensus) {
     report.consensus = run_consensus(report, mpi_.get(), golden_ ? &*golden_ : nullptr);
     // The workers are done: this process may now open the devices for the collective.

@@ -62,11 +62,14 @@ class QualifySession {
   // [GPU-…]"); empty otherwise.
   const std::string& placement() const { return placement_; }
 
-  // Runs the probes, then (with consensus or a golden file) the vote and the collective.
+  // Runs the probes, with the tested GPUs' own health read before and after them (level_health),
+  // then (with consensus or a golden file) the vote and the collective.
   RunReport run(const ProgressFn& on_start = {});
 
  private:
   void place_rank();
+  // The probes alone, in workers when isolated.
+  RunReport run_level(const RunOptions& options);
   void refuse_busy_gpus() const;
 
   QualifyOptions options_;

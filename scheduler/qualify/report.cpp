@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "scheduler/qualify/health_report.hpp"
 #include "scheduler/qualify/runner.hpp"
 #include "scheduler/version.hpp"
 
@@ -27,6 +28,8 @@ std::string hex_seed(uint64_t seed) {
   return text;
 }
 
+int health_code(const RunReport& report) { return report.health ? health_exit_code(*report.health) : 0; }
+
 }  // namespace
 
 int exit_code_of(const RunReport& report) {
@@ -37,7 +40,9 @@ int exit_code_of(const RunReport& report) {
   for (const auto& d : report.devices) {
     if (!d.open_error.empty()) return 1;
   }
-  bool skipped = report.results.empty() || (report.consensus && !report.consensus->golden_missing.empty());
+  if (health_code(report) == 1) return 1;
+  bool skipped = report.results.empty() || (report.consensus && !report.consensus->golden_missing.empty()) ||
+                 health_code(report) == 2;
   for (const auto& r : report.results) {
     if (r.outcome == Outcome::kFail || r.outcome == Outcome::kDeviceError) return 1;
     skipped = skipped || r.outcome == Outcome::kSkipped;
@@ -57,7 +62,8 @@ std::string verdict_line(const RunReport& report) {
     for (const auto& r : report.results) skipped += r.outcome == Outcome::kSkipped;
     const size_t missing = report.consensus ? report.consensus->golden_missing.size() : 0;
     return "COULD NOT TEST: " + std::to_string(skipped) + " probe runs skipped" +
-           (missing > 0 ? ", " + std::to_string(missing) + " digests missing from the golden file" : "") + tail;
+           (missing > 0 ? ", " + std::to_string(missing) + " digests missing from the golden file" : "") +
+           (health_code(report) == 2 ? ", the GPUs' own health could not be read (sdcprobe health)" : "") + tail;
   }
   // Name each faulty device once, with the probes that caught it.
   std::map<int, std::string> faults;
@@ -94,6 +100,7 @@ std::string verdict_line(const RunReport& report) {
       if (d.index == index && d.open_error.empty()) line += " " + device_name(d) + " " + probes + ";";
     }
   }
+  if (report.health && !health_faults(*report.health).empty()) line += " " + health_faults(*report.health) + ";";
   line.pop_back();
   return line + tail;
 }
@@ -106,9 +113,12 @@ std::string npd_verdict(const RunReport& report) {
            std::to_string(report.devices.size()) + " devices";
   } else if (code == 2) {
     const bool missing = report.consensus && !report.consensus->golden_missing.empty();
-    line = report.devices.empty() ? "UNKNOWN: could not test: no device"
-           : missing              ? "UNKNOWN: could not test: digests missing from the golden file"
-                                  : "UNKNOWN: could not test: probes skipped";
+    size_t skipped = 0;
+    for (const auto& r : report.results) skipped += r.outcome == Outcome::kSkipped;
+    line = report.devices.empty()                     ? "UNKNOWN: could not test: no device"
+           : missing                                  ? "UNKNOWN: could not test: digests missing from the golden file"
+           : skipped == 0 && health_code(report) == 2 ? "UNKNOWN: could not test: GPU health unreadable"
+                                                      : "UNKNOWN: could not test: probes skipped";
   } else {
     // The first fault names its device by UUID (never the ordinal) and the probe, or a GPU CUDA does
     // not show by its bus id; the rest are counted.
@@ -125,6 +135,13 @@ std::string npd_verdict(const RunReport& report) {
       if (r.outcome != Outcome::kFail && r.outcome != Outcome::kDeviceError) continue;
       if (faults++ == 0) {
         line = "SDC: " + r.device_uuid + " " + r.probe + (r.outcome == Outcome::kDeviceError ? " device_error" : "");
+      }
+    }
+    if (report.health) {
+      for (const GpuHealth& g : report.health->gpus) {
+        for (const HealthCondition& c : g.conditions) {
+          if (c.state == ConditionState::kFault && faults++ == 0) line = "SDC: " + g.uuid + " health " + c.field;
+        }
       }
     }
     if (faults > 1) line += " +" + std::to_string(faults - 1) + " more";
@@ -281,6 +298,7 @@ nlohmann::json report_json(const RunReport& report) {
     j["rank"] = report.rank;
     j["collective"] = report.collective->to_json();
   }
+  if (report.health) j["health"] = health_json(*report.health);
   return j;
 }
 

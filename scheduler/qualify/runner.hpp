@@ -10,6 +10,7 @@
 
 #include "host/device.hpp"
 #include "host/injection.hpp"
+#include "host/nvml_health.hpp"
 #include "probes/probe.hpp"
 #include "scheduler/consensus/collective.hpp"
 #include "scheduler/consensus/consensus.hpp"
@@ -50,6 +51,9 @@ struct RunReport {
   int rank = 0;
   std::optional<ConsensusOutcome> consensus;   // qualify --consensus
   std::optional<CollectiveResult> collective;  // qualify --consensus: coll.allreduce_exact
+  // The tested GPUs' own health, read before and after the probes (level_health); a fault fails
+  // the run even when every probe passed.
+  std::optional<HealthReport> health;
 };
 
 // The seed a probe uses: a pure function of the run seed and the probe id, the same on every device.
@@ -67,8 +71,9 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
 RunReport run_probes(const std::vector<const Probe*>& probes, const std::vector<std::unique_ptr<Device>>& devices,
                      const RunOptions& options, const std::string& mode);
 
-// 0 pass; 1 a fault found (fail or device_error, or consensus names a device of this host and rank
-// or cannot decide a vote it took part in); 2 could not test (no device, or a probe skipped).
+// 0 pass; 1 a fault found (fail or device_error, a GPU's own health, or consensus names a device of
+// this host and rank or cannot decide a vote it took part in); 2 could not test (no device, a probe
+// skipped, or the GPUs' health unreadable).
 int exit_code_of(const RunReport& report);
 // One line: PASS / FAIL / COULD NOT TEST, naming each faulty device by label, UUID and bus id (a GPU
 // CUDA does not show with why), and the devices tested.

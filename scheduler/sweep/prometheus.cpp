@@ -93,6 +93,31 @@ std::string render_prometheus(const History& history, const std::vector<DeviceId
          last_run.text();
 }
 
+std::string render_health_prometheus(const HealthReport& health, const std::string& host) {
+  if (!health.applicable) return "";
+  Family read("sdcprobe_health_driver_read", "gauge",
+              "1 when NVML answered the last health read; 0 when the GPUs' health could not be read.");
+  Family fault("sdcprobe_gpu_health_fault", "gauge", "1 when the GPU's own health condition is a fault.");
+  Family judged("sdcprobe_gpu_health_judged", "gauge",
+                "1 when the condition was read and judged; 0 when not supported, not tested or unreadable.");
+  Family reading("sdcprobe_gpu_health_reading", "gauge", "A figure NVML gave for the condition, as last read.");
+  read.sample("Hostname=\"" + escape(host) + "\"", health.error.empty() ? 1 : 0);
+  for (const GpuHealth& g : health.gpus) {
+    const std::string labels = "gpu=\"" + std::to_string(g.index) + "\",UUID=\"" + escape(g.uuid) + "\",pci_bus_id=\"" +
+                               escape(g.pci_bus_id) + "\",Hostname=\"" + escape(host) + "\",modelName=\"" +
+                               escape(g.name) + "\"";
+    for (const HealthCondition& c : g.conditions) {
+      const std::string l = labels + ",field=\"" + escape(c.field) + "\"";
+      fault.sample(l, c.state == ConditionState::kFault ? 1 : 0);
+      judged.sample(l, c.state == ConditionState::kFault || c.state == ConditionState::kHealthy ? 1 : 0);
+      for (const auto& [name, value] : c.readings) {
+        reading.sample(l + ",reading=\"" + escape(name) + "\"", static_cast<double>(value));
+      }
+    }
+  }
+  return read.text() + fault.text() + judged.text() + reading.text();
+}
+
 void write_prometheus(const std::string& dir, const std::string& text) {
   namespace fs = std::filesystem;
   const std::string prefix = std::string(kPromFile) + ".tmp.";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "host/device.hpp"
+#include "host/nvml_health.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 
@@ -20,6 +21,12 @@ inline constexpr const char* kPromFile = "sdcprobe.prom";
 std::string render_prometheus(const History& history, const std::vector<DeviceIdentity>& devices,
                               const std::vector<std::string>& probe_ids, const std::string& host,
                               const QuarantinePolicy& policy, double now);
+
+// The GPUs' own health (host/nvml_health.hpp), with NVML's labels (gpu is NVML's index, as
+// dcgm-exporter's): per GPU and condition, whether it is a fault and whether it was judged at all
+// (0 when not supported, not tested or not readable), and each figure read; and whether the driver
+// answered. Empty when not applicable (no NVIDIA GPU).
+std::string render_health_prometheus(const HealthReport& health, const std::string& host);
 
 // Writes DIR/sdcprobe.prom atomically: a temporary file in DIR, mode 0644, then rename. Removes the
 // temporaries of writers that died before their rename.

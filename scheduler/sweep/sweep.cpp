@@ -20,6 +20,7 @@
 #include "host/error.hpp"
 #include "host/parse_number.hpp"
 #include "host/subprocess.hpp"
+#include "scheduler/qualify/health_report.hpp"
 #include "scheduler/sweep/prometheus.hpp"
 #include "scheduler/version.hpp"
 
@@ -151,7 +152,8 @@ class Sweep {
   void write_metrics() const {
     if (options_.prom_dir.empty()) return;
     write_prometheus(options_.prom_dir,
-                     render_prometheus(history_, identities_, ids_, host_, options_.policy, unix_now()));
+                     render_prometheus(history_, identities_, ids_, host_, options_.policy, unix_now()) +
+                         (health_ ? render_health_prometheus(*health_, host_) : ""));
   }
 
   PassOutcome pass() {
@@ -218,7 +220,7 @@ class Sweep {
     report.devices = identities_;
     // Every device at once: a hung device costs the pass its watchdog, not the others' turn.
     // Each device's results are recorded as its worker ends.
-    run_workers(identities_, ids, command, limits, {}, [&](size_t d, WorkerRun& worker) {
+    const auto on_worker_end = [&](size_t d, WorkerRun& worker) {
       const DeviceIdentity& id = identities_[d];
       std::vector<ResultRecord> records;
       for (const auto& r : worker.results) {
@@ -249,7 +251,16 @@ class Sweep {
         log("budget of " + format_duration_s(options_.budget_s) + " used up during " + id.label() +
             (done == 0 ? ": " + ids[0] + " alone does not fit the budget" : ""));
       }
-    });
+    };
+    // The GPUs' own health is read around the workers: a fault it shows is the pass's fault.
+    health_ = level_health(identities_, [&] { run_workers(identities_, ids, command, limits, {}, on_worker_end); });
+    report.health = health_;
+    const int health = health_exit_code(*health_);
+    if (health == 1) log("GPU health fault: " + health_faults(*health_));
+    if (health == 2) {
+      log("the GPUs' own health could not be read" + (health_->error.empty() ? "" : ": " + health_->error));
+    }
+    outcome.fault = outcome.fault || health == 1;
     outcome.stopped = outcome.stopped || stop_.requested();
     if (!options_.spool_dir.empty()) {
       report.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
@@ -284,6 +295,7 @@ class Sweep {
   std::vector<DeviceIdentity> identities_;
   std::vector<std::string> ids_;
   std::string host_;
+  std::optional<HealthReport> health_;  // the last pass's
 };
 
 }  // namespace

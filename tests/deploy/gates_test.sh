@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The Slurm and NHC gates against the real sdcprobe (CPU backend, injected faults) and a fake
 # scontrol on PATH that records its argv: the exact drain command for a fault, nothing for a pass.
-# Usage: gates_test.sh SDCPROBE DEPLOY_DIR
+# The NHC check of the GPUs' own health runs `sdcprobe health` on the stand-in NVML.
+# Usage: gates_test.sh SDCPROBE DEPLOY_DIR FAKE_NVML
 set -uo pipefail
 sdcprobe="$1"
 deploy="$2"
+fake_nvml="$3"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -159,6 +161,17 @@ check "hostile verdict: one literal, sanitised reason" \
   "Reason=$(printf '%s' "SDC: GPU-1 x touch $work/pwned (touch $work/pwned2) touch $work/pwned3" | cut -c1-80)" \
   "$(log | grep '^Reason=')"
 
+# A fault of a GPU's own counters (sdcprobe health, read by every level) drains naming its field.
+reset
+cat > "$work/health-sdcprobe" <<'FAKE'
+#!/usr/bin/env bash
+echo 'SDC: GPU-1 health row_remap'
+exit 1
+FAKE
+chmod +x "$work/health-sdcprobe"
+SDCPROBE="$work/health-sdcprobe" "$deploy/slurm/healthcheck.sh" 2>/dev/null
+check "a GPU health fault drains naming its field" "Reason=SDC: GPU-1 health row_remap" "$(log | grep '^Reason=')"
+
 # NHC: the check calls NHC's die with the verdict on a fault, and nothing on a pass.
 nhc() {  # ARGS -> what die received
   ( die() { echo "die $1 $2"; }
@@ -173,6 +186,28 @@ check "nhc: a fault" "die 1 SDC: $uuid1 alu.fma32" "$(nhc "$fault_args")"
 check "nhc: a hostile verdict is filtered" \
   "die 1 $(printf '%s' "SDC: GPU-1 x touch $work/pwned (touch $work/pwned2) touch $work/pwned3" | cut -c1-80)" \
   "$(SDCPROBE="$work/evil-sdcprobe" nhc "")"
+# check_sdcprobe_health: sdcprobe health on the stand-in NVML; SDCPROBE_ARGS are the level's only.
+nhc_health() {  # NVML_ENV -> what die received
+  ( die() { echo "die $1 $2"; }
+    log() { :; }
+    # shellcheck disable=SC1091
+    . "$deploy/nhc/sdcprobe.nhc"
+    eval "export SDCPROBE_NVML_LIBRARY=$fake_nvml FAKE_NVML='GPU-a=;GPU-b=' $1"
+    SDCPROBE_ARGS="--budget 40s" check_sdcprobe_health )
+}
+check "nhc health: healthy GPUs" "" "$(nhc_health "")"
+check "nhc health: a pending row remap" "die 1 SDC: GPU-b health row_remap" \
+  "$(nhc_health "FAKE_NVML_REMAP='GPU-b=0,0,1,0'")"
+check "nhc health: two faults" "die 1 SDC: GPU-a health recovery_action +1 more" \
+  "$(nhc_health "FAKE_NVML_RECOVERY='GPU-a=1' FAKE_NVML_LINK='GPU-b=5,5,8,16,0'")"
+rm -rf "$work/state"
+SDCPROBE="$work/no-such-sdcprobe" nhc "" >/dev/null
+SDCPROBE="$work/no-such-sdcprobe" nhc "" >/dev/null  # the level's count is 2
+check "nhc health: a driver that fails is counted apart from the level's" "" "$(nhc_health FAKE_NVML_INIT=fail)"
+check "nhc health: the second does not fail it" "" "$(nhc_health FAKE_NVML_INIT=fail)"
+check "nhc health: the third fails it with why" \
+  "die 1 sdcprobe: could not test: NVML error: nvmlInit_v2: Driver Not Loaded" "$(nhc_health FAKE_NVML_INIT=fail)"
+
 rm -f "$LOGGER_LOG"
 rm -rf "$work/state"
 check "nhc: a missing binary does not fail the first check" "" "$(SDCPROBE="$work/no-such-sdcprobe" nhc "")"

@@ -2,20 +2,18 @@
 // driver. Its GPUs and their compute processes come from FAKE_NVML ("GPU-a=11,12;GPU-b="), graphics
 // processes from FAKE_NVML_GRAPHICS (same form, or "unsupported" for NVML_ERROR_NOT_SUPPORTED);
 // FAKE_NVML_MIG lists the GPUs in MIG mode ("GPU-a,GPU-c"; the others have MIG disabled; unset:
-// no GPU supports MIG); FAKE_NVML_INIT=fail makes nvmlInit_v2 fail.
+// no GPU supports MIG); FAKE_NVML_INIT=fail makes nvmlInit_v2 fail. The health queries are in
+// fake_nvml_health.cpp.
+#include "tests/scheduler/sweep/fake_nvml.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
 
+namespace fake_nvml {
 namespace {
-
-struct FakeGpu {
-  std::string uuid;
-  std::vector<unsigned> compute;
-  std::vector<unsigned> graphics;
-};
 
 std::vector<FakeGpu> gpus_from(const char* variable, std::vector<FakeGpu> gpus, bool graphics) {
   const char* text = std::getenv(variable);
@@ -35,12 +33,21 @@ std::vector<FakeGpu> gpus_from(const char* variable, std::vector<FakeGpu> gpus, 
   return gpus;
 }
 
+}  // namespace
+
 std::vector<FakeGpu> gpus() {
   const char* graphics = std::getenv("FAKE_NVML_GRAPHICS");
   std::vector<FakeGpu> all = gpus_from("FAKE_NVML", {}, false);
   if (graphics != nullptr && std::strcmp(graphics, "unsupported") == 0) return all;
   return gpus_from("FAKE_NVML_GRAPHICS", all, true);
 }
+
+}  // namespace fake_nvml
+
+namespace {
+
+using fake_nvml::FakeGpu;
+using fake_nvml::gpus;
 
 struct ProcessInfoV1 {
   unsigned int pid;

@@ -1,0 +1,645 @@
+#include "host/nvml_health.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "host/error.hpp"
+#include "host/pci_inventory.hpp"
+
+namespace sdc {
+namespace {
+
+// NVML's C ABI, declared here so that the build needs no NVML header (as host/nvml_processes.cpp).
+using NvmlReturn = int;
+using NvmlDevice = void*;
+using NvmlEventSet = void*;
+constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlNotSupported = 3;
+constexpr NvmlReturn kNvmlInsufficientSize = 7;
+constexpr NvmlReturn kNvmlTimeout = 10;
+constexpr NvmlReturn kNvmlGpuIsLost = 15;
+constexpr NvmlReturn kNonsense = -1;                   // ours: NVML said success, but the values cannot be
+constexpr unsigned kFieldRecoveryAction = 230;         // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+constexpr unsigned long long kEventXidCritical = 0x8;  // nvmlEventTypeXidCriticalError
+constexpr int kValueUnsignedInt = 1, kValueUnsignedLong = 2, kValueUnsignedLongLong = 3;  // nvmlValueType_t
+constexpr unsigned kMemoryErrorUncorrected = 1, kVolatileEcc = 0;  // nvmlMemoryErrorType_t, nvmlEccCounterType_t
+constexpr unsigned kPstateUnknown = 32;                            // NVML_PSTATE_UNKNOWN
+constexpr unsigned kUuidBytes = 96, kNameBytes = 96;
+// The fault limits of DCGM's software test: retired pages, uncorrectable-error row remaps.
+constexpr unsigned long long kRetiredPagesLimit = 63;
+constexpr unsigned long long kUncorrectableRemapsLimit = 512;
+constexpr unsigned kEventDrainMs = 100;  // an XID of the window's last moment still arrives
+// XID 45, "preemptive cleanup": the driver's note that a process ended with work in flight, which a
+// level's watchdog and budget do to a hung or overrunning worker. It says nothing of the GPU.
+constexpr unsigned long long kXidProcessEnded = 45;
+
+struct FieldValue {  // nvmlFieldValue_t
+  unsigned field_id;
+  unsigned scope_id;
+  long long timestamp;
+  long long latency_us;
+  int value_type;
+  NvmlReturn rc;
+  union {
+    double d;
+    unsigned ui;
+    unsigned long ul;
+    unsigned long long ull;
+  } value;
+};
+static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t");
+
+struct EventData {  // nvmlEventData_t
+  NvmlDevice device;
+  unsigned long long type;
+  unsigned long long data;  // the XID
+  unsigned gpu_instance;
+  unsigned compute_instance;
+};
+
+struct PciInfo {  // nvmlPciInfo_t
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, device_id, subsystem_id;
+  char bus_id[32];
+};
+
+// One query's answer: its status and, when it succeeded, the values. Until asked, none.
+struct Answer {
+  NvmlReturn rc = kNonsense;
+  std::string error = "not read";
+  std::vector<unsigned long long> values;
+};
+
+// What one read of one GPU returned.
+struct Read {
+  Answer recovery;  // action
+  Answer remap;     // correctable rows, uncorrectable rows, pending, failure
+  Answer ecc;       // volatile uncorrectable errors
+  Answer retired;   // pages retired for single-bit errors, for double-bit errors, pending
+  Answer replays;   // PCIe replay counter
+  Answer link;      // generation, max generation, width, max width, performance state
+};
+
+struct Gpu {
+  NvmlDevice device = nullptr;
+  GpuHealth health;  // identity, then conditions
+  Answer identity;   // a GPU whose handle or UUID NVML cannot give
+  Read before;
+  Answer events;                                          // registration for critical XIDs, then the wait
+  std::map<unsigned long long, unsigned long long> xids;  // XID -> events
+};
+
+class Nvml {
+ public:
+  explicit Nvml(void* handle) : handle_(handle) {
+    init_ = required<NvmlReturn (*)()>("nvmlInit_v2");
+    shutdown_ = required<NvmlReturn (*)()>("nvmlShutdown");
+    error_string_ = required<const char* (*)(NvmlReturn)>("nvmlErrorString");
+    count_ = required<NvmlReturn (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+    handle_by_index_ = required<NvmlReturn (*)(unsigned, NvmlDevice*)>("nvmlDeviceGetHandleByIndex_v2");
+    uuid_ = required<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetUUID");
+    const NvmlReturn rc = init_();
+    if (rc != kNvmlSuccess) throw NvmlError(std::string("nvmlInit_v2: ") + error_string_(rc));
+  }
+  ~Nvml() { shutdown_(); }
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  std::vector<Gpu> gpus() {
+    unsigned count = 0;
+    const NvmlReturn rc = count_(&count);
+    if (rc != kNvmlSuccess) throw NvmlError(std::string("nvmlDeviceGetCount_v2: ") + error_string_(rc));
+    std::vector<Gpu> gpus(count);
+    for (unsigned i = 0; i < count; ++i) {
+      Gpu& g = gpus[i];
+      g.health.index = i;
+      char uuid[kUuidBytes] = {};
+      if (!ok(g.identity, handle_by_index_(i, &g.device), "nvmlDeviceGetHandleByIndex_v2") ||
+          !ok(g.identity, uuid_(g.device, uuid, sizeof uuid), "nvmlDeviceGetUUID")) {
+        continue;
+      }
+      g.health.uuid = uuid;
+      PciInfo pci{};
+      if (call<NvmlReturn (*)(NvmlDevice, PciInfo*)>("nvmlDeviceGetPciInfo_v3", g.device, &pci) == kNvmlSuccess) {
+        g.health.pci_bus_id = std::string(pci.bus_id, strnlen(pci.bus_id, sizeof pci.bus_id));
+      }
+      char name[kNameBytes] = {};
+      if (call<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetName", g.device, name, kNameBytes) ==
+          kNvmlSuccess) {
+        g.health.name = std::string(name, strnlen(name, sizeof name));
+      }
+    }
+    return gpus;
+  }
+
+  Read read(NvmlDevice device) {
+    Read r;
+    FieldValue field{};
+    field.field_id = kFieldRecoveryAction;
+    if (ok(r.recovery,
+           call<NvmlReturn (*)(NvmlDevice, int, FieldValue*)>("nvmlDeviceGetFieldValues", device, 1, &field),
+           "nvmlDeviceGetFieldValues") &&
+        ok(r.recovery, field.rc, "nvmlDeviceGetFieldValues (recovery action)")) {
+      if (field.value_type == kValueUnsignedInt) {
+        r.recovery.values = {field.value.ui};
+      } else if (field.value_type == kValueUnsignedLong) {
+        r.recovery.values = {field.value.ul};
+      } else if (field.value_type == kValueUnsignedLongLong) {
+        r.recovery.values = {field.value.ull};
+      } else {
+        nonsense(r.recovery, "nvmlDeviceGetFieldValues: the recovery action came as value type " +
+                                 std::to_string(field.value_type));
+      }
+    }
+    unsigned corrected = 0, uncorrected = 0, pending = 0, failure = 0;
+    if (ok(r.remap,
+           call<NvmlReturn (*)(NvmlDevice, unsigned*, unsigned*, unsigned*, unsigned*)>(
+               "nvmlDeviceGetRemappedRows", device, &corrected, &uncorrected, &pending, &failure),
+           "nvmlDeviceGetRemappedRows")) {
+      r.remap.values = {corrected, uncorrected, pending, failure};
+    }
+    unsigned long long ecc = 0;
+    if (ok(r.ecc,
+           call<NvmlReturn (*)(NvmlDevice, unsigned, unsigned, unsigned long long*)>(
+               "nvmlDeviceGetTotalEccErrors", device, kMemoryErrorUncorrected, kVolatileEcc, &ecc),
+           "nvmlDeviceGetTotalEccErrors")) {
+      r.ecc.values = {ecc};
+    }
+    r.retired = retired_pages(device);
+    unsigned replays = 0;
+    if (ok(r.replays, call<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetPcieReplayCounter", device, &replays),
+           "nvmlDeviceGetPcieReplayCounter")) {
+      r.replays.values = {replays};
+    }
+    r.link = link(device);
+    return r;
+  }
+
+  // Registers every GPU of `gpus` for critical XIDs on one event set.
+  void watch(std::vector<Gpu*>& gpus) {
+    create_ = optional<NvmlReturn (*)(NvmlEventSet*)>("nvmlEventSetCreate");
+    register_ = optional<NvmlReturn (*)(NvmlDevice, unsigned long long, NvmlEventSet)>("nvmlDeviceRegisterEvents");
+    wait_ = optional<NvmlReturn (*)(NvmlEventSet, EventData*, unsigned)>("nvmlEventSetWait_v2");
+    free_ = optional<NvmlReturn (*)(NvmlEventSet)>("nvmlEventSetFree");
+    Answer created;
+    if (create_ == nullptr || register_ == nullptr || wait_ == nullptr || free_ == nullptr) {
+      created.rc = kNvmlNotSupported;
+    } else {
+      ok(created, create_(&set_), "nvmlEventSetCreate");
+    }
+    for (Gpu* g : gpus) {
+      g->events = created;
+      if (created.rc == kNvmlSuccess) {
+        ok(g->events, register_(g->device, kEventXidCritical, set_), "nvmlDeviceRegisterEvents");
+      }
+    }
+  }
+
+  // The critical XIDs delivered since watch(), each counted on its GPU.
+  void collect(std::vector<Gpu*>& gpus) {
+    if (set_ == nullptr) return;
+    for (;;) {
+      EventData event{};
+      const NvmlReturn rc = wait_(set_, &event, kEventDrainMs);
+      if (rc == kNvmlTimeout) break;
+      if (rc != kNvmlSuccess) {
+        for (Gpu* g : gpus) {
+          if (g->events.rc == kNvmlSuccess) ok(g->events, rc, "nvmlEventSetWait_v2");
+        }
+        break;
+      }
+      for (Gpu* g : gpus) {
+        if (g->device == event.device && (event.type & kEventXidCritical) != 0 && event.data != kXidProcessEnded) {
+          ++g->xids[event.data];
+        }
+      }
+    }
+    free_(set_);
+    set_ = nullptr;
+  }
+
+ private:
+  template <typename F>
+  F required(const char* name) {
+    void* address = dlsym(handle_, name);
+    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + name);
+    return reinterpret_cast<F>(address);
+  }
+  template <typename F>
+  F optional(const char* name) {
+    return reinterpret_cast<F>(dlsym(handle_, name));
+  }
+  // An entry point older drivers lack answers "not supported".
+  template <typename F, typename... Args>
+  NvmlReturn call(const char* name, Args... args) {
+    const F f = optional<F>(name);
+    return f == nullptr ? kNvmlNotSupported : f(args...);
+  }
+  bool ok(Answer& a, NvmlReturn rc, const std::string& what) {
+    a.rc = rc;
+    if (rc != kNvmlSuccess && rc != kNvmlNotSupported) a.error = what + ": " + error_string_(rc);
+    return rc == kNvmlSuccess;
+  }
+  static void nonsense(Answer& a, const std::string& why) {
+    a.rc = kNonsense;
+    a.error = why;
+    a.values.clear();
+  }
+
+  Answer retired_pages(NvmlDevice device) {
+    Answer a;
+    using Pages = NvmlReturn (*)(NvmlDevice, unsigned, unsigned*, unsigned long long*);
+    for (unsigned cause : {0u, 1u}) {  // multiple single-bit errors, a double-bit error
+      unsigned count = 0;              // 0: the count alone; more pages than that answer "insufficient size"
+      NvmlReturn rc = call<Pages>("nvmlDeviceGetRetiredPages", device, cause, &count, nullptr);
+      if (rc == kNvmlInsufficientSize) rc = kNvmlSuccess;
+      if (!ok(a, rc, "nvmlDeviceGetRetiredPages")) return a;
+      a.values.push_back(count);
+    }
+    unsigned pending = 0;  // nvmlEnableState_t
+    if (!ok(a, call<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetRetiredPagesPendingStatus", device, &pending),
+            "nvmlDeviceGetRetiredPagesPendingStatus")) {
+      a.values.clear();
+      return a;
+    }
+    a.values.push_back(pending);
+    return a;
+  }
+
+  Answer link(NvmlDevice device) {
+    Answer a;
+    using Get = NvmlReturn (*)(NvmlDevice, unsigned*);
+    for (const char* name : {"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
+                             "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth"}) {
+      unsigned v = 0;
+      if (!ok(a, call<Get>(name, device, &v), name)) {
+        a.values.clear();
+        return a;
+      }
+      a.values.push_back(v);
+    }
+    unsigned pstate = kPstateUnknown;  // the link's generation is judged only at P0
+    if (call<Get>("nvmlDeviceGetPerformanceState", device, &pstate) != kNvmlSuccess) pstate = kPstateUnknown;
+    a.values.push_back(pstate);
+    return a;
+  }
+
+  void* handle_;
+  NvmlReturn (*init_)() = nullptr;
+  NvmlReturn (*shutdown_)() = nullptr;
+  const char* (*error_string_)(NvmlReturn) = nullptr;
+  NvmlReturn (*count_)(unsigned*) = nullptr;
+  NvmlReturn (*handle_by_index_)(unsigned, NvmlDevice*) = nullptr;
+  NvmlReturn (*uuid_)(NvmlDevice, char*, unsigned) = nullptr;
+  NvmlReturn (*create_)(NvmlEventSet*) = nullptr;
+  NvmlReturn (*register_)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
+  NvmlReturn (*wait_)(NvmlEventSet, EventData*, unsigned) = nullptr;
+  NvmlReturn (*free_)(NvmlEventSet) = nullptr;
+  NvmlEventSet set_ = nullptr;
+};
+
+// --- Judging: one condition from what was read ------------------------------------------------
+
+HealthCondition condition(const char* field) { return HealthCondition{field, ConditionState::kHealthy, "", {}}; }
+
+// False when the query gave no values; the condition then says why.
+bool answered(const Answer& a, HealthCondition& c) {
+  if (a.rc == kNvmlSuccess) return true;
+  if (a.rc == kNvmlNotSupported) {
+    c.state = ConditionState::kNotSupported;
+    c.detail = "not supported by this GPU or driver";
+  } else if (a.rc == kNvmlGpuIsLost) {
+    c.state = ConditionState::kFault;
+    c.detail = "NVML reports the GPU lost (fallen off the bus): reboot the node, replace the GPU if it recurs";
+  } else {
+    c.state = ConditionState::kCouldNotTest;
+    c.detail = "could not test: " + a.error;
+  }
+  return false;
+}
+
+void fault(HealthCondition& c, const std::string& detail) {
+  c.state = ConditionState::kFault;
+  c.detail = detail;
+}
+
+void nonsense(HealthCondition& c, const std::string& detail) {
+  c.state = ConditionState::kCouldNotTest;
+  c.detail = "could not test: NVML answered " + detail;
+}
+
+HealthCondition recovery_action(const Read& r) {
+  HealthCondition c = condition("recovery_action");
+  if (!answered(r.recovery, c)) return c;
+  const unsigned long long action = r.recovery.values[0];
+  c.readings = {{"action", action}};
+  switch (action) {
+    case 0: c.detail = "none"; break;
+    case 1: fault(c, "reset: the driver asks for a GPU reset (nvidia-smi -r) before the GPU runs work again"); break;
+    case 2: fault(c, "reboot: the driver asks for a node reboot; a GPU reset is not enough"); break;
+    case 3: fault(c, "drain_p2p: stop peer-to-peer (NVLink) traffic on the GPU, then read its health again"); break;
+    case 4: fault(c, "drain_and_reset: the GPU runs at reduced capacity: drain its work, then reset it"); break;
+    case 5: fault(c, "reset_bus: the driver asks for a GPU reset through the PCIe bus"); break;
+    default: fault(c, "action " + std::to_string(action) + " (unknown to this sdcprobe; see nvidia-smi -q)");
+  }
+  return c;
+}
+
+HealthCondition row_remap(const Read& r) {
+  HealthCondition c = condition("row_remap");
+  if (!answered(r.remap, c)) return c;
+  const auto& v = r.remap.values;
+  if (v[2] > 1 || v[3] > 1) {
+    nonsense(c, "pending " + std::to_string(v[2]) + " and failure " + std::to_string(v[3]) + " (each 0 or 1)");
+    return c;
+  }
+  c.readings = {{"correctable_rows", v[0]}, {"uncorrectable_rows", v[1]}, {"pending", v[2]}, {"failure", v[3]}};
+  const std::string rows = std::to_string(v[0]) + " correctable, " + std::to_string(v[1]) + " uncorrectable";
+  if (v[3] != 0) {
+    fault(c, "a row remap failed (" + rows + " rows remapped): the memory cannot be repaired: replace the GPU");
+  } else if (v[2] != 0) {
+    fault(c, "a row remap is pending (" + rows + " rows remapped): the GPU needs a reset to apply it");
+  } else if (v[1] >= kUncorrectableRemapsLimit) {
+    fault(c, rows + " rows remapped: " + std::to_string(kUncorrectableRemapsLimit) +
+                 " or more uncorrectable-error remaps: replace the GPU");
+  } else {
+    c.detail = rows + " rows remapped";
+  }
+  return c;
+}
+
+HealthCondition ecc_uncorrectable(const Read& r, const Read* before) {
+  HealthCondition c = condition("ecc_uncorrectable");
+  if (!answered(r.ecc, c)) {
+    if (c.state == ConditionState::kNotSupported) c.detail = "not supported: ECC is off or absent";
+    return c;
+  }
+  const unsigned long long now = r.ecc.values[0];
+  c.readings = {{"volatile", now}};
+  std::string during;
+  if (before != nullptr && before->ecc.rc == kNvmlSuccess && now >= before->ecc.values[0]) {
+    c.readings.push_back({"during_window", now - before->ecc.values[0]});
+    during = ", " + std::to_string(now - before->ecc.values[0]) + " during the run";
+  }
+  if (now > 0) {
+    fault(c, std::to_string(now) + " uncorrectable ECC errors since the driver loaded" + during +
+                 ": data in the GPU's memory was lost; reset the GPU, replace it if they recur");
+  } else {
+    c.detail = "none since the driver loaded";
+  }
+  return c;
+}
+
+HealthCondition retired_pages(const Read& r) {
+  HealthCondition c = condition("retired_pages");
+  if (!answered(r.retired, c)) {
+    if (c.state == ConditionState::kNotSupported) c.detail = "not supported (a GPU that remaps rows instead)";
+    return c;
+  }
+  const auto& v = r.retired.values;
+  if (v[2] > 1) {
+    nonsense(c, "pending status " + std::to_string(v[2]) + " (0 or 1)");
+    return c;
+  }
+  const unsigned long long total = v[0] + v[1];
+  c.readings = {{"single_bit", v[0]}, {"double_bit", v[1]}, {"pending", v[2]}};
+  if (v[2] != 0) {
+    fault(c, std::to_string(total) + " pages retired, more pending: reset the GPU (or reboot) to retire them");
+  } else if (total >= kRetiredPagesLimit) {
+    fault(c, std::to_string(total) + " pages retired (" + std::to_string(kRetiredPagesLimit) +
+                 " or more): replace the GPU");
+  } else {
+    c.detail = std::to_string(total) + " pages retired";
+  }
+  return c;
+}
+
+HealthCondition pcie_replays(const Read& r, const Read* before) {
+  HealthCondition c = condition("pcie_replays");
+  if (!answered(r.replays, c)) return c;
+  const unsigned long long now = r.replays.values[0];
+  c.readings = {{"counter", now}};
+  if (before == nullptr) {
+    c.state = ConditionState::kNotTested;
+    c.detail = "counter " + std::to_string(now) + "; climbing is judged over a window (a level, or --watch)";
+    return c;
+  }
+  HealthCondition was = condition("pcie_replays");
+  if (!answered(before->replays, was)) return was;
+  const unsigned long long then = before->replays.values[0];
+  if (now < then) {
+    nonsense(c, "a replay counter that went back from " + std::to_string(then) + " to " + std::to_string(now));
+    return c;
+  }
+  c.readings.push_back({"during_window", now - then});
+  if (now > then) {
+    fault(c, "PCIe replays climbed from " + std::to_string(then) + " to " + std::to_string(now) +
+                 " during the run: the link retransmits; reseat the GPU, check its riser or cable");
+  } else {
+    c.detail = "counter " + std::to_string(now) + ", no replay during the run";
+  }
+  return c;
+}
+
+std::string xid_text(unsigned long long xid) {
+  static const std::map<unsigned long long, const char*> kKnown = {
+      {48, "double-bit ECC error"},  {63, "row remapping event"},
+      {64, "row remapping failure"}, {74, "NVLink error"},
+      {79, "fallen off the bus"},    {92, "high single-bit ECC error rate"},
+      {94, "contained ECC error"},   {95, "uncontained ECC error"},
+      {119, "GSP timeout"},          {120, "GSP error"}};
+  const auto k = kKnown.find(xid);
+  return "XID " + std::to_string(xid) + (k == kKnown.end() ? "" : std::string(" (") + k->second + ")");
+}
+
+HealthCondition xid(const Gpu& g, bool watched) {
+  HealthCondition c = condition("xid");
+  if (!watched) {
+    c.state = ConditionState::kNotTested;
+    c.detail = "XID events are watched over a window (a level, or --watch)";
+    return c;
+  }
+  if (!answered(g.events, c)) return c;
+  unsigned long long events = 0;
+  std::string seen;
+  for (const auto& [x, n] : g.xids) {
+    c.readings.push_back({"xid_" + std::to_string(x), n});
+    seen += (seen.empty() ? "" : ", ") + xid_text(x) + (n > 1 ? " x" + std::to_string(n) : "");
+    events += n;
+  }
+  if (events > 0) {
+    fault(c, "critical " + seen + " during the run: look the XID up in NVIDIA's XID catalogue for what to do");
+  } else {
+    c.detail = "no critical XID during the run";
+  }
+  return c;
+}
+
+bool link_width(unsigned long long w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 12 || w == 16 || w == 32; }
+
+// Width: a link narrower than its maximum is a defect at any load. Generation: an idle GPU lowers
+// it to save power, so it is judged only at P0, as DCGM judges it during its PCIe test's load.
+std::vector<HealthCondition> pcie_link(const Read& r) {
+  HealthCondition width = condition("pcie_link_width");
+  HealthCondition gen = condition("pcie_link_gen");
+  const bool read = answered(r.link, width);
+  answered(r.link, gen);
+  if (!read) return {width, gen};
+  const auto& v = r.link.values;  // gen, max gen, width, max width, pstate
+  if (!link_width(v[2]) || !link_width(v[3]) || v[2] > v[3]) {
+    nonsense(width, "link width x" + std::to_string(v[2]) + " of a maximum x" + std::to_string(v[3]));
+  } else {
+    width.readings = {{"current", v[2]}, {"max", v[3]}};
+    if (v[2] < v[3]) {
+      fault(width, "x" + std::to_string(v[2]) + " of x" + std::to_string(v[3]) +
+                       ": a degraded PCIe link; reseat the GPU, check its slot, riser or cable");
+    } else {
+      width.detail = "x" + std::to_string(v[2]);
+    }
+  }
+  if (v[0] < 1 || v[0] > 16 || v[1] < 1 || v[1] > 16 || v[0] > v[1]) {
+    nonsense(gen, "link generation " + std::to_string(v[0]) + " of a maximum " + std::to_string(v[1]));
+    return {width, gen};
+  }
+  gen.readings = {{"current", v[0]}, {"max", v[1]}, {"pstate", v[4]}};
+  const std::string text = "Gen" + std::to_string(v[0]) + " of Gen" + std::to_string(v[1]);
+  if (v[0] == v[1]) {
+    gen.detail = "Gen" + std::to_string(v[0]);
+  } else if (v[4] == 0) {
+    fault(gen, text + " under load (P0): a degraded PCIe link; reseat the GPU, check its slot, riser or cable");
+  } else {
+    gen.state = ConditionState::kNotTested;
+    gen.detail = text + " at " +
+                 (v[4] == kPstateUnknown ? "an unknown performance state" : "P" + std::to_string(v[4])) +
+                 ": an idle GPU lowers its link generation; judged at P0 only";
+  }
+  return {width, gen};
+}
+
+void judge(Gpu& g, const Read& after, const Read* before, bool watched) {
+  if (g.identity.rc != kNvmlSuccess) {
+    HealthCondition c = condition("gpu");
+    answered(g.identity, c);
+    g.health.conditions = {c};
+    return;
+  }
+  g.health.conditions = {recovery_action(after),           row_remap(after),
+                         ecc_uncorrectable(after, before), retired_pages(after),
+                         pcie_replays(after, before),      xid(g, watched)};
+  for (HealthCondition& c : pcie_link(after)) g.health.conditions.push_back(std::move(c));
+}
+
+bool selected(const GpuHealth& g, const std::string& token) {
+  const auto bus_id = normalize_pci_bus_id(token);
+  return token == g.uuid || token == std::to_string(g.index) ||
+         (bus_id && bus_id == normalize_pci_bus_id(g.pci_bus_id));
+}
+
+GpuHealth unlisted(const std::string& token) {
+  GpuHealth g;
+  g.uuid = token;
+  g.conditions = {{"gpu", ConditionState::kCouldNotTest, "could not test: NVML lists no GPU " + token, {}}};
+  return g;
+}
+
+}  // namespace
+
+const char* condition_state_name(ConditionState state) {
+  switch (state) {
+    case ConditionState::kHealthy: return "healthy";
+    case ConditionState::kFault: return "fault";
+    case ConditionState::kNotSupported: return "not_supported";
+    case ConditionState::kNotTested: return "not_tested";
+    case ConditionState::kCouldNotTest: return "could_not_test";
+  }
+  return "could_not_test";
+}
+
+ConditionState GpuHealth::verdict() const {
+  bool could_not_test = conditions.empty();
+  for (const HealthCondition& c : conditions) {
+    if (c.state == ConditionState::kFault) return ConditionState::kFault;
+    could_not_test = could_not_test || c.state == ConditionState::kCouldNotTest;
+  }
+  return could_not_test ? ConditionState::kCouldNotTest : ConditionState::kHealthy;
+}
+
+int health_exit_code(const HealthReport& report) {
+  if (!report.applicable) return 0;
+  bool could_not_test = !report.error.empty() || report.gpus.empty();
+  for (const GpuHealth& g : report.gpus) {
+    if (g.verdict() == ConditionState::kFault) return 1;
+    could_not_test = could_not_test || g.verdict() == ConditionState::kCouldNotTest;
+  }
+  return could_not_test ? 2 : 0;
+}
+
+const char* health_verdict_name(const HealthReport& report) {
+  if (!report.applicable) return "not_applicable";
+  const int code = health_exit_code(report);
+  return code == 0 ? "healthy" : code == 1 ? "fault" : "could_not_test";
+}
+
+HealthReport read_gpu_health(const std::string& library, const std::vector<std::string>& select,
+                             const std::function<void()>& window) {
+  HealthReport report;
+  report.watched = static_cast<bool>(window);
+  std::unique_ptr<void, int (*)(void*)> handle(dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
+  std::unique_ptr<Nvml> nvml;
+  std::vector<Gpu> gpus;
+  std::vector<Gpu*> chosen;
+  try {
+    if (handle == nullptr) {
+      const std::string error = dlerror();
+      const size_t on_bus = gpus_on_bus(system_root()).size();
+      // No driver and no NVIDIA GPU: nothing to read. GPUs without NVML: nobody can tell.
+      if (error.find("No such file") != std::string::npos && on_bus == 0) {
+        report.applicable = false;
+      } else {
+        report.error = "cannot load " + library + ": " + error +
+                       (on_bus > 0 ? " (" + std::to_string(on_bus) + " NVIDIA GPUs on the PCI bus)" : "");
+      }
+    } else {
+      nvml = std::make_unique<Nvml>(handle.get());
+      gpus = nvml->gpus();
+      for (Gpu& g : gpus) {
+        const bool wanted = select.empty() || std::any_of(select.begin(), select.end(),
+                                                          [&](const std::string& t) { return selected(g.health, t); });
+        if (wanted) chosen.push_back(&g);
+      }
+      if (window) {
+        for (Gpu* g : chosen) {
+          if (g->identity.rc == kNvmlSuccess) g->before = nvml->read(g->device);
+        }
+        nvml->watch(chosen);
+      }
+    }
+  } catch (const std::exception& e) {
+    report.error = describe_error(e);
+  }
+  if (window) window();
+  if (nvml == nullptr) return report;
+  try {
+    if (window) nvml->collect(chosen);
+    for (Gpu* g : chosen) {
+      const Read after = g->identity.rc == kNvmlSuccess ? nvml->read(g->device) : Read{};
+      judge(*g, after, window ? &g->before : nullptr, report.watched);
+      report.gpus.push_back(g->health);
+    }
+  } catch (const std::exception& e) {
+    report.error = describe_error(e);
+  }
+  for (const std::string& token : select) {
+    if (report.error.empty() &&
+        std::none_of(gpus.begin(), gpus.end(), [&](const Gpu& g) { return selected(g.health, token); })) {
+      report.gpus.push_back(unlisted(token));
+    }
+  }
+  return report;
+}
+
+}  // namespace sdc

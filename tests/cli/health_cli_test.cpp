@@ -1,0 +1,365 @@
+// `sdcprobe health` on the stand-in NVML (tests/scheduler/sweep/fake_nvml_health.cpp): every condition
+// of the GPUs' own health through the real binary, each with its exit code, its JSON report field and
+// its Prometheus metric; NOT_SUPPORTED answers, a driver that fails and answers that cannot be.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/cli/run_sdcprobe.hpp"
+#include "tests/scheduler/sweep/prom_check.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Health {
+  int code = -1;
+  std::string out;
+  nlohmann::json json;
+  std::map<std::string, double> metrics;
+};
+
+class HealthCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sdcprobe-health-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "root");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `sdcprobe health ARGS` on two stand-in GPUs, GPU-a and GPU-b, with the stand-in's variables `env`.
+  Health health(const std::string& env, const std::string& args = "") {
+    const fs::path json = dir_ / "health.json", prom = dir_ / "health.prom";
+    fs::remove(json);
+    fs::remove(prom);
+    Health h;
+    const sdc::test::Outcome o = sdc::test::run_command(
+        "SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " FAKE_NVML='GPU-a=;GPU-b=' " + env + " " +
+        SDC_BINARY_DIR + "/cli/sdcprobe health --json " + json.string() + " --prom " + prom.string() + " " + args);
+    h.code = o.code;
+    h.out = o.out;
+    std::ifstream j(json);
+    if (j) h.json = nlohmann::json::parse(j);
+    std::ifstream p(prom);
+    std::stringstream text;
+    text << p.rdbuf();
+    if (!text.str().empty()) h.metrics = sdc::test::parse_prometheus_text(text.str());
+    prom_text_ = text.str();
+    return h;
+  }
+
+  // The value of the series of `family` on `uuid` whose labels include each of `labels` ("field=\"x\"").
+  static double metric(const Health& h, const std::string& family, const std::string& uuid,
+                       const std::vector<std::string>& labels) {
+    for (const auto& [series, value] : h.metrics) {
+      if (series.rfind(family + "{", 0) != 0 || series.find("UUID=\"" + uuid + "\"") == std::string::npos) continue;
+      bool all = true;
+      for (const std::string& l : labels) all = all && series.find(l) != std::string::npos;
+      if (all) return value;
+    }
+    ADD_FAILURE() << "no series " << family << " on " << uuid;
+    return -1;
+  }
+  // The node's sdcprobe_health_driver_read.
+  static double driver_read(const Health& h) {
+    for (const auto& [series, value] : h.metrics) {
+      if (series.rfind("sdcprobe_health_driver_read{", 0) == 0) return value;
+    }
+    return -1;
+  }
+  static const nlohmann::json& condition(const Health& h, size_t gpu, const std::string& field) {
+    return h.json.at("gpus").at(gpu).at("conditions").at(field);
+  }
+
+  // GPU-b has a fault in `field` that `detail_has` describes; GPU-a stays healthy; exit 1.
+  void expect_fault_on_b(const Health& h, const std::string& field, const std::string& detail_has) {
+    EXPECT_EQ(h.code, 1) << h.out;
+    EXPECT_EQ(h.json.at("verdict"), "fault") << h.json.dump(2);
+    EXPECT_EQ(h.json.at("gpus").at(0).at("verdict"), "healthy");
+    EXPECT_EQ(h.json.at("gpus").at(1).at("verdict"), "fault");
+    const nlohmann::json& c = condition(h, 1, field);
+    EXPECT_EQ(c.at("state"), "fault") << c.dump();
+    EXPECT_NE(c.at("detail").get<std::string>().find(detail_has), std::string::npos) << c.dump();
+    EXPECT_EQ(condition(h, 0, field).at("state"), "healthy");
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_fault", "GPU-b", {"field=\"" + field + "\""}), 1);
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_fault", "GPU-a", {"field=\"" + field + "\""}), 0);
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_judged", "GPU-b", {"field=\"" + field + "\""}), 1);
+    EXPECT_NE(h.out.find("health: FAULT on 1 of 2 GPU(s)"), std::string::npos) << h.out;
+    EXPECT_NE(h.out.find("  " + field + ": fault: " + c.at("detail").get<std::string>() + "\n"), std::string::npos)
+        << h.out;
+  }
+  // GPU-b could not be tested in `field`; exit 2.
+  void expect_could_not_test_on_b(const Health& h, const std::string& field, const std::string& detail_has) {
+    EXPECT_EQ(h.code, 2) << h.out;
+    EXPECT_EQ(h.json.at("verdict"), "could_not_test") << h.json.dump(2);
+    const nlohmann::json& c = condition(h, 1, field);
+    EXPECT_EQ(c.at("state"), "could_not_test") << c.dump();
+    EXPECT_NE(c.at("detail").get<std::string>().find(detail_has), std::string::npos) << c.dump();
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_judged", "GPU-b", {"field=\"" + field + "\""}), 0);
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_fault", "GPU-b", {"field=\"" + field + "\""}), 0);
+  }
+
+  fs::path dir_;
+  std::string prom_text_;
+};
+
+TEST_F(HealthCli, HealthyGpusExitZeroAndSayWhatOneReadCannotJudge) {
+  const Health h = health("");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(h.json.at("verdict"), "healthy");
+  EXPECT_FALSE(h.json.at("watched"));
+  ASSERT_EQ(h.json.at("gpus").size(), 2u);
+  EXPECT_EQ(h.json.at("gpus").at(1).at("uuid"), "GPU-b");
+  EXPECT_EQ(h.json.at("gpus").at(1).at("pci_bus_id"), "00000000:11:00.0");
+  for (const char* field :
+       {"recovery_action", "row_remap", "ecc_uncorrectable", "retired_pages", "pcie_link_width", "pcie_link_gen"}) {
+    EXPECT_EQ(condition(h, 1, field).at("state"), "healthy") << field;
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_judged", "GPU-b", {"field=\"" + std::string(field) + "\""}), 1) << field;
+  }
+  // Climbing replays and XIDs need a window: not tested, never "healthy".
+  EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
+  EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "not_tested");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_judged", "GPU-b", {"field=\"xid\""}), 0);
+  EXPECT_EQ(driver_read(h), 1) << prom_text_;
+  EXPECT_NE(h.out.find("health: HEALTHY of 2 GPU(s)"), std::string::npos) << h.out;
+
+  const Health w = health("", "--watch 0.05");
+  EXPECT_EQ(w.code, 0) << w.out;
+  EXPECT_TRUE(w.json.at("watched"));
+  EXPECT_EQ(condition(w, 1, "xid").at("state"), "healthy");
+  EXPECT_EQ(condition(w, 1, "pcie_replays").at("state"), "healthy");
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    const sdc::test::Outcome r = sdc::test::run_command("promtool check metrics < " + (dir_ / "health.prom").string());
+    // 3: lint findings only, dcgm-exporter's camelCase label names (UUID, Hostname, modelName).
+    EXPECT_TRUE(r.code == 0 || r.code == 3) << r.out;
+    std::istringstream lines(r.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      EXPECT_NE(line.find("label names should be written in 'snake_case' not 'camelCase'"), std::string::npos) << line;
+    }
+  }
+}
+
+TEST_F(HealthCli, AnyRecoveryActionButNoneIsAFaultNamingIt) {
+  const std::vector<std::pair<int, std::string>> actions = {{1, "reset: "},     {2, "reboot: "},
+                                                            {3, "drain_p2p: "}, {4, "drain_and_reset: "},
+                                                            {5, "reset_bus: "}, {9, "action 9 (unknown"}};
+  for (const auto& [action, name] : actions) {
+    const Health h = health("FAKE_NVML_RECOVERY='GPU-b=" + std::to_string(action) + "'");
+    expect_fault_on_b(h, "recovery_action", name);
+    EXPECT_EQ(condition(h, 1, "recovery_action").at("readings").at("action"), action);
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"recovery_action\"", "reading=\"action\""}),
+              action);
+  }
+}
+
+TEST_F(HealthCli, RowRemappingFaultsFollowDcgmsLimits) {
+  Health h = health("FAKE_NVML_REMAP='GPU-b=0,0,1,0'");
+  expect_fault_on_b(h, "row_remap", "a row remap is pending");
+  EXPECT_NE(condition(h, 1, "row_remap").at("detail").get<std::string>().find("needs a reset"), std::string::npos);
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"row_remap\"", "reading=\"pending\""}), 1);
+  h = health("FAKE_NVML_REMAP='GPU-b=0,2,0,1'");
+  expect_fault_on_b(h, "row_remap", "a row remap failed");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"row_remap\"", "reading=\"failure\""}), 1);
+  h = health("FAKE_NVML_REMAP='GPU-b=3,512,0,0'");
+  expect_fault_on_b(h, "row_remap", "512 or more uncorrectable-error remaps");
+  EXPECT_EQ(
+      metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"row_remap\"", "reading=\"uncorrectable_rows\""}),
+      512);
+  // One below the limit, and correctable remaps however many, are a GPU repairing itself.
+  h = health("FAKE_NVML_REMAP='GPU-b=4000,511,0,0'");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "row_remap").at("state"), "healthy");
+  EXPECT_EQ(condition(h, 1, "row_remap").at("detail"), "4000 correctable, 511 uncorrectable rows remapped");
+}
+
+TEST_F(HealthCli, UncorrectableEccErrorsAreAFault) {
+  const Health h = health("FAKE_NVML_ECC='GPU-b=2'");
+  expect_fault_on_b(h, "ecc_uncorrectable", "2 uncorrectable ECC errors since the driver loaded");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"ecc_uncorrectable\"", "reading=\"volatile\""}),
+            2);
+}
+
+TEST_F(HealthCli, RetiredPagesPendingOrSixtyThreeAreAFault) {
+  Health h = health("FAKE_NVML_RETIRED='GPU-b=1,0,1'");
+  expect_fault_on_b(h, "retired_pages", "1 pages retired, more pending: reset the GPU");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"retired_pages\"", "reading=\"pending\""}), 1);
+  h = health("FAKE_NVML_RETIRED='GPU-b=40,23,0'");  // more than the first buffer of 0: counted whole
+  expect_fault_on_b(h, "retired_pages", "63 pages retired (63 or more)");
+  h = health("FAKE_NVML_RETIRED='GPU-b=40,22,0'");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "retired_pages").at("detail"), "62 pages retired");
+}
+
+TEST_F(HealthCli, PcieReplaysClimbingOverTheWindowAreAFault) {
+  Health h = health("FAKE_NVML_REPLAYS='GPU-b=10,5'", "--watch 0.05");
+  expect_fault_on_b(h, "pcie_replays", "PCIe replays climbed from 10 to 15 during the run");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_replays\"", "reading=\"during_window\""}),
+            5);
+  // A counter that stands still, however high, is no fault; one read cannot tell.
+  h = health("FAKE_NVML_REPLAYS='GPU-b=1000,0'", "--watch 0.05");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "healthy");
+  h = health("FAKE_NVML_REPLAYS='GPU-b=10,5'");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "not_tested");
+}
+
+TEST_F(HealthCli, AnXidDuringTheWindowIsAFaultNamingIt) {
+  Health h = health("FAKE_NVML_XID='GPU-b=79,79,48'", "--watch 0.05");
+  expect_fault_on_b(h, "xid", "critical XID 48 (double-bit ECC error), XID 79 (fallen off the bus) x2");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"xid_79\""}), 2);
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"xid_48\""}), 1);
+  // XID 45 is a process ended with work in flight, as a level's watchdog ends a hung worker.
+  h = health("FAKE_NVML_XID='GPU-b=45'", "--watch 0.05");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "xid").at("state"), "healthy");
+  h = health("FAKE_NVML_XID='GPU-b=79'");  // no window: not watched
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
+}
+
+TEST_F(HealthCli, ALinkBelowItsMaximumIsAFaultWithBothValues) {
+  Health h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16,0'");
+  expect_fault_on_b(h, "pcie_link_width", "x8 of x16: a degraded PCIe link");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_link_width\"", "reading=\"current\""}), 8);
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_link_width\"", "reading=\"max\""}), 16);
+  // A narrow link is a fault at any load; a lower generation only under load (P0).
+  h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16,8'");
+  EXPECT_EQ(h.code, 1) << h.out;
+  h = health("FAKE_NVML_LINK='GPU-b=3,5,16,16,0'");
+  expect_fault_on_b(h, "pcie_link_gen", "Gen3 of Gen5 under load (P0)");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_link_gen\"", "reading=\"current\""}), 3);
+  h = health("FAKE_NVML_LINK='GPU-b=1,5,16,16,8'");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "pcie_link_gen").at("state"), "not_tested");
+  EXPECT_NE(condition(h, 1, "pcie_link_gen").at("detail").get<std::string>().find("Gen1 of Gen5 at P8"),
+            std::string::npos);
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_judged", "GPU-b", {"field=\"pcie_link_gen\""}), 0);
+}
+
+TEST_F(HealthCli, ALostGpuIsAFault) {
+  const Health h = health("FAKE_NVML_RECOVERY='GPU-b=lost'");
+  expect_fault_on_b(h, "recovery_action", "NVML reports the GPU lost (fallen off the bus)");
+}
+
+TEST_F(HealthCli, NotSupportedIsSaidPerConditionAndJudgesTheOthers) {
+  const Health h = health(
+      "FAKE_NVML_RETIRED='GPU-b=unsupported' FAKE_NVML_ECC='GPU-b=unsupported' FAKE_NVML_XID='GPU-b=unsupported' "
+      "FAKE_NVML_REMAP='GPU-b=0,0,1,0'",
+      "--watch 0.05");
+  EXPECT_EQ(h.code, 1) << h.out;  // the remap still counts
+  EXPECT_EQ(condition(h, 1, "retired_pages").at("state"), "not_supported");
+  EXPECT_EQ(condition(h, 1, "ecc_uncorrectable").at("state"), "not_supported");
+  EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_supported");
+  EXPECT_EQ(condition(h, 1, "row_remap").at("state"), "fault");
+  for (const char* field : {"retired_pages", "ecc_uncorrectable", "xid"}) {
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_judged", "GPU-b", {"field=\"" + std::string(field) + "\""}), 0) << field;
+    EXPECT_EQ(metric(h, "sdcprobe_gpu_health_fault", "GPU-b", {"field=\"" + std::string(field) + "\""}), 0) << field;
+  }
+  // Unsupported everywhere else is healthy for what was judged, and says what was not.
+  const Health all = health("FAKE_NVML_RECOVERY='GPU-b=unsupported' FAKE_NVML_LINK='GPU-b=unsupported'");
+  EXPECT_EQ(all.code, 0) << all.out;
+  EXPECT_EQ(condition(all, 1, "recovery_action").at("state"), "not_supported");
+  EXPECT_EQ(condition(all, 1, "pcie_link_width").at("state"), "not_supported");
+  EXPECT_EQ(condition(all, 1, "pcie_link_gen").at("state"), "not_supported");
+  EXPECT_NE(all.out.find("  recovery_action: not_supported: not supported by this GPU or driver"), std::string::npos)
+      << all.out;
+}
+
+TEST_F(HealthCli, ADriverThatCannotBeReadCouldNotTest) {
+  const Health h = health("FAKE_NVML_INIT=fail");
+  EXPECT_EQ(h.code, 2) << h.out;
+  EXPECT_EQ(h.json.at("verdict"), "could_not_test");
+  EXPECT_EQ(h.json.at("error"), "NVML error: nvmlInit_v2: Driver Not Loaded");
+  EXPECT_TRUE(h.json.at("gpus").empty());
+  ASSERT_EQ(h.metrics.size(), 1u) << prom_text_;
+  EXPECT_EQ(driver_read(h), 0) << prom_text_;
+  EXPECT_NE(h.out.find("health: COULD NOT TEST"), std::string::npos) << h.out;
+  // A library that is not NVML, and a query that fails.
+  const sdc::test::Outcome o =
+      sdc::test::run_command("SDCPROBE_NVML_LIBRARY=libm.so.6 " + std::string(SDC_BINARY_DIR) + "/cli/sdcprobe health");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("NVML has no nvmlInit_v2"), std::string::npos) << o.out;
+  expect_could_not_test_on_b(health("FAKE_NVML_ECC='GPU-b=error'"), "ecc_uncorrectable",
+                             "could not test: nvmlDeviceGetTotalEccErrors: fake NVML error");
+}
+
+TEST_F(HealthCli, AnswersThatCannotBeAreCouldNotTestNeverHealthy) {
+  expect_could_not_test_on_b(health("FAKE_NVML_REMAP='GPU-b=0,0,7,0'"), "row_remap", "pending 7 and failure 0");
+  expect_could_not_test_on_b(health("FAKE_NVML_RETIRED='GPU-b=0,0,2'"), "retired_pages", "pending status 2");
+  expect_could_not_test_on_b(health("FAKE_NVML_LINK='GPU-b=6,5,16,16,0'"), "pcie_link_gen",
+                             "link generation 6 of a maximum 5");
+  expect_could_not_test_on_b(health("FAKE_NVML_LINK='GPU-b=5,5,3,16,0'"), "pcie_link_width",
+                             "link width x3 of a maximum x16");
+  expect_could_not_test_on_b(health("FAKE_NVML_RECOVERY='GPU-b=0,9'"), "recovery_action", "value type 9");
+  expect_could_not_test_on_b(health("FAKE_NVML_REPLAYS='GPU-b=10,-5'", "--watch 0.05"), "pcie_replays",
+                             "a replay counter that went back from 10 to 5");
+  // A fault on one GPU is still a fault beside what could not be tested.
+  const Health h = health("FAKE_NVML_ECC='GPU-a=error' FAKE_NVML_REMAP='GPU-b=0,0,1,0'");
+  EXPECT_EQ(h.code, 1) << h.out;
+  EXPECT_EQ(h.json.at("gpus").at(0).at("verdict"), "could_not_test");
+}
+
+TEST_F(HealthCli, NoDriverIsNotApplicableOnlyWithoutGpusOnTheBus) {
+  const std::string run =
+      "SDCPROBE_NVML_LIBRARY=libnvidia-ml-absent.so.1 SDCPROBE_SYSFS_ROOT=" + (dir_ / "root").string() + " " +
+      SDC_BINARY_DIR + "/cli/sdcprobe health --json -";
+  sdc::test::Outcome o = sdc::test::run_command("( " + run + " 2>/dev/null )");
+  EXPECT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(nlohmann::json::parse(o.out).at("verdict"), "not_applicable") << o.out;
+  const fs::path gpu = dir_ / "root/sys/bus/pci/devices/0000:3b:00.0";
+  fs::create_directories(gpu);
+  std::ofstream(gpu / "vendor") << "0x10de\n";
+  std::ofstream(gpu / "class") << "0x030200\n";
+  o = sdc::test::run_command(run);
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("(1 NVIDIA GPUs on the PCI bus)"), std::string::npos) << o.out;
+}
+
+TEST_F(HealthCli, DeviceSelectsGpusAndAGpuNvmlDoesNotListCouldNotTest) {
+  Health h = health("FAKE_NVML_REMAP='GPU-a=0,0,1,0'", "--device GPU-b");
+  EXPECT_EQ(h.code, 0) << h.out;
+  ASSERT_EQ(h.json.at("gpus").size(), 1u);
+  EXPECT_EQ(h.json.at("gpus").at(0).at("uuid"), "GPU-b");
+  h = health("", "--device 0,00000000:11:00.0");
+  EXPECT_EQ(h.json.at("gpus").size(), 2u);
+  h = health("", "--device GPU-zz");
+  EXPECT_EQ(h.code, 2) << h.out;
+  EXPECT_EQ(h.json.at("gpus").at(0).at("conditions").at("gpu").at("detail"),
+            "could not test: NVML lists no GPU GPU-zz");
+  const sdc::test::Outcome o = sdc::test::sdcprobe("health --json - --format npd");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("only one may use stdout"), std::string::npos) << o.out;
+}
+
+// node-problem-detector and NHC take stdout's one line: the verdict alone, at most 80 characters.
+TEST_F(HealthCli, NpdFormatPrintsTheVerdictAloneOnStdout) {
+  const auto npd = [](const std::string& env) {
+    return sdc::test::run_command("( SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) +
+                                  " FAKE_NVML='GPU-a=;GPU-b=' " + env + " " + SDC_BINARY_DIR +
+                                  "/cli/sdcprobe health --format npd 2>/dev/null )");
+  };
+  sdc::test::Outcome o = npd("");
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.out, "OK: 2 GPUs healthy\n");
+  o = npd("FAKE_NVML_REMAP='GPU-b=0,0,1,0'");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.out, "SDC: GPU-b health row_remap\n");
+  o = npd("FAKE_NVML_INIT=fail");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out, "UNKNOWN: could not test: NVML error: nvmlInit_v2: Driver Not Loaded\n");
+  o = npd("FAKE_NVML_REMAP='GPU-b=0,0,7,0'");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out.rfind("UNKNOWN: could not test: GPU-b row_remap: could not test: NVML answered pending", 0), 0u)
+      << o.out;
+  EXPECT_LE(o.out.size(), 81u) << o.out;
+}
+
+}  // namespace
