@@ -13,26 +13,31 @@ namespace sdc {
 namespace {
 
 enum class Op {
-  kFill,          // write the pattern
-  kCheck,         // compare with the pattern
-  kCheckInverse,  // compare, then write its inverse (every March element the probes run)
-  kCheckWrite,    // compare, then write another pattern
+  kFill,            // write the pattern
+  kCheck,           // compare with the pattern
+  kCheckInverse,    // compare, then write its inverse (every March element the probes run)
+  kCheckWrite,      // compare, then write another pattern of any kind
+  kCheckWriteKind,  // compare, then write another pattern of the same kind (mem.modulo20's offsets)
 };
 
 // Registers a thread, by operation: as few as the kernel needs without spilling (check_sass.sh
 // fails on any spill), so that many blocks of 256 threads fit on an SM with kSweepUnroll x 16 bytes
-// in flight per thread: a fill 64 (4 blocks), a check or a March element to the inverse 80 (3), a
-// March element to another pattern, which computes two patterns per word, 128 (2). The compiler
-// for Blackwell (sm_100, sm_120) needs 32 more for the fill, check and inverse loops.
+// in flight per thread: a fill 64 (4 blocks), a check or a March element to the inverse or to
+// another pattern of the same kind 80 (3), a March element to a pattern of any kind, which
+// computes the second pattern per word through pattern_word's switch, 128 (2). The grid is one
+// wave of what fits (one_wave_blocks): a kernel that needs fewer gets more blocks. The compiler
+// for Blackwell (sm_100, sm_120) needs 32 more for the fill, check and inverse loops, and 168 for
+// the March element to the same kind (mem.modulo20's spilled at 128 on sm_120).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 inline constexpr int kArchExtraRegisters = 32;
 #else
 inline constexpr int kArchExtraRegisters = 0;
 #endif
 template <Op O>
-constexpr int kSweepRegisters = O == Op::kFill         ? 64 + kArchExtraRegisters
-                                : O == Op::kCheckWrite ? 128
-                                                       : 80 + kArchExtraRegisters;
+constexpr int kSweepRegisters = O == Op::kFill                                          ? 64 + kArchExtraRegisters
+                                : O == Op::kCheckWrite                                  ? 128
+                                : (O == Op::kCheckWriteKind && kArchExtraRegisters > 0) ? 168
+                                                                                        : 80 + kArchExtraRegisters;
 // mem.random_blocks' unit kernels carry the block's pattern too: their March element to the
 // inverse needs 96 (2 blocks).
 template <Op O>
@@ -46,6 +51,7 @@ struct Sweep {
   Pattern write;    // kCheckWrite's pattern
   bool descending;
   DeviceMismatchLog* log;
+  uint64_t steps = 0;  // sweep_steps of the whole buffer for sweep_kernel's grid, from the host
 };
 
 __device__ __forceinline__ ulonglong2* vectors_of(uint64_t* data) { return reinterpret_cast<ulonglong2*>(data); }
@@ -53,8 +59,8 @@ __device__ __forceinline__ ulonglong2* vectors_of(uint64_t* data) { return reint
 // One group: the vectors v[u] with ok[u] (whole warps call it, so mismatch counting stays
 // warp-aggregated). All loads are issued before the first check, so kSweepUnroll are in flight.
 template <PatternKind K, Op O>
-__device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, const uint64_t (&v)[kSweepUnroll],
-                                            const bool (&ok)[kSweepUnroll]) {
+__device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, PairSource<K>& next,
+                                            const uint64_t (&v)[kSweepUnroll], const bool (&ok)[kSweepUnroll]) {
   ulonglong2* vec = vectors_of(s.data);
   ulonglong2 seen[kSweepUnroll];
   if constexpr (O != Op::kFill) {
@@ -78,26 +84,32 @@ __device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, 
         if (ok[u]) vec[v[u]] = ulonglong2{~want.x, ~want.y};
       } else if constexpr (O == Op::kCheckWrite) {
         if (ok[u]) vec[v[u]] = ulonglong2{pattern_word(s.write, 2 * v[u]), pattern_word(s.write, 2 * v[u] + 1)};
+      } else if constexpr (O == Op::kCheckWriteKind) {
+        const WordPair x = next.at(2 * v[u]);
+        const uint64_t flip = s.write.inverted ? ~0ULL : 0;
+        if (ok[u]) vec[v[u]] = ulonglong2{x.lo ^ flip, x.hi ^ flip};
       }
     }
   }
 }
 
-// Vectors [first, first + count) swept by `threads` threads, this one being `thread`.
+// Vectors [first, first + count) swept by `threads` threads in `steps` steps (sweep_steps), this
+// one being `thread`, in sweep_vector's order taken by addition (sweep_first, sweep_delta).
 template <PatternKind K, Op O>
-__device__ __forceinline__ void sweep_range(const Sweep& s, PairSource<K>& src, uint64_t first, uint64_t count,
-                                            uint64_t thread, uint64_t threads) {
-  const uint64_t steps = sweep_steps(count, threads);
-  for (uint64_t k0 = 0; k0 < steps; k0 += kSweepUnroll) {
+__device__ __forceinline__ void sweep_range(const Sweep& s, PairSource<K>& src, PairSource<K>& next, uint64_t first,
+                                            uint64_t count, uint64_t steps, uint64_t thread, uint64_t threads) {
+  const uint64_t delta = sweep_delta(threads, s.descending);
+  uint64_t local = sweep_first(steps, thread, threads, s.descending);
+  for (uint64_t groups = steps / kSweepUnroll; groups > 0; --groups) {
     uint64_t v[kSweepUnroll];
     bool ok[kSweepUnroll];
 #pragma unroll
     for (unsigned u = 0; u < kSweepUnroll; ++u) {
-      const uint64_t local = sweep_vector(k0 + u, steps, thread, threads, s.descending);
-      ok[u] = local < count;
-      v[u] = first + (ok[u] ? local : 0);
+      ok[u] = local < count;  // past the end: the last group ascending, the first descending
+      v[u] = first + local;
+      local += delta;
     }
-    sweep_group<K, O>(s, src, v, ok);
+    sweep_group<K, O>(s, src, next, v, ok);
   }
 }
 
@@ -113,7 +125,7 @@ __device__ __forceinline__ void sweep_tail(const Sweep& s) {
     const uint64_t seen = s.data[i];
     record_mismatch_if(seen != want, s.log, i, want, seen, kNoUnit, kNoUnit);
     if constexpr (O == Op::kCheckInverse) s.data[i] = ~want;
-    if constexpr (O == Op::kCheckWrite) s.data[i] = pattern_word(s.write, i);
+    if constexpr (O == Op::kCheckWrite || O == Op::kCheckWriteKind) s.data[i] = pattern_word(s.write, i);
   }
 }
 
@@ -122,15 +134,15 @@ __device__ __forceinline__ void sweep_tail(const Sweep& s) {
 template <PatternKind K, Op O>
 __global__ void __maxnreg__(kSweepRegisters<O>) sweep_kernel(Sweep s) {
   if (s.descending) sweep_tail<K, O>(s);
-  PairSource<K> src(s.expect);
-  sweep_range<K, O>(s, src, 0, s.words / 2, grid_thread(), grid_stride());
+  PairSource<K> src(s.expect), next(s.write);
+  sweep_range<K, O>(s, src, next, 0, s.words / 2, s.steps, grid_thread(), grid_stride());
   if (!s.descending) sweep_tail<K, O>(s);
 }
 
 template <PatternKind K, Op O>
 __device__ __forceinline__ void sweep_unit_as(const Sweep& s, const Pattern& sub, uint64_t first, uint64_t count) {
   PairSource<K> src(sub);
-  sweep_range<K, O>(s, src, first, count, threadIdx.x % 32, 32);
+  sweep_range<K, O>(s, src, src, first, count, sweep_steps(count, 32), threadIdx.x % 32, 32);
 }
 
 // kRandomBlocks by unit (sweep.hpp): each warp computes the block pattern once per unit and
@@ -180,17 +192,26 @@ void with_kind(PatternKind kind, F&& f) {
 
 template <Op O>
 cudaError_t launch_sweep(const Sweep& s, LaunchShape shape, cudaStream_t stream) {
-  if (sweeps_by_unit(s.expect)) {
-    const uint64_t unit_vectors = uint64_t{1} << (unit_shift(s.expect) - 1);
-    const uint64_t units = (s.words / 2 + unit_vectors - 1) / unit_vectors;
-    sweep_units_kernel<O><<<blocks_for(units * 32, shape), shape.threads, 0, stream>>>(s);
-  } else {
-    // One thread per group of vectors is enough; more would only idle.
-    const uint64_t groups = (s.words + 2 * kSweepUnroll - 1) / (2 * kSweepUnroll);
-    with_kind(s.expect.kind, [&](auto kind) {
-      sweep_kernel<decltype(kind)::value, O><<<blocks_for(groups, shape), shape.threads, 0, stream>>>(s);
-    });
+  // launch_verify never sends kCheckWriteKind to units: they carry one block pattern, not two.
+  if constexpr (O != Op::kCheckWriteKind) {
+    if (sweeps_by_unit(s.expect)) {
+      const uint64_t unit_vectors = uint64_t{1} << (unit_shift(s.expect) - 1);
+      const uint64_t units = (s.words / 2 + unit_vectors - 1) / unit_vectors;
+      const auto kernel = sweep_units_kernel<O>;
+      kernel<<<one_wave_blocks(kernel, units * 32, shape), shape.threads, 0, stream>>>(s);
+      return cudaGetLastError();
+    }
   }
+  // One thread per group of vectors is enough; more would only idle.
+  const uint64_t groups = (s.words + 2 * kSweepUnroll - 1) / (2 * kSweepUnroll);
+  with_kind(s.expect.kind, [&](auto kind) {
+    const auto kernel = sweep_kernel<decltype(kind)::value, O>;
+    const unsigned blocks = one_wave_blocks(kernel, groups, shape);
+    // The steps here: a 64-bit division by the grid's size is a subroutine call on the device.
+    Sweep grid = s;
+    grid.steps = sweep_steps(s.words / 2, uint64_t{blocks} * shape.threads);
+    kernel<<<blocks, shape.threads, 0, stream>>>(grid);
+  });
   return cudaGetLastError();
 }
 
@@ -213,8 +234,11 @@ cudaError_t launch_verify(uint64_t* data, uint64_t words, const Pattern& expect,
   if (reset != cudaSuccess || words == 0) return reset;
   const Sweep s{data, words, expect, expect.inverted ? ~0ULL : 0, then_write ? *then_write : expect, descending, log};
   if (then_write == nullptr) return launch_sweep<Op::kCheck>(s, shape, stream);
-  return is_bitwise_inverse(expect, *then_write) ? launch_sweep<Op::kCheckInverse>(s, shape, stream)
-                                                 : launch_sweep<Op::kCheckWrite>(s, shape, stream);
+  if (is_bitwise_inverse(expect, *then_write)) return launch_sweep<Op::kCheckInverse>(s, shape, stream);
+  if (then_write->kind == expect.kind && !sweeps_by_unit(expect)) {
+    return launch_sweep<Op::kCheckWriteKind>(s, shape, stream);
+  }
+  return launch_sweep<Op::kCheckWrite>(s, shape, stream);
 }
 
 }  // namespace sdc

@@ -31,6 +31,13 @@ SDC_HD uint64_t sweep_vector(uint64_t k, uint64_t steps, uint64_t thread, uint64
   return descending ? (steps - 1 - k) * threads + (threads - 1 - thread) : k * threads + thread;
 }
 
+// The same walk by addition, as the kernels take it: position k of a thread is
+// sweep_first + k * sweep_delta (mod 2^64), so a step costs an add, not a multiply and a select.
+SDC_HD uint64_t sweep_first(uint64_t steps, uint64_t thread, uint64_t threads, bool descending) {
+  return sweep_vector(0, steps, thread, threads, descending);
+}
+SDC_HD uint64_t sweep_delta(uint64_t threads, bool descending) { return descending ? 0 - threads : threads; }
+
 // kRandomBlocks by unit: a warp takes one unit of 2^shift words at a time, computes the block
 // pattern once for it, and sweeps the unit with its 32 lanes. Units are whole blocks up to
 // 2^kMaxUnitShift words, so that huge blocks still spread over the grid, and at least a warp's
