@@ -38,10 +38,13 @@ constexpr int kSweepRegisters = O == Op::kFill                                  
                                 : O == Op::kCheckWrite                                  ? 128
                                 : (O == Op::kCheckWriteKind && kArchExtraRegisters > 0) ? 168
                                                                                         : 80 + kArchExtraRegisters;
-// mem.random_blocks' unit kernels carry the block's pattern too: their March element to the
-// inverse needs 96 (2 blocks).
+// mem.random_blocks' unit kernels carry the block's pattern too, and a check kUnitUnroll vectors
+// a lane in flight: up to 128 registers (2 blocks, 16 warps with 8 loads each). A fill gains
+// nothing from more stores in a group, and a March element with 8 spills at 128 on sm_90: they
+// keep kSweepUnroll.
+inline constexpr int kUnitRegisters = 128;
 template <Op O>
-constexpr int kUnitRegisters = O == Op::kCheckInverse ? 96 : kSweepRegisters<O>;
+constexpr unsigned kUnitGroup = O == Op::kCheck ? kUnitUnroll : kSweepUnroll;
 
 struct Sweep {
   uint64_t* data;
@@ -54,21 +57,27 @@ struct Sweep {
   uint64_t steps = 0;  // sweep_steps of the whole buffer for sweep_kernel's grid, from the host
 };
 
+inline constexpr unsigned kFullWarp = 0xffffffffu;
+
 __device__ __forceinline__ ulonglong2* vectors_of(uint64_t* data) { return reinterpret_cast<ulonglong2*>(data); }
 
-// One group: the vectors v[u] with ok[u] (whole warps call it, so mismatch counting stays
-// warp-aggregated). All loads are issued before the first check, so kSweepUnroll are in flight.
-template <PatternKind K, Op O>
+// One group: the vectors v[u] with ok[u]. Whole warps call it (every lane of a sweep takes the
+// same number of groups, and blocks are whole warps), so the vote takes the full mask and
+// mismatch counting stays warp-aggregated. All loads are issued before the first check, so
+// kSweepUnroll are in flight; `seen` keeps the last group's words where ok[u] is false (never
+// compared), so no zeroing per group.
+template <PatternKind K, Op O, unsigned U>
 __device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, PairSource<K>& next,
-                                            const uint64_t (&v)[kSweepUnroll], const bool (&ok)[kSweepUnroll]) {
+                                            const uint64_t (&v)[U], const bool (&ok)[U], ulonglong2 (&seen)[U]) {
   ulonglong2* vec = vectors_of(s.data);
-  ulonglong2 seen[kSweepUnroll];
   if constexpr (O != Op::kFill) {
 #pragma unroll
-    for (unsigned u = 0; u < kSweepUnroll; ++u) seen[u] = ok[u] ? vec[v[u]] : ulonglong2{0, 0};
+    for (unsigned u = 0; u < U; ++u) {
+      if (ok[u]) seen[u] = vec[v[u]];
+    }
   }
 #pragma unroll
-  for (unsigned u = 0; u < kSweepUnroll; ++u) {
+  for (unsigned u = 0; u < U; ++u) {
     const WordPair w = src.at(2 * v[u]);
     const ulonglong2 want{w.lo ^ s.invert, w.hi ^ s.invert};
     if constexpr (O == Op::kFill) {
@@ -76,7 +85,7 @@ __device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, 
     } else {
       // No SM or lane: they are the reader's; the word's address (8 * index) locates the fault.
       const bool bad = ok[u] && ((seen[u].x ^ want.x) | (seen[u].y ^ want.y)) != 0;
-      if (__any_sync(__activemask(), bad)) {
+      if (__any_sync(kFullWarp, bad)) {
         record_mismatch_if(bad && seen[u].x != want.x, s.log, 2 * v[u], want.x, seen[u].x, kNoUnit, kNoUnit);
         record_mismatch_if(bad && seen[u].y != want.y, s.log, 2 * v[u] + 1, want.y, seen[u].y, kNoUnit, kNoUnit);
       }
@@ -93,23 +102,25 @@ __device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, 
   }
 }
 
-// Vectors [first, first + count) swept by `threads` threads in `steps` steps (sweep_steps), this
-// one being `thread`, in sweep_vector's order taken by addition (sweep_first, sweep_delta).
-template <PatternKind K, Op O>
+// Vectors [first, first + count) swept by `threads` threads in `steps` steps (sweep_steps, whole
+// groups of U), this one being `thread`, in sweep_vector's order taken by addition (sweep_first,
+// sweep_delta).
+template <PatternKind K, Op O, unsigned U>
 __device__ __forceinline__ void sweep_range(const Sweep& s, PairSource<K>& src, PairSource<K>& next, uint64_t first,
                                             uint64_t count, uint64_t steps, uint64_t thread, uint64_t threads) {
   const uint64_t delta = sweep_delta(threads, s.descending);
   uint64_t local = sweep_first(steps, thread, threads, s.descending);
-  for (uint64_t groups = steps / kSweepUnroll; groups > 0; --groups) {
-    uint64_t v[kSweepUnroll];
-    bool ok[kSweepUnroll];
+  ulonglong2 seen[U] = {};
+  for (uint64_t groups = steps / U; groups > 0; --groups) {
+    uint64_t v[U];
+    bool ok[U];
 #pragma unroll
-    for (unsigned u = 0; u < kSweepUnroll; ++u) {
+    for (unsigned u = 0; u < U; ++u) {
       ok[u] = local < count;  // past the end: the last group ascending, the first descending
       v[u] = first + local;
       local += delta;
     }
-    sweep_group<K, O>(s, src, next, v, ok);
+    sweep_group<K, O, U>(s, src, next, v, ok, seen);
   }
 }
 
@@ -135,20 +146,21 @@ template <PatternKind K, Op O>
 __global__ void __maxnreg__(kSweepRegisters<O>) sweep_kernel(Sweep s) {
   if (s.descending) sweep_tail<K, O>(s);
   PairSource<K> src(s.expect), next(s.write);
-  sweep_range<K, O>(s, src, next, 0, s.words / 2, s.steps, grid_thread(), grid_stride());
+  sweep_range<K, O, kSweepUnroll>(s, src, next, 0, s.words / 2, s.steps, grid_thread(), grid_stride());
   if (!s.descending) sweep_tail<K, O>(s);
 }
 
 template <PatternKind K, Op O>
 __device__ __forceinline__ void sweep_unit_as(const Sweep& s, const Pattern& sub, uint64_t first, uint64_t count) {
   PairSource<K> src(sub);
-  sweep_range<K, O>(s, src, src, first, count, sweep_steps(count, 32), threadIdx.x % 32, 32);
+  constexpr unsigned kUnroll = kUnitGroup<O>;
+  sweep_range<K, O, kUnroll>(s, src, src, first, count, sweep_steps(count, 32, kUnroll), threadIdx.x % 32, 32);
 }
 
 // kRandomBlocks by unit (sweep.hpp): each warp computes the block pattern once per unit and
 // sweeps the unit's vectors with its lanes; units go to warps as vectors go to threads.
 template <Op O>
-__global__ void __maxnreg__(kUnitRegisters<O>) sweep_units_kernel(Sweep s) {
+__global__ void __maxnreg__(kUnitRegisters) sweep_units_kernel(Sweep s) {
   if (s.descending) sweep_tail<PatternKind::kRandomBlocks, O>(s);
   const unsigned shift = unit_shift(s.expect);
   const uint64_t unit_vectors = uint64_t{1} << (shift - 1);

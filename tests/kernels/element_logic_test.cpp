@@ -164,7 +164,10 @@ TEST(Patterns, PairSourceGivesTheWordsOfEachKind) {
 // neighbouring threads take neighbouring vectors (coalesced), thread 0 the top one when descending;
 // the kernels' walk by addition (sweep_first, sweep_delta) visits the same vectors in that order.
 TEST(Sweep, VisitsEveryVectorOnceInEachThreadsOrder) {
-  for (bool descending : {false, true}) {
+  for (auto [descending, unroll] : {std::pair<bool, unsigned>{false, kSweepUnroll},
+                                    {true, kSweepUnroll},
+                                    {false, kUnitUnroll},
+                                    {true, kUnitUnroll}}) {
     for (auto [vectors, threads] : {std::pair<uint64_t, uint64_t>{0, 64},
                                     {1, 64},
                                     {63, 64},
@@ -173,9 +176,9 @@ TEST(Sweep, VisitsEveryVectorOnceInEachThreadsOrder) {
                                     {4096, 256},
                                     {4099, 96},
                                     {7, 1}}) {
-      const uint64_t steps = sweep_steps(vectors, threads);
-      EXPECT_EQ(steps % kSweepUnroll, 0u);
-      EXPECT_LT((steps == 0 ? 0 : steps - kSweepUnroll) * threads, vectors + 1);  // no idle group
+      const uint64_t steps = sweep_steps(vectors, threads, unroll);
+      EXPECT_EQ(steps % unroll, 0u);
+      EXPECT_LT((steps == 0 ? 0 : steps - unroll) * threads, vectors + 1);  // no idle group
       std::vector<int> seen(vectors, 0);
       for (uint64_t t = 0; t < threads; ++t) {
         bool first = true;
