@@ -22,22 +22,28 @@ enum class Op {
 
 // Registers a thread, by operation: as few as the kernel needs without spilling (check_sass.sh
 // fails on any spill), so that many blocks of 256 threads fit on an SM with kSweepUnroll x 16 bytes
-// in flight per thread: a fill 64 (4 blocks), a check or a March element to the inverse or to
-// another pattern of the same kind 80 (3), a March element to a pattern of any kind, which
-// computes the second pattern per word through pattern_word's switch, 128 (2). The grid is one
-// wave of what fits (one_wave_blocks): a kernel that needs fewer gets more blocks. The compiler
-// for Blackwell (sm_100, sm_120) needs 32 more for the fill, check and inverse loops, and 168 for
-// the March element to the same kind (mem.modulo20's spilled at 128 on sm_120).
+// in flight per thread. On sm_80 and sm_90 a fill, a check and a March element to the inverse 64
+// (4 blocks), one to another pattern of the same kind 80 (3; 64 spills for kRandom), one to a
+// pattern of any kind, which computes the second pattern per word through pattern_word's switch,
+// 128 (2). The compiler for Blackwell (sm_100, sm_120) needs more: 96, 112, 112, 168 (mem.modulo20's
+// spilled at 128 on sm_120) and 128. The grid is one wave of what fits (one_wave_blocks): a kernel
+// that needs fewer registers gets more blocks.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-inline constexpr int kArchExtraRegisters = 32;
+inline constexpr bool kBlackwell = true;
 #else
-inline constexpr int kArchExtraRegisters = 0;
+inline constexpr bool kBlackwell = false;
 #endif
 template <Op O>
-constexpr int kSweepRegisters = O == Op::kFill                                          ? 64 + kArchExtraRegisters
-                                : O == Op::kCheckWrite                                  ? 128
-                                : (O == Op::kCheckWriteKind && kArchExtraRegisters > 0) ? 168
-                                                                                        : 80 + kArchExtraRegisters;
+constexpr int sweep_registers() {
+  switch (O) {
+    case Op::kFill: return kBlackwell ? 96 : 64;
+    case Op::kCheck: return kBlackwell ? 112 : 64;
+    case Op::kCheckInverse: return kBlackwell ? 112 : 64;
+    case Op::kCheckWrite: return 128;
+    case Op::kCheckWriteKind: return kBlackwell ? 168 : 80;
+  }
+  return 128;
+}
 // mem.random_blocks' unit kernels carry the block's pattern too, and a check kUnitUnroll vectors
 // a lane in flight: up to 128 registers (2 blocks, 16 warps with 8 loads each). A fill gains
 // nothing from more stores in a group, and a March element with 8 spills at 128 on sm_90: they
@@ -143,7 +149,7 @@ __device__ __forceinline__ void sweep_tail(const Sweep& s) {
 // Every kind: the grid sweeps the whole buffer (kRandomBlocks here only for blocks too small for
 // units, recomputing the block pattern per word).
 template <PatternKind K, Op O>
-__global__ void __maxnreg__(kSweepRegisters<O>) sweep_kernel(Sweep s) {
+__global__ void __maxnreg__(sweep_registers<O>()) sweep_kernel(Sweep s) {
   if (s.descending) sweep_tail<K, O>(s);
   PairSource<K> src(s.expect), next(s.write);
   sweep_range<K, O, kSweepUnroll>(s, src, next, 0, s.words / 2, s.steps, grid_thread(), grid_stride());
