@@ -45,10 +45,14 @@ constexpr int sweep_registers() {
   return 128;
 }
 // mem.random_blocks' unit kernels carry the block's pattern too, and a check kUnitUnroll vectors
-// a lane in flight: up to 128 registers (2 blocks, 16 warps with 8 loads each). A fill gains
-// nothing from more stores in a group, and a March element with 8 spills at 128 on sm_90: they
-// keep kSweepUnroll.
-inline constexpr int kUnitRegisters = 128;
+// a lane in flight: a check 128 registers (2 blocks, 16 warps with 8 loads each), a March element
+// to the inverse 80 (3), a fill 64 (4). A fill gains nothing from more stores in a group, and a
+// March element with 8 spills at 128 on sm_90: they keep kSweepUnroll.
+template <Op O>
+constexpr int unit_registers() {
+  if (kBlackwell || O == Op::kCheck || O == Op::kCheckWrite) return 128;
+  return O == Op::kFill ? 64 : 80;
+}
 template <Op O>
 constexpr unsigned kUnitGroup = O == Op::kCheck ? kUnitUnroll : kSweepUnroll;
 
@@ -166,7 +170,7 @@ __device__ __forceinline__ void sweep_unit_as(const Sweep& s, const Pattern& sub
 // kRandomBlocks by unit (sweep.hpp): each warp computes the block pattern once per unit and
 // sweeps the unit's vectors with its lanes; units go to warps as vectors go to threads.
 template <Op O>
-__global__ void __maxnreg__(kUnitRegisters) sweep_units_kernel(Sweep s) {
+__global__ void __maxnreg__(unit_registers<O>()) sweep_units_kernel(Sweep s) {
   if (s.descending) sweep_tail<PatternKind::kRandomBlocks, O>(s);
   const unsigned shift = unit_shift(s.expect);
   const uint64_t unit_vectors = uint64_t{1} << (shift - 1);
