@@ -61,7 +61,7 @@ struct Sweep {
   uint64_t words;
   Pattern expect;   // the pattern written (kFill) or compared
   uint64_t invert;  // ~0 when expect is inverted
-  Pattern write;    // kCheckWrite's pattern
+  Pattern write;    // kCheckWrite's and kCheckWriteKind's pattern
   bool descending;
   DeviceMismatchLog* log;
   uint64_t steps = 0;  // sweep_steps of the whole buffer for sweep_kernel's grid, from the host
@@ -73,8 +73,8 @@ __device__ __forceinline__ ulonglong2* vectors_of(uint64_t* data) { return reint
 
 // One group: the vectors v[u] with ok[u]. Whole warps call it (every lane of a sweep takes the
 // same number of groups, and blocks are whole warps), so the vote takes the full mask and
-// mismatch counting stays warp-aggregated. All loads are issued before the first check, so
-// kSweepUnroll are in flight; `seen` keeps the last group's words where ok[u] is false (never
+// mismatch counting stays warp-aggregated. All loads are issued before the first check, so U
+// are in flight; `seen` keeps the last group's words where ok[u] is false (never
 // compared), so no zeroing per group.
 template <PatternKind K, Op O, unsigned U>
 __device__ __forceinline__ void sweep_group(const Sweep& s, PairSource<K>& src, PairSource<K>& next,
@@ -164,6 +164,7 @@ template <PatternKind K, Op O>
 __device__ __forceinline__ void sweep_unit_as(const Sweep& s, const Pattern& sub, uint64_t first, uint64_t count) {
   PairSource<K> src(sub);
   constexpr unsigned kUnroll = kUnitGroup<O>;
+  // `next` is kCheckWriteKind's, which never runs by unit.
   sweep_range<K, O, kUnroll>(s, src, src, first, count, sweep_steps(count, 32, kUnroll), threadIdx.x % 32, 32);
 }
 
