@@ -10,14 +10,35 @@
 namespace sdc {
 namespace {
 
+// Rotation chain copies a thread runs interleaved (rotation_chains_run): enough independent FMAs
+// to issue one every cycle, few enough that the 4,096 copies per SM of alu.fma32 still fill an
+// SM with 1,024 threads.
+inline constexpr unsigned kRotationInterleave = 4;
+
+// Thread t runs copies t, t + stride, t + 2 stride, ... together (kRotationInterleave at a
+// time), so copy c still runs on lane c % 32.
 template <typename T>
 __global__ void rotation_chain_kernel(uint64_t seed, uint32_t seeds, uint64_t copies, uint32_t iterations, T* out,
                                       uint32_t* producers) {
   const uint64_t stride = grid_stride();
-  for (uint64_t c = grid_thread(); c < copies; c += stride) {
+  for (uint64_t c0 = grid_thread(); c0 < copies; c0 += kRotationInterleave * stride) {
     const unsigned start_sm = sm_id();
-    rotation_chain_run<T>(rotation_chain_seed<T>(seed, c % seeds), iterations, out + c * kChainOutputsPerCopy);
-    producers[c] = producer_tag_of(start_sm, sm_id(), lane_id());
+    RotationChain<T> chain[kRotationInterleave];
+#pragma unroll
+    for (unsigned k = 0; k < kRotationInterleave; ++k) {
+      const uint64_t c = c0 + k * stride;
+      chain[k] = rotation_chain_seed<T>(seed, (c < copies ? c : c0) % seeds);  // past the end: run, not written
+    }
+    rotation_chains_run(chain, iterations);
+    const uint32_t tag = producer_tag_of(start_sm, sm_id(), lane_id());
+#pragma unroll
+    for (unsigned k = 0; k < kRotationInterleave; ++k) {
+      const uint64_t c = c0 + k * stride;
+      if (c >= copies) continue;
+      out[c * kChainOutputsPerCopy] = chain[k].x;
+      out[c * kChainOutputsPerCopy + 1] = chain[k].y;
+      producers[c] = tag;
+    }
   }
 }
 
@@ -61,15 +82,21 @@ cudaError_t launch_chains(ChainKernel kind, uint64_t seed, uint32_t seeds, uint6
                           void* out, uint32_t* producers, LaunchShape shape, cudaStream_t stream) {
   if (copies == 0) return cudaSuccess;
   const unsigned blocks = blocks_for(copies, shape);
+  // A thread per kRotationInterleave copies, in one wave.
+  const uint64_t rotation_threads = (copies + kRotationInterleave - 1) / kRotationInterleave;
   switch (kind) {
-    case ChainKernel::kFma32:
-      rotation_chain_kernel<float>
-          <<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations, static_cast<float*>(out), producers);
+    case ChainKernel::kFma32: {
+      const auto kernel = rotation_chain_kernel<float>;
+      kernel<<<one_wave_blocks(kernel, rotation_threads, shape), shape.threads, 0, stream>>>(
+          seed, seeds, copies, iterations, static_cast<float*>(out), producers);
       break;
-    case ChainKernel::kFma64:
-      rotation_chain_kernel<double>
-          <<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations, static_cast<double*>(out), producers);
+    }
+    case ChainKernel::kFma64: {
+      const auto kernel = rotation_chain_kernel<double>;
+      kernel<<<one_wave_blocks(kernel, rotation_threads, shape), shape.threads, 0, stream>>>(
+          seed, seeds, copies, iterations, static_cast<double*>(out), producers);
       break;
+    }
     case ChainKernel::kInt64:
       int64_chain_kernel<<<blocks, shape.threads, 0, stream>>>(seed, seeds, copies, iterations,
                                                                static_cast<uint64_t*>(out), producers);

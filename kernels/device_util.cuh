@@ -52,4 +52,23 @@ inline unsigned blocks_for(uint64_t n, LaunchShape shape) {
   return wanted < shape.max_blocks ? static_cast<unsigned>(wanted) : shape.max_blocks;
 }
 
+// blocks_for(n, shape), and no more blocks of `kernel` than the device holds at once: a
+// grid-stride kernel then runs as one wave, each SM busy to the end, where a grid of a fixed
+// number of blocks per SM leaves a partial last wave (and idle SMs) whenever fewer fit. Errors
+// of the occupancy query fall back to blocks_for; the launch reports its own.
+template <typename Kernel>
+unsigned one_wave_blocks(Kernel kernel, uint64_t n, LaunchShape shape) {
+  const unsigned wanted = blocks_for(n, shape);
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(shape.threads), 0) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();
+    return wanted;
+  }
+  const uint64_t resident = static_cast<uint64_t>(sms) * static_cast<uint64_t>(per_sm);
+  return resident > 0 && resident < wanted ? static_cast<unsigned>(resident) : wanted;
+}
+
 }  // namespace sdc

@@ -47,7 +47,7 @@ while IFS=$'\t' read -r arch name seen; do
       case $name in
         *"Op)0>"*) need=(STG128) ;;                # fill
         *"Op)1>"*) need=(LDG128) ;;                # verify
-        *"Op)2>"* | *"Op)3>"*) need=(LDG128 STG128) ;;  # March element: verify, then rewrite
+        *"Op)2>"* | *"Op)3>"* | *"Op)4>"*) need=(LDG128 STG128) ;;  # March element: verify, then rewrite
         *) echo "check_sass: unknown memory kernel: $name"; fail=1 ;;
       esac
       ;;

@@ -132,6 +132,16 @@ SDC_HD void rotation_chain_run(RotationChain<T> c, uint32_t iterations, T* out) 
   out[1] = c.y;
 }
 
+// N rotation chains stepped together, each exactly as rotation_chain_run steps it (the same FMAs
+// in the same order per chain), so the outputs are the same bits. Interleaved, a GPU thread has N
+// independent FMAs to issue back to back, where one chain leaves it waiting on each FMA's result.
+template <typename T, unsigned N>
+SDC_HD void rotation_chains_run(RotationChain<T> (&c)[N], uint32_t iterations) {
+  for (uint32_t j = 0; j < iterations; ++j) {
+    for (unsigned k = 0; k < N; ++k) rotation_step(c[k].x, c[k].y, c[k].s);
+  }
+}
+
 SDC_HD void int64_chain_run(Int64Chain c, uint32_t iterations, uint64_t* out) {
   for (uint32_t j = 0; j < iterations; ++j) int64_step(c.x, c.y, c.k);
   out[0] = c.x;

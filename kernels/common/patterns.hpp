@@ -55,11 +55,17 @@ template <>
 SDC_HD uint64_t pattern_word_of<PatternKind::kWalking8>(const Pattern& p, uint64_t) {
   return 0x0101010101010101ULL << (p.param & 7u);
 }
+// x % 20 from 32-bit halves: 2^32 = 16 (mod 20), so x = hi * 2^32 + lo leaves
+// (lo % 20 + 16 * (hi % 20)) % 20. GPUs have no 64-bit divider: x % 20 on 64 bits is a 64-bit
+// multiply-high emulated in many instructions, these are three 32-bit multiply-highs.
+SDC_HD uint32_t mod20(uint64_t x) {
+  const uint32_t lo = static_cast<uint32_t>(x), hi = static_cast<uint32_t>(x >> 32);
+  return (lo % 20u + 16u * (hi % 20u)) % 20u;
+}
 template <>
 SDC_HD uint64_t pattern_word_of<PatternKind::kModulo20>(const Pattern& p, uint64_t index) {
   const uint64_t background = mix64(p.seed);
-  // Written as "% 20 == 0" so compilers use a multiply, not a division, per word.
-  return (index + 20u - p.param % 20u) % 20u == 0 ? background : ~background;
+  return mod20(index + 20u - mod20(p.param)) == 0 ? background : ~background;
 }
 // The key changes every 2^32 words, so the pattern never repeats within a buffer.
 SDC_HD uint64_t random_pattern_key(uint64_t seed, uint64_t index) { return mix64(seed + (index >> 32)); }
@@ -138,6 +144,20 @@ struct PairSource<PatternKind::kRandom> {
   uint64_t seed;
   uint64_t span;  // even >> 32 of the last pair
   uint64_t key;   // random_pattern_key(seed, span << 32)
+};
+
+// kModulo20 with its background and offset computed once, and one residue per pair: the odd
+// word's index is t + 1, marked when t's residue is 19, or when t + 1 wraps to 0.
+template <>
+struct PairSource<PatternKind::kModulo20> {
+  SDC_HD explicit PairSource(const Pattern& p) : background(mix64(p.seed)), shift(20u - mod20(p.param)) {}
+  SDC_HD WordPair at(uint64_t even) const {
+    const uint64_t t = even + shift;
+    const uint32_t r = mod20(t);
+    return {r == 0 ? background : ~background, r == 19 || t == ~0ULL ? background : ~background};
+  }
+  uint64_t background;
+  uint64_t shift;  // 20 - param % 20, as pattern_word_of adds it
 };
 
 SDC_HD Pattern inverse(Pattern p) {

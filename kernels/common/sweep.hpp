@@ -19,10 +19,10 @@ namespace sdc {
 
 inline constexpr unsigned kSweepUnroll = 4;
 
-// Steps that cover `vectors` with `threads` per step, rounded up to whole groups.
-SDC_HD uint64_t sweep_steps(uint64_t vectors, uint64_t threads) {
-  const uint64_t per_group = threads * kSweepUnroll;
-  return (vectors + per_group - 1) / per_group * kSweepUnroll;
+// Steps that cover `vectors` with `threads` per step, rounded up to whole groups of `unroll`.
+SDC_HD uint64_t sweep_steps(uint64_t vectors, uint64_t threads, unsigned unroll = kSweepUnroll) {
+  const uint64_t per_group = threads * unroll;
+  return (vectors + per_group - 1) / per_group * unroll;
 }
 
 // The vector thread `thread` visits at position k (0, 1, ...) of `steps` steps. Callers skip
@@ -31,11 +31,20 @@ SDC_HD uint64_t sweep_vector(uint64_t k, uint64_t steps, uint64_t thread, uint64
   return descending ? (steps - 1 - k) * threads + (threads - 1 - thread) : k * threads + thread;
 }
 
+// The same walk by addition, as the kernels take it: position k of a thread is
+// sweep_first + k * sweep_delta (mod 2^64), so a step costs an add, not a multiply and a select.
+SDC_HD uint64_t sweep_first(uint64_t steps, uint64_t thread, uint64_t threads, bool descending) {
+  return sweep_vector(0, steps, thread, threads, descending);
+}
+SDC_HD uint64_t sweep_delta(uint64_t threads, bool descending) { return descending ? 0 - threads : threads; }
+
 // kRandomBlocks by unit: a warp takes one unit of 2^shift words at a time, computes the block
-// pattern once for it, and sweeps the unit with its 32 lanes. Units are whole blocks up to
-// 2^kMaxUnitShift words, so that huge blocks still spread over the grid, and at least a warp's
-// group (32 lanes x kSweepUnroll vectors x 2 words = 2^kMinUnitShift), so no lane idles. Smaller
-// blocks take the plain per-word path.
+// pattern once for it, and sweeps the unit with its 32 lanes; a check takes groups of kUnitUnroll
+// vectors a lane, so a 4 KiB block (mem.random_blocks') is one group, all its loads in flight. Units
+// are whole blocks up to 2^kMaxUnitShift words, so that huge blocks still spread over the grid,
+// and at least half a warp's group (32 lanes x kUnitUnroll / 2 vectors x 2 words =
+// 2^kMinUnitShift). Smaller blocks take the plain per-word path.
+inline constexpr unsigned kUnitUnroll = 8;
 inline constexpr unsigned kMinUnitShift = 8;
 inline constexpr unsigned kMaxUnitShift = 12;
 

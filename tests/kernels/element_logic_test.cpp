@@ -97,6 +97,34 @@ TEST(Patterns, Modulo20MarksEveryTwentiethWord) {
   for (uint64_t i = 0; i < 200; ++i) EXPECT_EQ(pattern_word(p, i) == marked, i % 20 == 7) << i;
 }
 
+// mod20 and kModulo20's pairs, as the kernels take them, against 64-bit % 20 (the form the
+// words were defined with), at indices near 2^32, 2^40 and 2^64, where the 32-bit halves carry
+// and the index plus the offset wraps.
+TEST(Patterns, Modulo20ResidueFromHalvesIsTheSixtyFourBitOne) {
+  std::vector<uint64_t> xs;
+  for (uint64_t base : {uint64_t{0}, uint64_t{1} << 32, uint64_t{1} << 40, uint64_t{5} << 60, uint64_t{0} - 64}) {
+    for (uint64_t d = 0; d < 64; ++d) {
+      xs.push_back(base + d);
+      xs.push_back(base - d);
+    }
+  }
+  for (uint64_t k = 1; k < 20; ++k) xs.push_back(0xffffffffULL * k);
+  for (uint64_t x : xs) ASSERT_EQ(mod20(x), x % 20) << x;
+  for (uint64_t offset : {uint64_t{0}, uint64_t{7}, uint64_t{19}, uint64_t{27}}) {
+    const Pattern p{PatternKind::kModulo20, offset, 3, false};
+    const uint64_t background = mix64(p.seed);
+    const PairSource<PatternKind::kModulo20> src(p);
+    for (uint64_t x : xs) {
+      const uint64_t old_word = (x + 20u - p.param % 20u) % 20u == 0 ? background : ~background;
+      ASSERT_EQ(pattern_word_of<PatternKind::kModulo20>(p, x), old_word) << offset << " at " << x;
+      const uint64_t even = x & ~1ULL;
+      const WordPair w = src.at(even);
+      ASSERT_EQ(w.lo, pattern_word_of<PatternKind::kModulo20>(p, even)) << offset << " at " << even;
+      ASSERT_EQ(w.hi, pattern_word_of<PatternKind::kModulo20>(p, even + 1)) << offset << " at " << even + 1;
+    }
+  }
+}
+
 TEST(Patterns, RandomBlocksAreConstantKindPerBlock) {
   const Pattern p{PatternKind::kRandomBlocks, 4, 99, false};
   for (uint64_t block = 0; block < 64; ++block) {
@@ -133,9 +161,13 @@ TEST(Patterns, PairSourceGivesTheWordsOfEachKind) {
 }
 
 // Every vector once; each thread's vectors strictly ascending (descending); within a step,
-// neighbouring threads take neighbouring vectors (coalesced), thread 0 the top one when descending.
+// neighbouring threads take neighbouring vectors (coalesced), thread 0 the top one when descending;
+// the kernels' walk by addition (sweep_first, sweep_delta) visits the same vectors in that order.
 TEST(Sweep, VisitsEveryVectorOnceInEachThreadsOrder) {
-  for (bool descending : {false, true}) {
+  for (auto [descending, unroll] : {std::pair<bool, unsigned>{false, kSweepUnroll},
+                                    {true, kSweepUnroll},
+                                    {false, kUnitUnroll},
+                                    {true, kUnitUnroll}}) {
     for (auto [vectors, threads] : {std::pair<uint64_t, uint64_t>{0, 64},
                                     {1, 64},
                                     {63, 64},
@@ -144,9 +176,9 @@ TEST(Sweep, VisitsEveryVectorOnceInEachThreadsOrder) {
                                     {4096, 256},
                                     {4099, 96},
                                     {7, 1}}) {
-      const uint64_t steps = sweep_steps(vectors, threads);
-      EXPECT_EQ(steps % kSweepUnroll, 0u);
-      EXPECT_LT((steps == 0 ? 0 : steps - kSweepUnroll) * threads, vectors + 1);  // no idle group
+      const uint64_t steps = sweep_steps(vectors, threads, unroll);
+      EXPECT_EQ(steps % unroll, 0u);
+      EXPECT_LT((steps == 0 ? 0 : steps - unroll) * threads, vectors + 1);  // no idle group
       std::vector<int> seen(vectors, 0);
       for (uint64_t t = 0; t < threads; ++t) {
         bool first = true;
@@ -164,6 +196,12 @@ TEST(Sweep, VisitsEveryVectorOnceInEachThreadsOrder) {
           }
           first = false;
           last = v;
+        }
+      }
+      for (uint64_t t = 0; t < threads; ++t) {
+        uint64_t local = sweep_first(steps, t, threads, descending);
+        for (uint64_t k = 0; k < steps; ++k, local += sweep_delta(threads, descending)) {
+          ASSERT_EQ(local, sweep_vector(k, steps, t, threads, descending)) << t << " " << k;
         }
       }
       for (uint64_t v = 0; v < vectors; ++v) ASSERT_EQ(seen[v], 1) << "vector " << v << " of " << vectors;
@@ -284,6 +322,26 @@ TEST(Chains, PinnedOutputs) {
   divsqrt_chain_run(divsqrt_chain_seed<double>(1, 0), 100, s);
   EXPECT_EQ(s[0], 0x400406b533ca2fb2ULL);
   EXPECT_EQ(s[1], 0x188229cca36265deULL);
+}
+
+// The kernels run four copies interleaved: each copy's outputs are those of one run alone, bit for
+// bit, for both widths.
+template <typename T>
+void expect_interleaved_chains_match(uint64_t seed) {
+  RotationChain<T> together[4];
+  for (unsigned k = 0; k < 4; ++k) together[k] = rotation_chain_seed<T>(seed, 10 * k + 1);
+  rotation_chains_run(together, 3000);
+  for (unsigned k = 0; k < 4; ++k) {
+    T alone[2];
+    rotation_chain_run(rotation_chain_seed<T>(seed, 10 * k + 1), 3000, alone);
+    EXPECT_EQ(bits_of(together[k].x), bits_of(alone[0])) << k;
+    EXPECT_EQ(bits_of(together[k].y), bits_of(alone[1])) << k;
+  }
+}
+
+TEST(Chains, InterleavedCopiesGiveEachCopysOwnOutputs) {
+  expect_interleaved_chains_match<float>(1);
+  expect_interleaved_chains_match<double>(2);
 }
 
 TEST(Chains, RotationNeitherDecaysNorGrows) {

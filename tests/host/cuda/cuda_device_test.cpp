@@ -129,6 +129,31 @@ TEST_F(CudaDeviceTest, MarchElementsPassCleanInBothDirections) {
   }
 }
 
+// A March element to another pattern of the same kind (mem.modulo20's next offset, a new seed or
+// background) computes it with that kind's own code on the GPU: it must write what the CPU
+// writes, inverted or not, in both directions.
+TEST_F(CudaDeviceTest, MarchElementsToAnotherPatternOfTheSameKindWriteWhatTheCpuWrites) {
+  auto g = gpu().allocate(kWords * sizeof(uint64_t));
+  auto c = cpu().allocate(kWords * sizeof(uint64_t));
+  for (const Pattern& p : every_pattern()) {
+    for (bool inverted : {false, true}) {
+      Pattern next = p;
+      next.param = p.kind == PatternKind::kRandomBlocks ? 4 : p.param + 1;  // blocks under 2 KiB: per word
+      next.seed = p.seed + 1;
+      next.inverted = inverted;
+      ASSERT_FALSE(is_bitwise_inverse(p, next)) << "pattern " << static_cast<int>(p.kind);
+      for (Direction dir : {Direction::kUp, Direction::kDown}) {
+        gpu().fill(*g, kWords, p);
+        cpu().fill(*c, kWords, p);
+        EXPECT_EQ(gpu().verify(*g, kWords, p, &next, dir).mismatches, 0u) << "pattern " << static_cast<int>(p.kind);
+        EXPECT_EQ(cpu().verify(*c, kWords, p, &next, dir).mismatches, 0u) << "pattern " << static_cast<int>(p.kind);
+        EXPECT_EQ(contents(gpu(), *g, kWords), contents(cpu(), *c, kWords))
+            << "pattern " << static_cast<int>(p.kind) << " inverted " << inverted;
+      }
+    }
+  }
+}
+
 // kRandomBlocks per word (blocks under 2 KiB), by whole block, and by 32 KiB units of larger
 // blocks; a March element that writes a pattern other than the inverse; and buffers of a few
 // words, where only the odd last word is not a 16-byte access.
