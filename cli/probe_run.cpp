@@ -24,6 +24,11 @@ void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
       ->transform(buffer_size());
   sub->add_option("--iterations", args.iterations, "Passes for memory probes, chain length for ALU probes")
       ->check(unsigned_in(1, kMaxIterations));
+  sub->add_option("--burn", args.burn_s,
+                  "Seconds of the gemm.burn.* probes (standard and long burn one type per device: 60 s and 300 s "
+                  "by default; quick has no burn)")
+      ->type_name("SECONDS")
+      ->check(finite_in(0.1, 86400.0));
   sub->add_flag("--allocated", args.allocated,
                 "The GPUs were given to this run alone (Slurm, a pod requesting them): test them even where NVML "
                 "cannot show other containers' processes. A GPU NVML shows in use is never tested "
@@ -68,6 +73,7 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   options.seed = chosen_seed;
   options.size_bytes = args.size_bytes;
   options.iterations = args.iterations;
+  options.burn_s = args.burn_s;
   options.inject = args.inject;
   options.isolate = args.isolate;
   if (args.isolate) options.worker_executable = this_executable();
