@@ -481,7 +481,9 @@ step_coverage() {
 # gpu_gemm_bench also reports the GEMM checks' figures at n = 8192 for every random type: the tile,
 # max |r|/tau (the bound's headroom), the smallest single-element change every check catches (per
 # rms of C) and the check's time against the GEMM's, both timed by CUDA events on the stream; the
-# report prints them one line per type.
+# report prints them one line per type, and per type the checked rate against the bare GEMM's for a
+# new input set and for repeats (BM_GemmCheckAtSpeed). Then a short gemm.burn.bf16: its checked
+# TFLOP/s and the temperature, clocks and power it ran at.
 step_bench() {
   local b rc
   for b in gpu_bench gpu_gemm_bench; do
@@ -495,6 +497,12 @@ step_bench() {
     tail -n 5 "$LOGS/$b.log"
     check_exit "$b" $rc
   done
+  echo "--- gemm.burn.bf16, 15 s"
+  step_within 25 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} run --allocated --burn 15 \
+    --json "$LOGS/burn.json" gemm.burn.bf16 >"$LOGS/burn.log" 2>&1
+  rc=$?
+  tail -n 3 "$LOGS/burn.log"
+  check_exit "gemm.burn.bf16" $rc
   python3 "$KIT_REPORT" bench "$LOGS" || STEP_FAILED=1
   step_result
 }
