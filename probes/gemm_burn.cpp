@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "host/gemm_confirm.hpp"
@@ -24,7 +26,7 @@
 namespace sdc {
 namespace {
 
-constexpr double kQuickBurn_s = 10;  // only when named: quick's catalogue has no burn
+constexpr double kQuickBurn_s = 1;  // only when named (run 'gemm.*'): quick's catalogue has no burn
 constexpr double kStandardBurn_s = 60;
 constexpr double kLongBurn_s = 300;
 constexpr double kPulsedShare = 1.0 / 3;  // of the time, at the end
