@@ -160,6 +160,9 @@ TEST(GemmBurn, SamplesEachSecondAndSaysWhenItNeverReachedTheLimitOrTheClock) {
   EXPECT_EQ(samples[1]["clock_event_reasons"][0], "sw_power_cap");
   EXPECT_FALSE(low.params["reached_load"].get<bool>());
   EXPECT_NE(low.params["load_note"].get<std::string>().find("never reached the power limit"), std::string::npos);
+  RunReport report;
+  report.results.push_back(low);
+  EXPECT_NE(results_table(report).find("note: never reached the power limit"), std::string::npos);
 
   o.burn_s = 0.2;
   o.burn_conditions = fixed_conditions(690, 1500);
