@@ -48,6 +48,7 @@ void BM_GemmRandomFp32VsSgemm(benchmark::State& state) {
     // so they do not compete with the probe (which never wakes them: it runs OpenBLAS
     // single-threaded on each of its cores).
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ++options.seed;  // new inputs each time: the engine keeps them, and their reference, for a repeat
     const auto t1 = std::chrono::steady_clock::now();
     const sdc::ProbeResult r = sdc::run_probe(*probe, *devices[0], options);
     probe_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();

@@ -161,6 +161,7 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
       state.SkipWithError("bare cuBLASLt GEMM failed");
       break;
     }
+    ++options.seed;  // a probe run: new inputs (the engine would keep the same ones and their reference)
     const sdc::ProbeResult r = sdc::run_probe(*probe, *devices[0], options);
     if (r.outcome != sdc::Outcome::kPass) {
       state.SkipWithError(("probe did not pass: " + r.reason).c_str());
@@ -211,6 +212,7 @@ void BM_GemmBound(benchmark::State& state, const char* probe_id) {
   (void)sdc::run_probe(*probe, *devices[0], options);  // warm-up
   double gemm = 0, check = 0, ratio = 0, detectable = 0;
   for (auto _ : state) {
+    ++options.seed;  // new inputs, as a probe run has
     const sdc::ProbeResult r = sdc::run_probe(*probe, *devices[0], options);
     if (r.outcome != sdc::Outcome::kPass) {
       state.SkipWithError(("probe did not pass: " + r.reason).c_str());

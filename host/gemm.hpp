@@ -55,7 +55,7 @@ struct GemmRun {
   uint64_t flagged_checks = 0;  // row / column tile checks that failed
   double generate_s = 0;        // input generation (on the host, and upload; or on the device)
   double gemm_s = 0;            // all repeats together (CUDA: timed by events on the stream)
-  double verify_s = 0;          // all verification (download included)
+  double verify_s = 0;          // all verification (download and the reference included)
   double check_s = 0;           // the checks' passes alone (CUDA: their kernels, timed by events)
   // Random inputs: computing the checks' reference (A (B w) and the bound), once per input set; 0
   // when this run found the inputs and their reference kept from the previous run.

@@ -503,6 +503,7 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
   if (!gemm_inputs_exact(spec.inputs) &&
       !(reference_valid_ && gemm_same_inputs(reference_spec_, spec) && gemm_same_accumulation(reference_acc_, acc))) {
     run.reference_s = reference(spec, acc);
+    run.verify_s += run.reference_s;
     run.inputs_reused = false;
   }
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
