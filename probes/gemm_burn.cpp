@@ -252,15 +252,20 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
     p["max_sm_clock_fraction"] = max_clock_fraction;
     p["clock_event_reasons_seen"] = clock_event_reason_names(reasons_seen);
     const bool power = max_power_fraction >= kPowerReached, clock = max_clock_fraction >= kClockReached;
-    p["reached_load"] = power || clock;
     std::string note;
-    if (!power && !clock) {
+    if (std::isnan(max_power_fraction) && std::isnan(max_clock_fraction)) {
+      p["reached_load"] = nullptr;  // unknown, not "no"
+      note = "the driver gave neither power nor SM clock: whether the burn reached the power limit is unknown";
+    } else if (!power && !clock) {
+      p["reached_load"] = false;
       char text[256];
       std::snprintf(text, sizeof text,
                     "never reached the power limit (at most %.0f%% of %.0f W) nor the maximum SM clock (at most "
                     "%.0f%% of %.0f MHz): a throttled or capped GPU, not the same test",
                     100 * max_power_fraction, power_limit, 100 * max_clock_fraction, max_clock);
       note = text;
+    } else {
+      p["reached_load"] = true;
     }
     if (power_limit < default_limit) {
       char text[128];

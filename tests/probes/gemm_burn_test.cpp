@@ -5,6 +5,7 @@
 // that never reached the power limit or the maximum clock says so.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "host/backend.hpp"
@@ -169,6 +170,13 @@ TEST(GemmBurn, SamplesEachSecondAndSaysWhenItNeverReachedTheLimitOrTheClock) {
   const ProbeResult full = run_probe(*builtin_registry().find("gemm.burn.fp32"), *devices[0], o);
   EXPECT_TRUE(full.params["reached_load"].get<bool>());
   EXPECT_FALSE(full.params.contains("load_note"));
+
+  // Neither power nor clock answered: unknown, never "reached" or "not reached".
+  o.burn_conditions = fixed_conditions(NAN, NAN);
+  const ProbeResult unread = run_probe(*builtin_registry().find("gemm.burn.fp32"), *devices[0], o);
+  EXPECT_TRUE(unread.params["reached_load"].is_null());
+  EXPECT_NE(unread.params["load_note"].get<std::string>().find("unknown"), std::string::npos);
+  EXPECT_NE(unread.params["samples"][0].dump().find("\"power_w\":null"), std::string::npos);  // in the report
 }
 
 TEST(GemmBurn, StandardAndLongBurnOneTypePerDeviceQuickNone) {
