@@ -9,6 +9,11 @@
 // (regenerated in registers). The sums use explicit FMAs (this library compiles with --fmad=false):
 // one rounding per step, which the bound's error model (any order, at most one rounding per
 // operation) covers.
+//
+// Random inputs at speed: the row check's reference (r = A Y, q = |A| |B||w|) is computed once per
+// input set by cuBLASLt GEMMs on the FP64 and FP32 units (host/cuda/cuda_gemm.cpp), from Y and the
+// widened A these kernels produce; each GEMM's C is then checked by float_compare, one pass over C.
+// The full check above remains the column pass that locates a failed row check.
 #include <cuda_runtime.h>
 
 #include "kernels/device_util.cuh"
