@@ -251,21 +251,25 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
     p["max_power_fraction"] = max_power_fraction;
     p["max_sm_clock_fraction"] = max_clock_fraction;
     p["clock_event_reasons_seen"] = clock_event_reason_names(reasons_seen);
+    // Reached: the power limit (or near it) or the maximum clock. Without a power reading a low clock
+    // may still be a GPU at its limit: unknown, never "no".
     const bool power = max_power_fraction >= kPowerReached, clock = max_clock_fraction >= kClockReached;
+    char power_text[64] = "unread", clock_text[64] = "unread";
+    if (!std::isnan(max_power_fraction))
+      std::snprintf(power_text, sizeof power_text, "at most %.0f%% of %.0f W", 100 * max_power_fraction, power_limit);
+    if (!std::isnan(max_clock_fraction))
+      std::snprintf(clock_text, sizeof clock_text, "at most %.0f%% of %.0f MHz", 100 * max_clock_fraction, max_clock);
     std::string note;
-    if (std::isnan(max_power_fraction) && std::isnan(max_clock_fraction)) {
-      p["reached_load"] = nullptr;  // unknown, not "no"
-      note = "the driver gave neither power nor SM clock: whether the burn reached the power limit is unknown";
-    } else if (!power && !clock) {
-      p["reached_load"] = false;
-      char text[256];
-      std::snprintf(text, sizeof text,
-                    "never reached the power limit (at most %.0f%% of %.0f W) nor the maximum SM clock (at most "
-                    "%.0f%% of %.0f MHz): a throttled or capped GPU, not the same test",
-                    100 * max_power_fraction, power_limit, 100 * max_clock_fraction, max_clock);
-      note = text;
-    } else {
+    if (power || clock) {
       p["reached_load"] = true;
+    } else if (std::isnan(max_power_fraction)) {
+      p["reached_load"] = nullptr;
+      note =
+          std::string("power unread, SM clock ") + clock_text + ": whether the burn reached the power limit is unknown";
+    } else {
+      p["reached_load"] = false;
+      note = std::string("never reached the power limit (") + power_text + ") nor the maximum SM clock (" + clock_text +
+             "): a throttled or capped GPU, not the same test";
     }
     if (power_limit < default_limit) {
       char text[128];
