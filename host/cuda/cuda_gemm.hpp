@@ -107,6 +107,7 @@ class CudaGemmEngine : public GemmEngine {
   GemmAccumulation reference_acc_;
   bool inputs_valid_ = false, reference_valid_ = false;
   DeviceMemory row_r_, row_q_, row_tw_;  // the row check's reference: r, q (lines x tiles), tile weights
+  DeviceMemory ref_y_, ref_ya_, ref_wide_, ref_wide_abs_;  // what it is computed from: Y, |B||w|, A and |A|
   DeviceMemory flags_, summary_, invalid_, index_, bits_, digest_, log_;
   std::map<Key, Pinned> pinned_;
 };
