@@ -1,23 +1,32 @@
 // GEMM probe throughput on the first CUDA device against a bare cuBLASLt GEMM of the same type and
 // size on random operands (never zeros: zeros ran 13% faster on an H200), measured in the same run
 // (heuristic's first algorithm, same workspace size), for gemm.random.bf16 and gemm.random.e4m3 at
-// n = 8192 (override with SDC_GEMM_BENCH_N), the probe at the same n (gemm_rates refuses another). The probe generates,
-// multiplies and verifies on the device. Counters: bare_TFLOP/s, probe_TFLOP/s (the probe's GEMM alone), gemm_ratio =
-// probe GEMM rate / bare rate, end_to_end_ratio = (generate + GEMM + verify) / bare GEMM, verify_share = verify /
-// (generate + GEMM + verify), verify_fraction = verify / GEMM, generate_fraction = generate / GEMM, wall_ratio = the
-// probe's whole duration / bare GEMM, host_device_bytes = bytes the probe copied between host and device (O(n):
-// summaries and candidates only), and the check's figures: check_tile, check_fraction = the check kernels' time / the
-// GEMM's (both from CUDA events on the stream), max_ratio = the largest |r|/tau (false alarm at 1) and
-// detectable_multiple = the smallest change of one element every check was sure to catch, per rms of C. Goal on an
-// H200: end_to_end_ratio <= 1.10 and verify_share <= 0.05 at n = 8192 for bf16; e4m3's verification is its per-element
-// check against two INT32 reference GEMMs (check_tile 1), estimated at about 2x the fp8 GEMM's time (check_fraction
-// about 2, end_to_end_ratio about 3). BM_GemmBound reports the check's figures for the other random types, at the same
-// n. Without a device every benchmark is skipped. Run: build/release/bench/gpu_gemm_bench --benchmark_format=json
+// n = 8192 (override with SDC_GEMM_BENCH_N), the probe at the same n (gemm_rates refuses another).
+// The probe generates, multiplies and verifies on the
+// device. Counters: bare_TFLOP/s, probe_TFLOP/s (the probe's GEMM alone), gemm_ratio = probe GEMM
+// rate / bare rate, end_to_end_ratio = (generate + GEMM + verify) / bare GEMM, verify_share =
+// verify / (generate + GEMM + verify), verify_fraction = verify / GEMM, generate_fraction =
+// generate / GEMM, wall_ratio = the probe's whole duration / bare GEMM, host_device_bytes = bytes
+// the probe copied between host and device (O(n): summaries and candidates only), and the check's
+// figures: check_tile, check_fraction = the check kernels' time / the GEMM's (both from CUDA events
+// on the stream), max_ratio = the largest |r|/tau (false alarm at 1) and detectable_multiple = the
+// smallest change of one element every check was sure to catch, per rms of C. Goal on an H200:
+// end_to_end_ratio <= 1.10 and verify_share <= 0.05 at n = 8192 for bf16; e4m3's verification is
+// its per-element check against two INT32 reference GEMMs (check_tile 1), estimated at about 2x
+// the fp8 GEMM's time (check_fraction about 2, end_to_end_ratio about 3). BM_GemmBound reports the check's
+// figures for the other random types. BM_GemmCheckAtSpeed measures the check at speed per random
+// type through the engine: checked_over_bare_repeat = the pinned cuBLASLt GEMM's own time (CUDA
+// events) / the wall time of GEMM plus check of a repeat on kept inputs (goal >= 0.9),
+// new_over_gemm = the wall time of a new input set (generation, the reference, GEMM, check) / the
+// GEMM's (goal <= 2; checked_over_bare_new its inverse), checked_TFLOP/s of the repeats, reference_ms, check_ms (a
+// repeat's check kernel), max_ratio and detectable_multiple. Without a device every benchmark is skipped. Run:
+// build/release/bench/gpu_gemm_bench --benchmark_format=json
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -154,6 +163,7 @@ void BM_GemmProbeVsCublasLt(benchmark::State& state, sdc::GemmType type, const c
       state.SkipWithError("bare cuBLASLt GEMM failed");
       break;
     }
+    ++options.seed;  // a probe run: new inputs (the engine would keep the same ones and their reference)
     const sdc::ProbeResult r = sdc::run_probe(*probe, *devices[0], options);
     if (r.outcome != sdc::Outcome::kPass) {
       state.SkipWithError(("probe did not pass: " + r.reason).c_str());
@@ -212,6 +222,7 @@ void BM_GemmBound(benchmark::State& state, const char* probe_id) {
   (void)sdc::run_probe(*probe, *devices[0], options);  // warm-up
   double gemm = 0, check = 0, ratio = 0, detectable = 0;
   for (auto _ : state) {
+    ++options.seed;  // new inputs, as a probe run has
     const sdc::ProbeResult r = sdc::run_probe(*probe, *devices[0], options);
     if (r.outcome != sdc::Outcome::kPass) {
       state.SkipWithError(("probe did not pass: " + r.reason).c_str());
@@ -233,7 +244,67 @@ void BM_GemmBound(benchmark::State& state, const char* probe_id) {
   state.counters["detectable_multiple"] = detectable;
 }
 
+// The check at speed (engine level): one new input set, then kRepeats GEMMs on it, per iteration.
+void BM_GemmCheckAtSpeed(benchmark::State& state, sdc::GemmType type) {
+  constexpr int kRepeats = 10;
+  auto devices = sdc::make_cuda_devices();
+  sdc::GemmEngine* engine = devices.empty() ? nullptr : devices[0]->gemm();
+  if (engine == nullptr || !engine->supports(type, sdc::GemmPath::kLibrary)) {
+    state.SkipWithError(devices.empty() ? "no CUDA device" : "device lacks this data type");
+    for (auto _ : state) {
+    }
+    return;
+  }
+  sdc::GemmSpec spec;
+  spec.type = type;
+  spec.m = spec.n = spec.k = bench_n();
+  spec.seed = 1000;
+  (void)engine->run(spec);  // warm-up: the pinned algorithm, modules, allocations
+  double new_wall = 0, new_gemm = 0, reference = 0, wall = 0, gemm = 0, check = 0, ratio = 0, detectable = 0;
+  bool reused = true;
+  for (auto _ : state) {
+    ++spec.seed;
+    auto t0 = std::chrono::steady_clock::now();
+    const sdc::GemmRun fresh = engine->run(spec);
+    new_wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    new_gemm += fresh.gemm_s;
+    reference += fresh.reference_s;
+    for (int r = 0; r < kRepeats; ++r) {
+      t0 = std::chrono::steady_clock::now();
+      const sdc::GemmRun run = engine->run(spec);
+      wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      gemm += run.gemm_s;
+      check += run.check_s;
+      reused = reused && run.inputs_reused;
+      if (run.report.mismatches != 0) state.SkipWithError("a clean repeat failed its check");
+      ratio = std::max(ratio, run.max_ratio);
+      detectable = std::max(detectable, run.c_rms > 0 ? run.detectable / run.c_rms : 0.0);
+    }
+  }
+  if (!reused) state.SkipWithError("a repeat did not reuse the kept reference");
+  if (wall <= 0 || new_gemm <= 0) return;
+  const double iters = static_cast<double>(state.iterations());
+  const double flops = 2.0 * spec.m * spec.n * spec.k;
+  state.counters["n"] = spec.n;
+  state.counters["checked_over_bare_repeat"] = gemm / wall;
+  state.counters["new_over_gemm"] = new_wall / new_gemm;
+  state.counters["checked_over_bare_new"] = new_gemm / new_wall;
+  state.counters["checked_TFLOP/s"] = flops * kRepeats * iters / wall / 1e12;
+  state.counters["bare_TFLOP/s"] = flops * kRepeats * iters / gemm / 1e12;
+  state.counters["reference_ms"] = 1e3 * reference / iters;
+  state.counters["check_ms"] = 1e3 * check / (kRepeats * iters);
+  state.counters["max_ratio"] = ratio;
+  state.counters["detectable_multiple"] = detectable;
+}
+
 }  // namespace
+
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp64, sdc::GemmType::kFp64)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp32, sdc::GemmType::kFp32)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, tf32, sdc::GemmType::kTf32)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp16, sdc::GemmType::kFp16)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, bf16, sdc::GemmType::kBf16)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, e4m3, sdc::GemmType::kE4m3)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 BENCHMARK_CAPTURE(BM_GemmProbeVsCublasLt, bf16, sdc::GemmType::kBf16, "gemm.random.bf16")
     ->Unit(benchmark::kMillisecond)

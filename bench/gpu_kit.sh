@@ -299,7 +299,7 @@ step_qualify() {
   step_within 12 "${sdc[@]}" qualify --allocated --level quick --consensus --size 1G --json "$LOGS/qualify-consensus.json"
   check_exit "qualify --consensus" $?
   echo "--- run '*' in-process"
-  step_within 12 "${sdc[@]}" run --allocated --level quick --size 1G --json "$LOGS/run-inprocess.json" '*'
+  step_within 16 "${sdc[@]}" run --allocated --level quick --size 1G --json "$LOGS/run-inprocess.json" '*'
   check_exit "run in-process" $?
   [ -n "${STEP_FAILED:-}${STEP_TIMED_OUT:-}" ] ||
     echo "kit: the injected fault exits 1 naming $uuid; qualify, --consensus, run passed"
@@ -523,7 +523,9 @@ step_coverage() {
 # gpu_gemm_bench also reports the GEMM checks' figures at n = 8192 for every random type: the tile,
 # max |r|/tau (the bound's headroom), the smallest single-element change every check catches (per
 # rms of C) and the check's time against the GEMM's, both timed by CUDA events on the stream; the
-# report prints them one line per type.
+# report prints them one line per type, and per type the checked rate against the bare GEMM's for a
+# new input set and for repeats (BM_GemmCheckAtSpeed). Then a short gemm.burn.bf16: its checked
+# TFLOP/s and the temperature, clocks and power it ran at.
 step_bench() {
   local b rc
   for b in gpu_bench gpu_gemm_bench; do
@@ -537,6 +539,12 @@ step_bench() {
     tail -n 5 "$LOGS/$b.log"
     check_exit "$b" $rc
   done
+  echo "--- gemm.burn.bf16, 10 s"
+  step_within 15 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} run --allocated --burn 10 \
+    --json "$LOGS/burn.json" gemm.burn.bf16 >"$LOGS/burn.log" 2>&1
+  rc=$?
+  tail -n 3 "$LOGS/burn.log"
+  check_exit "gemm.burn.bf16" $rc
   python3 "$KIT_REPORT" bench "$LOGS" || STEP_FAILED=1
   step_result
 }
@@ -611,9 +619,9 @@ kit_run() {
   # gpu_tests 8, qualify 21 (four runs of 2-7 s), bench 5, memory 2, sanitizer 8 (cut short by a
   # failure), coverage 0; the torch steps cold: inline 48, canary 36, Lightning 14, of which each
   # import of torch took 6.5 s cold and 4 s warm. The torch steps get about 1.4x their cold time,
-  # the others 2-5x theirs.
+  # the others 2-5x theirs; bench adds its 10 s burn and the check at speed's benchmarks to that.
   local steps=(devices gpu_tests qualify bench memory sanitizer inline canary lightning coverage)
-  local -A box=([devices]=10 [gpu_tests]=40 [qualify]=45 [bench]=25 [memory]=15 [sanitizer]=45 [inline]=65
+  local -A box=([devices]=10 [gpu_tests]=35 [qualify]=45 [bench]=35 [memory]=15 [sanitizer]=40 [inline]=65
     [canary]=50 [lightning]=25 [coverage]=10)
   printf 'step\tstatus\tseconds\tbox\tnote\n' >"$WORK/steps.tsv"
   record() {

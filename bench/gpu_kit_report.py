@@ -137,6 +137,12 @@ def bench_rows(logs):
             errors.append("%s: %s" % (b["name"], b.get("error_message", "")))
             continue
         bound = {k: b[k] for k in ("n", "check_tile", "check_fraction", "max_ratio", "detectable_multiple") if k in b}
+        if b["name"].startswith("BM_GemmCheckAtSpeed"):
+            gemm.append(dict(bound, name="check at speed " + b["name"].split("/")[1],
+                             **{k: b[k] for k in ("checked_over_bare_repeat", "checked_over_bare_new", "new_over_gemm",
+                                                  "checked_TFLOP/s",
+                                                  "bare_TFLOP/s", "reference_ms", "check_ms")}))
+            continue
         if b["name"].startswith("BM_GemmBound"):
             gemm.append(dict(bound, name="gemm.random." + b["name"].split("/")[1]))
             continue
@@ -152,7 +158,47 @@ def bound_lines(gemm):
     return ["%-20s n %5d, tile %4d: max |r|/tau %.3g (false alarm at 1), catches one element off by "
             "%.3g x rms(C), check %.3f of the GEMM's time" % (g["name"], g["n"], g["check_tile"], g["max_ratio"],
                                                                g["detectable_multiple"], g["check_fraction"])
-            for g in gemm if "max_ratio" in g]
+            for g in gemm if "check_tile" in g]
+
+
+def speed_lines(gemm):
+    """Per random type: checked TFLOP/s against the bare GEMM's, for repeats and a new input set."""
+    return ["%-26s repeat: checked %6.1f TF/s of bare %6.1f (%.3f, goal >= 0.9); new input set %.3f of bare, "
+            "%.2fx the GEMM (goal <= 2; reference %.2f ms); check %.3f ms; max |r|/tau %.3g; catches %.3g x rms(C)"
+            % (g["name"], g["checked_TFLOP/s"], g["bare_TFLOP/s"], g["checked_over_bare_repeat"],
+               g["checked_over_bare_new"], g["new_over_gemm"], g["reference_ms"], g["check_ms"], g["max_ratio"],
+               g["detectable_multiple"])
+            for g in gemm if "checked_over_bare_repeat" in g]
+
+
+def burn_lines(logs):
+    """gemm.burn.*'s figures from the kit's short burn (burn.json): rates, conditions, wrong results."""
+    report = load_json(os.path.join(logs, "burn.json")) or {}
+    lines = []
+    for r in report.get("results", []):
+        p = r.get("params") or {}
+        if not r.get("probe", "").startswith("gemm.burn.") or "gemms" not in p:
+            continue
+        line = "%s %s: %d GEMMs in %.0f s, checked %.1f TF/s of bare %.1f (sustained %.1f, pulsed %.1f)" % (
+            r["probe"], r.get("outcome"), p["gemms"], p["elapsed_s"], p["checked_tflops"], p["bare_tflops"],
+            p["sustained"]["checked_tflops"], p["pulsed"]["checked_tflops"])
+        if p.get("conditions") == "sampled":
+            temps = [s["temperature_c"] for s in p["samples"] if s.get("temperature_c") is not None]
+            power = [s["power_w"] for s in p["samples"] if s.get("power_w") is not None]
+            clocks = [s["sm_clock_mhz"] for s in p["samples"] if s.get("sm_clock_mhz") is not None]
+            line += "; %.0f-%.0f C, SM %.0f-%.0f MHz, %.0f-%.0f W (max %.2f of the limit), reasons %s" % (
+                min(temps or [0]), max(temps or [0]), min(clocks or [0]), max(clocks or [0]), min(power or [0]),
+                max(power or [0]), p.get("max_power_fraction") or 0, ",".join(p.get("clock_event_reasons_seen", []))
+                or "none")
+        else:
+            line += "; conditions %s" % p.get("conditions")
+        lines.append(line)
+        if p.get("load_note"):
+            lines.append("  " + p["load_note"])
+        for w in p.get("wrong_results", []):
+            lines.append("  wrong result in GEMM %s at second %s (%s): %s" % (w["gemm"], w["second"], w["phase"],
+                                                                            w.get("conditions")))
+    return lines
 
 
 def bench(logs):
@@ -162,9 +208,9 @@ def bench(logs):
     if not rows and not gemm:
         print("kit: no benchmark results")
         return 1
-    for line in bound_lines(gemm):
+    for line in bound_lines(gemm) + speed_lines(gemm) + burn_lines(logs):
         print("kit: " + line)
-    print("kit: %d probe rates, %d GEMM probes against bare cuBLASLt" % (len(rows), len([g for g in gemm if "bare_TFLOP/s" in g])))
+    print("kit: %d probe rates, %d GEMM probes against bare cuBLASLt" % (len(rows), len([g for g in gemm if "probe_TFLOP/s" in g])))
     return 1 if errors else 0
 
 
@@ -235,11 +281,13 @@ def summary(work, out, exit_code, seconds):
     if gemm:
         lines.append("%-24s %9s %9s %7s %8s %8s %10s" % ("GEMM probe, random data", "bare TF/s", "probe TF/s",
                                                           "ratio", "verify", "e2e/bare", "host<->dev"))
-        for g in [g for g in gemm if "bare_TFLOP/s" in g]:
+        for g in [g for g in gemm if "probe_TFLOP/s" in g]:
             lines.append("%-24s %9.1f %9.1f %7.3f %8.3f %7.2fx %9.0fB" % (
                 g["name"], g["bare_TFLOP/s"], g["probe_TFLOP/s"], g["gemm_ratio"], g["verify_share"],
                 g["end_to_end_ratio"], g["host_device_bytes"]))
     lines.extend(bound_lines(gemm))
+    lines.extend(speed_lines(gemm))
+    lines.extend(burn_lines(logs))
     if result["gemm_max_ratio_to_bound"]:
         lines.append("GEMM bound headroom, max |r|/tau on random inputs (false alarm at 1): %s" % ", ".join(
             "%s %.3g" % kv for kv in sorted(result["gemm_max_ratio_to_bound"].items())))

@@ -61,6 +61,7 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
   sub->add_option("--rank", args->rank, "The parent's MPI rank (selects rank= injection clauses)");
   sub->add_option("--size", args->run.size_bytes, "Buffer bytes for memory probes");
   sub->add_option("--iterations", args->run.iterations, "Passes for memory probes, chain length for ALU probes");
+  sub->add_option("--burn", args->run.burn_s, "Seconds of the gemm.burn.* probes");
   sub->add_option("--device", args->run.device, "The device's UUID")->required();
   sub->add_option("--index", args->index, "The parent's index of the device");
   sub->add_option("--level", args->level)->check(CLI::IsMember({"quick", "standard", "long"}));
@@ -79,6 +80,7 @@ void add_worker_command(CLI::App& app, const GlobalOptions& global, int& exit_co
     options.level = parse_level(args->level);
     options.size_bytes = args->run.size_bytes;
     options.iterations = args->run.iterations;
+    options.burn_s = args->run.burn_s;
     std::vector<InjectionSpec> specs;
     if (!args->run.inject.empty()) specs = parse_injection_specs(args->run.inject);
     options.rank = args->rank;

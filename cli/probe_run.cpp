@@ -23,8 +23,15 @@ void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args) {
       ->check(injection_spec());
   sub->add_option("--size", args.size_bytes, "Buffer bytes for memory probes (suffixes K, M, G are binary)")
       ->transform(buffer_size());
-  sub->add_option("--iterations", args.iterations, "Passes for memory probes, chain length for ALU probes")
+  sub->add_option("--iterations", args.iterations,
+                  "Passes for memory probes, chain length for ALU probes, repeats of gemm.repeat, at most this many "
+                  "GEMMs of gemm.burn")
       ->check(unsigned_in(1, kMaxIterations));
+  sub->add_option("--burn", args.burn_s,
+                  "Seconds of the gemm.burn.* probes (standard and long burn one type per device: 60 s and 300 s "
+                  "by default; quick has no burn, and a burn named at quick runs 1 s)")
+      ->type_name("SECONDS")
+      ->check(finite_in(0.1, 86400.0));
   sub->add_flag("--allocated", args.allocated,
                 "The GPUs were given to this run alone (Slurm, a pod requesting them): test them even where NVML "
                 "cannot show other containers' processes. A GPU NVML shows in use is never tested "
@@ -69,6 +76,7 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   options.seed = chosen_seed;
   options.size_bytes = args.size_bytes;
   options.iterations = args.iterations;
+  options.burn_s = args.burn_s;
   options.inject = args.inject;
   options.isolate = args.isolate;
   if (args.isolate) options.worker_executable = this_executable();

@@ -22,6 +22,7 @@ struct ProbeRunArgs {
   std::string inject;
   std::optional<uint64_t> size_bytes;
   std::optional<uint32_t> iterations;
+  std::optional<double> burn_s;  // gemm.burn.*: seconds (else the level's)
   std::string device = "all";
   // qualify: each device in a watched worker process (run stays in-process, for debugging).
   bool isolate = false;

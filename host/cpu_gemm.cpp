@@ -114,9 +114,11 @@ void cpu_blocked_sgemm(uint32_t m, uint32_t n, uint32_t k, const float* a, const
 void CpuGemmEngine::multiply(const GemmHostInputs& in, DeviceBuffer& c) {
   const GemmSpec& s = in.spec;
   const int n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-  // Rows of C per round, with a heartbeat after each: about 2^28 flops (milliseconds), where one
-  // n = 2048 multiply takes seconds on a shared core.
-  const size_t round_rows = std::max<size_t>(16, static_cast<size_t>((1u << 28) / (2.0 * s.n * s.k)) / 16 * 16);
+  // Rows of C per round, with a heartbeat after each: about 2^32 flops per core (a tenth of a
+  // second; seconds on a shared core). Each call packs all of B again: rounds of 2^28 flops (32 rows
+  // at n = 2048) made the GEMM 2.2x as slow as one threaded OpenBLAS call, 2^30 1.13x, 2^32 0.97x
+  // (bench/gemm_cpu_bench, BM_GemmCheckAtSpeed).
+  const size_t round_rows = std::max<size_t>(16, static_cast<size_t>(0x1p32 / (2.0 * s.n * s.k)) / 16 * 16);
   const auto beat = [this] { device_.beat(); };
   if (s.path == GemmPath::kSimt) {
     // Each call packs B's panels again: at least 128 rows a call keep that a small share.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "host/burn_conditions.hpp"
 #include "host/injection.hpp"
 #include "host/mismatch.hpp"
 #include "kernels/common/digest.hpp"
@@ -203,6 +204,10 @@ class Device {
 
   // GEMM operations for the gemm.* probes; nullptr when the backend offers none.
   virtual GemmEngine* gemm() { return nullptr; }
+
+  // The sampler of this device's temperature, clocks and power for gemm.burn.* (CUDA: NVML), or
+  // why there is none.
+  virtual ConditionsSource burn_conditions() { return {nullptr, "this backend reads no temperature, clock or power"}; }
 
  protected:
   // Applies the injector's plan for `elements` elements of `width_bits` to `buf`, then beats the

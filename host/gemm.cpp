@@ -29,6 +29,15 @@ const char* gemm_inputs_name(GemmInputs in) {
   return "";
 }
 
+bool gemm_same_inputs(const GemmSpec& a, const GemmSpec& b) {
+  return a.type == b.type && a.inputs == b.inputs && a.m == b.m && a.n == b.n && a.k == b.k && a.seed == b.seed;
+}
+
+bool gemm_same_accumulation(const GemmAccumulation& a, const GemmAccumulation& b) {
+  return a.u_acc == b.u_acc && a.u_inner == b.u_inner && a.chunk == b.chunk && a.u_out == b.u_out &&
+         a.underflow == b.underflow;
+}
+
 void gemm_require_runnable(const GemmEngine& engine, const GemmSpec& spec) {
   if (!engine.supports(spec.type, spec.path)) {
     throw std::runtime_error(std::string("gemm: ") + gemm_type_name(spec.type) + " on this path is not supported here");

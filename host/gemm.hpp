@@ -52,15 +52,24 @@ struct GemmRun {
   // Random inputs, the row checks of the last repeat: the smallest change of one element that every
   // check was sure to catch (gemm_detectable_error), and the rms of C, for it as a multiple.
   double detectable = 0, c_rms = 0;
-  uint64_t flagged_checks = 0;     // row / column tile checks that failed
-  double generate_s = 0;           // input generation (on the host, and upload; or on the device)
-  double gemm_s = 0;               // all repeats together (CUDA: timed by events on the stream)
-  double verify_s = 0;             // all verification (download included)
-  double check_s = 0;              // the checks' passes alone (CUDA: their kernels, timed by events)
+  uint64_t flagged_checks = 0;  // row / column tile checks that failed
+  double generate_s = 0;        // input generation (on the host, and upload; or on the device)
+  double gemm_s = 0;            // all repeats together (CUDA: timed by events on the stream)
+  double verify_s = 0;          // all verification (download and the reference included)
+  double check_s = 0;           // the checks' passes alone (CUDA: their kernels, timed by events)
+  // Random inputs: computing the checks' reference (A (B w) and the bound), once per input set; 0
+  // when this run found the inputs and their reference kept from the previous run.
+  double reference_s = 0;
+  bool inputs_reused = false;      // the previous run's inputs and reference were reused
   std::vector<Digest128> digests;  // one per repeat, when repeats > 1 or spec.digest
   std::string algorithm;           // what computed it (for the equivalence class)
   std::string library_version;
 };
+
+// Whether two specs have the same inputs (type, family, shape, seed): an engine keeps its inputs
+// and their checks' reference from one run to the next while they do.
+bool gemm_same_inputs(const GemmSpec& a, const GemmSpec& b);
+bool gemm_same_accumulation(const GemmAccumulation& a, const GemmAccumulation& b);
 
 // Called by an engine between computing C and verifying it: the owning device's inject().
 using GemmInjectFn = std::function<void(DeviceBuffer& c, uint64_t elements, unsigned width_bits, uint64_t group)>;

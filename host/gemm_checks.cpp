@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <type_traits>
 
 #include "host/gemm_isa.hpp"
@@ -125,16 +126,20 @@ struct CheckStats {
   double c_square_sum = 0;  // sum of C^2
 };
 
-// Checks C (m x n at c[i * rs + j * cs]) against A (m x k rows) and Bt (n x k rows) per column tile
-// of width `tile`: flags[i * tiles + t] = 1 where |r| > tau.
-template <typename T, typename Out>
-CheckStats float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, const Out* c, size_t rs, size_t cs,
-                       uint32_t tile, uint32_t key, const GemmAccumulation& acc, int threads,
-                       std::vector<uint8_t>& flags) {
-  const uint32_t tiles = (n + tile - 1) / tile;
-  flags.assign(static_cast<size_t>(m) * tiles, 0);
-  std::vector<double> w(n);
-  for (uint32_t j = 0; j < n; ++j) w[j] = gemm_float_check_weight(key, j);  // in [1, 2)
+// The part of the FP64 check of C (m x n) against A (m x k rows) and Bt (n x k rows) per column
+// tile of width `tile` that depends on the inputs alone: Y_t = B w_t and |B||w_t|, then per line i
+// and tile t the reference A_i . Y_t and the bound's sum |A_i| . |B||w_t|.
+template <typename T>
+GemmLineReference float_reference(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* bt, uint32_t tile,
+                                  uint32_t key, int threads) {
+  GemmLineReference ref;
+  ref.lines = m;
+  ref.tile = tile;
+  ref.tiles = (n + tile - 1) / tile;
+  const uint32_t tiles = ref.tiles;
+  ref.w.resize(n);
+  for (uint32_t j = 0; j < n; ++j) ref.w[j] = gemm_float_check_weight(key, j);  // in [1, 2)
+  const std::vector<double>& w = ref.w;
   // Y_t = B w_t and |B| w_t, tile by tile (tiles x k).
   std::vector<double> y(static_cast<size_t>(tiles) * k, 0.0), ya(static_cast<size_t>(tiles) * k, 0.0);
 #pragma omp parallel num_threads(threads)
@@ -158,15 +163,12 @@ CheckStats float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* 
   // |B||w| rounded to FP32 for the bound's sum, which runs in FP32 on 16 lanes (see row_dots4_body).
   const std::vector<float> yaf(ya.begin(), ya.end());
   const double float_sum_factor = gemm_float_sum_factor(k);
-  const double rel = gemm_relative_bound(acc, k);
-  const double slack = gemm_check_slack(k, n);
-  std::vector<GemmTileWeights> tw(tiles);
-  for (uint32_t tt = 0; tt < tiles; ++tt) tw[tt] = gemm_tile_weights(key, tt * tile, std::min(n, (tt + 1) * tile));
-  double max_ratio = 0, detectable = 0, c_square_sum = 0;
-  std::vector<double> strided;
+  ref.tw.resize(tiles);
+  for (uint32_t tt = 0; tt < tiles; ++tt) ref.tw[tt] = gemm_tile_weights(key, tt * tile, std::min(n, (tt + 1) * tile));
+  ref.r.resize(static_cast<size_t>(m) * tiles);
+  ref.q.resize(static_cast<size_t>(m) * tiles);
   // Dynamic: on shared cores a descheduled thread must not hold the others at the barrier.
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 8) reduction(max : max_ratio, detectable) \
-    reduction(+ : c_square_sum) firstprivate(strided)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 8)
   for (int64_t ib = 0; ib < static_cast<int64_t>((m + 3) / 4); ++ib) {
     const uint32_t i0 = static_cast<uint32_t>(ib) * 4;
     const uint32_t rows = std::min(4u, m - i0);
@@ -176,27 +178,50 @@ CheckStats float_check(uint32_t m, uint32_t n, uint32_t k, const T* a, const T* 
       double s[4], q[4];
       widest<&row_dots4_body<T>>(ar[0], ar[1], ar[2], ar[3], y.data() + static_cast<size_t>(tt) * k,
                                  yaf.data() + static_cast<size_t>(tt) * k, k, s, q);
-      for (double& x : q) x *= float_sum_factor;
-      const uint32_t jlo = tt * tile, jhi = std::min(n, jlo + tile);
       for (uint32_t r = 0; r < rows; ++r) {
-        const uint32_t i = i0 + r;
-        double d[2];
-        if (cs == 1) {
-          c_dots(c + static_cast<size_t>(i) * rs, w.data(), jlo, jhi, d);
-        } else {  // the transposed check (location only): gather the strided row first
-          strided.resize(n);
-          for (uint32_t j = jlo; j < jhi; ++j)
-            strided[j] = static_cast<double>(c[static_cast<size_t>(i) * rs + j * cs]);
-          c_dots(strided.data(), w.data(), jlo, jhi, d);
-        }
-        const double cw = d[0];
-        c_square_sum += d[1];
-        const double tau = gemm_tile_tau(acc, rel, slack, k, q[r], tw[tt].sum);
-        const double res = std::fabs(cw - s[r]);
-        if (gemm_check_fails(res, tau)) flags[static_cast<size_t>(i) * tiles + tt] = 1;
-        if (res == res && tau > 0) max_ratio = std::max(max_ratio, res / tau);
-        if (res == res) detectable = std::max(detectable, gemm_detectable_error(tau, res, tw[tt].min));
+        ref.r[static_cast<size_t>(i0 + r) * tiles + tt] = s[r];
+        ref.q[static_cast<size_t>(i0 + r) * tiles + tt] = q[r] * float_sum_factor;
       }
+    }
+  }
+  return ref;
+}
+
+// The part of the FP64 check that depends on C: one pass over C (line i at c[i * rs + j * cs]),
+// C_i . w_t per tile against the reference, flags[i * tiles + t] = 1 where |r| > tau.
+template <typename Out>
+CheckStats float_compare(const GemmLineReference& ref, uint32_t n, uint32_t k, const Out* c, size_t rs, size_t cs,
+                         const GemmAccumulation& acc, int threads, std::vector<uint8_t>& flags) {
+  const uint32_t m = ref.lines, tile = ref.tile, tiles = ref.tiles;
+  flags.assign(static_cast<size_t>(m) * tiles, 0);
+  const double rel = gemm_relative_bound(acc, k);
+  const double slack = gemm_check_slack(k, n);
+  double max_ratio = 0, detectable = 0, c_square_sum = 0;
+  std::vector<double> strided;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 16) reduction(max : max_ratio, detectable) \
+    reduction(+ : c_square_sum) firstprivate(strided)
+  for (int64_t ii = 0; ii < static_cast<int64_t>(m); ++ii) {
+    const uint32_t i = static_cast<uint32_t>(ii);
+    const Out* line = c + static_cast<size_t>(i) * rs;
+    if (cs != 1) {  // the transposed check (location only): gather the strided line first
+      strided.resize(n);
+      for (uint32_t j = 0; j < n; ++j) strided[j] = static_cast<double>(line[j * cs]);
+    }
+    for (uint32_t tt = 0; tt < tiles; ++tt) {
+      const uint32_t jlo = tt * tile, jhi = std::min(n, jlo + tile);
+      double d[2];
+      if (cs == 1) {
+        c_dots(line, ref.w.data(), jlo, jhi, d);
+      } else {
+        c_dots(strided.data(), ref.w.data(), jlo, jhi, d);
+      }
+      const size_t at = static_cast<size_t>(i) * tiles + tt;
+      c_square_sum += d[1];
+      const double tau = gemm_tile_tau(acc, rel, slack, k, ref.q[at], ref.tw[tt].sum);
+      const double res = std::fabs(d[0] - ref.r[at]);
+      if (gemm_check_fails(res, tau)) flags[at] = 1;
+      if (res == res && tau > 0) max_ratio = std::max(max_ratio, res / tau);
+      if (res == res) detectable = std::max(detectable, gemm_detectable_error(tau, res, ref.tw[tt].min));
     }
   }
   return {max_ratio, detectable, c_square_sum};
@@ -296,25 +321,39 @@ std::vector<int64_t> unscaled_outputs(const GemmHostInputs& in, const void* c, i
   return cint;
 }
 
-// The floating-point check of C against A and Bt: over its rows per column tile or, transposed (to
-// locate), over its columns per row tile.
-template <typename T, typename Out>
-CheckStats float_pass(const GemmSpec& s, const T* a, const T* bt, const Out* c, const GemmAccumulation& acc,
-                      bool transposed, int threads, std::vector<uint8_t>& flags) {
+// The reference of one pass of the FP64 check (rows per column tile or, transposed to locate,
+// columns per row tile) on the stored FP64 inputs or the exact float copies of the others.
+GemmLineReference line_reference(const GemmHostInputs& in, const GemmAccumulation& acc, bool transposed, int threads) {
+  const GemmSpec& s = in.spec;
   const uint32_t tile = gemm_check_tile(s, acc, transposed);
-  if (!transposed) {
-    return float_check(s.m, s.n, s.k, a, bt, c, s.n, 1, tile, gemm_stream_key(s.seed, kGemmStreamRowCheck), acc,
-                       threads, flags);
-  }
-  return float_check(s.n, s.m, s.k, bt, a, c, 1, s.n, tile, gemm_stream_key(s.seed, kGemmStreamColCheck), acc, threads,
-                     flags);
+  const uint32_t key = gemm_stream_key(s.seed, transposed ? kGemmStreamColCheck : kGemmStreamRowCheck);
+  auto pass = [&](const auto* a, const auto* bt) {
+    return transposed ? float_reference(s.n, s.m, s.k, bt, a, tile, key, threads)
+                      : float_reference(s.m, s.n, s.k, a, bt, tile, key, threads);
+  };
+  if (s.type == GemmType::kFp64)
+    return pass(reinterpret_cast<const double*>(in.a.data()), reinterpret_cast<const double*>(in.bt.data()));
+  return pass(in.a_wide.empty() ? reinterpret_cast<const float*>(in.a.data()) : in.a_wide.data(),
+              in.bt_wide.empty() ? reinterpret_cast<const float*>(in.bt.data()) : in.bt_wide.data());
+}
+
+// C against one pass's reference.
+CheckStats line_compare(const GemmSpec& s, const GemmLineReference& ref, const void* c, const GemmAccumulation& acc,
+                        bool transposed, int threads, std::vector<uint8_t>& flags) {
+  auto pass = [&](const auto* out) {
+    return transposed ? float_compare(ref, s.m, s.k, out, 1, s.n, acc, threads, flags)
+                      : float_compare(ref, s.n, s.k, out, s.n, 1, acc, threads, flags);
+  };
+  if (s.type == GemmType::kFp64) return pass(static_cast<const double*>(c));
+  if (s.type == GemmType::kInt8) return pass(static_cast<const int32_t*>(c));
+  return pass(static_cast<const float*>(c));
 }
 
 // One pass of the checks (rows, or transposed the columns) for the inputs' family: exact on the
-// unscaled outputs `cint`, FP64 on the stored FP64 inputs, FP64 on the exact float copies of the
-// others. Returns what the FP64 check measured (nothing for exact inputs).
-CheckStats check_pass(const GemmHostInputs& in, const void* c, const std::vector<int64_t>& cint,
-                      const GemmAccumulation& acc, bool transposed, int threads, std::vector<uint8_t>& flags) {
+// unscaled outputs `cint`, FP64 against the reference of random inputs (the columns' computed when
+// first needed). Returns what the FP64 check measured (nothing for exact inputs).
+CheckStats check_pass(const GemmHostInputs& in, const void* c, const std::vector<int64_t>& cint, GemmReference& ref,
+                      bool transposed, int threads, std::vector<uint8_t>& flags) {
   const GemmSpec& s = in.spec;
   const uint32_t n = s.n;
   if (gemm_inputs_exact(s.inputs)) {
@@ -323,64 +362,67 @@ CheckStats check_pass(const GemmHostInputs& in, const void* c, const std::vector
       exact_check(
           s.m, n, s.k, in.a_int.data(), in.bt_int.data(),
           [ci, n](uint32_t i, uint32_t j) { return ci[static_cast<size_t>(i) * n + j]; },
-          gemm_check_tile(s, acc, false), gemm_stream_key(s.seed, kGemmStreamRowCheck), threads, flags);
+          gemm_check_tile(s, ref.acc, false), gemm_stream_key(s.seed, kGemmStreamRowCheck), threads, flags);
     } else {
       exact_check(
           n, s.m, s.k, in.bt_int.data(), in.a_int.data(),
-          [ci, n](uint32_t j, uint32_t i) { return ci[static_cast<size_t>(i) * n + j]; }, gemm_check_tile(s, acc, true),
-          gemm_stream_key(s.seed, kGemmStreamColCheck), threads, flags);
+          [ci, n](uint32_t j, uint32_t i) { return ci[static_cast<size_t>(i) * n + j]; },
+          gemm_check_tile(s, ref.acc, true), gemm_stream_key(s.seed, kGemmStreamColCheck), threads, flags);
     }
     return {};
   }
-  if (s.type == GemmType::kFp64) {
-    return float_pass(s, reinterpret_cast<const double*>(in.a.data()), reinterpret_cast<const double*>(in.bt.data()),
-                      static_cast<const double*>(c), acc, transposed, threads, flags);
-  }
-  const float* a = in.a_wide.empty() ? reinterpret_cast<const float*>(in.a.data()) : in.a_wide.data();
-  const float* bt = in.bt_wide.empty() ? reinterpret_cast<const float*>(in.bt.data()) : in.bt_wide.data();
-  if (s.type == GemmType::kInt8)
-    return float_pass(s, a, bt, static_cast<const int32_t*>(c), acc, transposed, threads, flags);
-  return float_pass(s, a, bt, static_cast<const float*>(c), acc, transposed, threads, flags);
+  std::optional<GemmLineReference>& lines = transposed ? ref.columns : ref.rows;
+  if (!lines) lines = line_reference(in, ref.acc, transposed, threads);
+  return line_compare(s, *lines, c, ref.acc, transposed, threads, flags);
 }
 
 // ---- Random fp8: per element against an exact reference -------------------------------------
 
 // The reference C and |A||B| by FP64 GEMMs of the inputs' exact float copies (exact in any order:
-// gemm_reference_check), row block by row block, each element checked by gemm_reference_element.
-// Returns the failing elements (the candidates), sorted.
-std::vector<uint64_t> reference_check(const GemmHostInputs& in, const float* c, const GemmAccumulation& acc,
-                                      int threads, CheckStats& stats) {
+// gemm_reference_check), row block by row block.
+void element_reference(const GemmHostInputs& in, int threads, GemmReference& out) {
   const GemmSpec& s = in.spec;
   const uint32_t m = s.m, n = s.n, k = s.k;
   constexpr uint32_t kRows = 64;
   std::vector<double> b(static_cast<size_t>(n) * k), b_abs(b.size());
   for (size_t e = 0; e < b.size(); ++e) b[e] = in.bt_wide[e], b_abs[e] = std::fabs(in.bt_wide[e]);
-  const double rel = gemm_relative_bound(acc, k);
+  out.element.resize(static_cast<size_t>(m) * n);
+  out.element_abs.resize(out.element.size());
   openblas_set_num_threads(1);
-  std::vector<std::vector<uint64_t>> failing(static_cast<size_t>(std::max(1, threads)));
-  double max_ratio = 0, detectable = 0, c_square_sum = 0;
-  std::vector<double> a, a_abs, ref, ref_abs;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(max : max_ratio, detectable) \
-    reduction(+ : c_square_sum) firstprivate(a, a_abs, ref, ref_abs)
+  std::vector<double> a, a_abs;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) firstprivate(a, a_abs)
   for (int64_t blk = 0; blk < static_cast<int64_t>((m + kRows - 1) / kRows); ++blk) {
     const size_t lo = static_cast<size_t>(blk) * kRows, rows = std::min<size_t>(kRows, m - lo);
-    a.resize(rows * k), a_abs.resize(rows * k), ref.resize(rows * n), ref_abs.resize(rows * n);
+    a.resize(rows * k), a_abs.resize(rows * k);
     for (size_t e = 0; e < rows * k; ++e) a[e] = in.a_wide[lo * k + e], a_abs[e] = std::fabs(a[e]);
     const int r = static_cast<int>(rows);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, n, k, 1.0, a.data(), k, b.data(), k, 0.0, ref.data(), n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, n, k, 1.0, a.data(), k, b.data(), k, 0.0,
+                out.element.data() + lo * n, n);
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, n, k, 1.0, a_abs.data(), k, b_abs.data(), k, 0.0,
-                ref_abs.data(), n);
-    auto& list = failing[static_cast<size_t>(omp_get_thread_num()) % failing.size()];
-    for (size_t e = 0; e < rows * n; ++e) {
-      const double obs = c[lo * n + e];
-      const GemmElementCheck ch = gemm_reference_element(acc, rel, k, ref[e], ref_abs[e], obs);
-      if (ch.fails) list.push_back(lo * n + e);
-      if (ch.residual == ch.residual) {
-        if (ch.tau > 0) max_ratio = std::max(max_ratio, ch.residual / ch.tau);
-        detectable = std::max(detectable, ch.tau + ch.residual);
-      }
-      c_square_sum += obs * obs;
+                out.element_abs.data() + lo * n, n);
+  }
+}
+
+// Each element of C against the reference by gemm_reference_element. Returns the failing elements
+// (the candidates), sorted.
+std::vector<uint64_t> element_compare(const GemmSpec& s, const GemmReference& ref, const float* c, int threads,
+                                      CheckStats& stats) {
+  const uint64_t elements = static_cast<uint64_t>(s.m) * s.n;
+  const double rel = gemm_relative_bound(ref.acc, s.k);
+  std::vector<std::vector<uint64_t>> failing(static_cast<size_t>(std::max(1, threads)));
+  double max_ratio = 0, detectable = 0, c_square_sum = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : max_ratio, detectable) \
+    reduction(+ : c_square_sum)
+  for (int64_t ee = 0; ee < static_cast<int64_t>(elements); ++ee) {
+    const size_t e = static_cast<size_t>(ee);
+    const double obs = c[e];
+    const GemmElementCheck ch = gemm_reference_element(ref.acc, rel, s.k, ref.element[e], ref.element_abs[e], obs);
+    if (ch.fails) failing[static_cast<size_t>(omp_get_thread_num()) % failing.size()].push_back(e);
+    if (ch.residual == ch.residual) {
+      if (ch.tau > 0) max_ratio = std::max(max_ratio, ch.residual / ch.tau);
+      detectable = std::max(detectable, ch.tau + ch.residual);
     }
+    c_square_sum += obs * obs;
   }
   stats = {max_ratio, detectable, c_square_sum};
   std::vector<uint64_t> out;
@@ -397,8 +439,32 @@ uint64_t count_flags(const std::vector<uint8_t>& flags) {
 
 }  // namespace
 
+GemmReference gemm_reference(const GemmHostInputs& in, const GemmAccumulation& acc, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GemmReference ref;
+  ref.spec = in.spec;
+  ref.acc = acc;
+  if (gemm_reference_check(in.spec.type, in.spec.inputs)) {
+    element_reference(in, threads, ref);
+  } else if (!gemm_inputs_exact(in.spec.inputs)) {
+    ref.rows = line_reference(in, acc, false, threads);
+  }
+  ref.compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return ref;
+}
+
+bool gemm_reference_fits(const GemmReference& ref, const GemmSpec& spec, const GemmAccumulation& acc) {
+  return gemm_same_inputs(ref.spec, spec) && gemm_same_accumulation(ref.acc, acc);
+}
+
 GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccumulation& acc, int threads) {
+  GemmReference ref = gemm_reference(in, acc, threads);
+  return verify_gemm(in, c, ref, threads);
+}
+
+GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, GemmReference& ref, int threads) {
   const GemmSpec& s = in.spec;
+  const GemmAccumulation& acc = ref.acc;
   GemmVerdict verdict;
   std::vector<uint64_t> invalid;
   const std::vector<int64_t> cint =
@@ -407,7 +473,7 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
     // Per element: the failing elements are the candidates, confirmed by the same O(k) recomputation.
     const auto t0 = std::chrono::steady_clock::now();
     CheckStats stats;
-    std::vector<uint64_t> candidates = reference_check(in, static_cast<const float*>(c), acc, threads, stats);
+    std::vector<uint64_t> candidates = element_compare(s, ref, static_cast<const float*>(c), threads, stats);
     verdict.check_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     verdict.max_ratio = stats.max_ratio;
     verdict.check_tile = 1;
@@ -429,7 +495,7 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
   }
   std::vector<uint8_t> row_flags, col_flags;
   auto t0 = std::chrono::steady_clock::now();
-  const CheckStats rows = check_pass(in, c, cint, acc, false, threads, row_flags);
+  const CheckStats rows = check_pass(in, c, cint, ref, false, threads, row_flags);
   verdict.check_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   verdict.max_ratio = rows.max_ratio;
   verdict.check_tile = gemm_check_tile(s, acc, false);
@@ -444,7 +510,7 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, const GemmAccum
   // Locate: the same check on the transpose, per row tile of C; an element is a candidate where its
   // row fails in its column tile and its column fails in its row tile.
   t0 = std::chrono::steady_clock::now();
-  check_pass(in, c, cint, acc, true, threads, col_flags);
+  check_pass(in, c, cint, ref, true, threads, col_flags);
   verdict.check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   verdict.flagged_checks += count_flags(col_flags);
   const uint32_t tile_c = verdict.check_tile, tile_r = gemm_check_tile(s, acc, true);

@@ -1,15 +1,19 @@
 // The loop of a GemmEngine whose C is verified on the host (the CPU backend): generate the seeded
-// inputs on the host, load them, multiply (repeats times), offer C to the device's injector, fetch
-// C to the host and verify it there with verify_gemm, digest it, and compare the repeats' digests.
+// inputs on the host, load them, compute their checks' reference (both kept while the next run asks
+// for the same inputs), multiply (repeats times), offer C to the device's injector, fetch C to the
+// host and verify it there with verify_gemm against the reference (one pass over C), digest it,
+// and compare the repeats' digests.
 // Backends supply the multiplication and the transfers. (The CUDA engine generates and verifies on
 // the device instead, with the same SDC_HD element code.)
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "host/gemm.hpp"
+#include "host/gemm_checks.hpp"
 #include "host/gemm_inputs.hpp"
 
 namespace sdc {
@@ -39,7 +43,11 @@ class HostVerifiedGemmEngine : public GemmEngine {
   Device& device_;
   GemmInjectFn inject_;
   int active_threads_ = 1;
-  GemmHostInputs inputs_;            // reused between runs (no page faults at a repeated size)
+  // The inputs, kept from run to run while the spec asks for the same ones (gemm_same_inputs), and
+  // their checks' reference while the accumulation model stays too.
+  GemmHostInputs inputs_;
+  bool loaded_ = false;  // inputs_ holds complete inputs, loaded
+  std::optional<GemmReference> reference_;
   std::unique_ptr<DeviceBuffer> c_;  // likewise the output
 };
 

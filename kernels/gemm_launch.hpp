@@ -42,6 +42,21 @@ size_t gemm_exact_check_scratch(const GemmCheckShape& s);
 cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBound& b, const void* c, void* scratch,
                                     uint8_t* flags, GemmCheckSummary* summary, cudaStream_t stream);
 
+// Random families at speed: the row check's reference, computed once per input set, and one pass
+// over each C against it.
+// Y_t = B w_t (y, tiles x k, FP64), |B||w_t| (ya, FP32) and each tile's sum and least w (tw)
+// through `scratch` (gemm_float_check_scratch(s) bytes).
+cudaError_t launch_gemm_float_y(const GemmCheckShape& s, void* scratch, double* y, float* ya, double2* tw,
+                                cudaStream_t stream);
+// One operand (rows x g.k) in FP64 (v) and its magnitudes in FP32 (v_abs), for the reference GEMMs
+// r = A Y (FP64) and q = |A| |B||w| (FP32) on units other than the tensor cores under test.
+cudaError_t launch_gemm_wide_operand(const GemmGenerator& g, uint64_t rows, double* v, float* v_abs,
+                                     cudaStream_t stream);
+// The row checks of C (s: the row pass) against r and q (lines x tiles, line-major) with tw's tile
+// weights, in one pass over C: flags and summary (zeroed here) as launch_gemm_float_check's.
+cudaError_t launch_gemm_float_compare(const GemmCheckShape& s, const GemmFloatBound& b, const void* c, const double* r,
+                                      const float* q, const double2* tw, uint8_t* flags, GemmCheckSummary* summary,
+                                      cudaStream_t stream);
 // Exact families: int64 Freivalds modulo 2^64 with two odd vectors, zero tolerance. Outputs that
 // unscale to no integer within `bound` count as invalid; with `invalid` set, the first
 // `invalid_cap` of their indices are written there.

@@ -9,6 +9,11 @@
 // (regenerated in registers). The sums use explicit FMAs (this library compiles with --fmad=false):
 // one rounding per step, which the bound's error model (any order, at most one rounding per
 // operation) covers.
+//
+// Random inputs at speed: the row check's reference (r = A Y, q = |A| |B||w|) is computed once per
+// input set by cuBLASLt GEMMs on the FP64 and FP32 units (host/cuda/cuda_gemm.cpp), from Y and the
+// widened A these kernels produce; each GEMM's C is then checked by float_compare, one pass over C.
+// The full check above remains the column pass that locates a failed row check.
 #include <cuda_runtime.h>
 
 #include "kernels/device_util.cuh"
@@ -364,6 +369,83 @@ __global__ void reference_lines(GemmAccumulation acc, double rel, uint32_t k, do
   }
 }
 
+// ---- Random families at speed: one pass over C against the kept reference ---------------------
+
+// v[i] = element i of the operand in FP64 and v_abs[i] = its magnitude rounded to FP32: the
+// reference GEMMs' operands (R = A Y in FP64, the bound's sum |A| |B||w| in FP32).
+__global__ void wide_operand(GemmGenerator g, uint64_t elements, double* v, float* v_abs) {
+  const uint64_t stride = grid_stride();
+  for (uint64_t i = grid_thread(); i < elements; i += stride) {
+    const double x = gemm_generated_double(g, i);
+    v[i] = x;
+    v_abs[i] = fabsf(static_cast<float>(x));
+  }
+}
+
+// Block maxima of N nonnegative values; thread 0 holds them. Every thread of the block must call it.
+template <int N>
+__device__ void block_max(double (&v)[N]) {
+  __shared__ double part[kThreads / 32][N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    for (int offset = 16; offset > 0; offset /= 2) v[i] = fmax(v[i], __shfl_down_sync(0xffffffffu, v[i], offset));
+  }
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) part[threadIdx.x / 32][i] = v[i];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (unsigned w = 1; w < blockDim.x / 32; ++w) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) v[i] = fmax(v[i], part[w][i]);
+    }
+  }
+  __syncthreads();
+}
+
+// One thread per row check (line, tile): C_line . w over the tile against r = A_line . Y_t, with tau
+// from q = |A_line| . |B||w|_t (FP32, scaled by the bound's sum factor). Consecutive threads take
+// consecutive tiles of a row, so a warp reads a contiguous stretch of C.
+template <typename Out>
+__global__ void __launch_bounds__(kThreads)
+    float_compare(GemmCheckShape s, GemmFloatBound b, const Out* __restrict__ c, const double* __restrict__ r,
+                  const float* __restrict__ q, const double2* __restrict__ tw, uint8_t* flags,
+                  GemmCheckSummary* summary) {
+  const uint64_t checks = static_cast<uint64_t>(s.lines) * s.tiles;
+  const uint64_t stride = grid_stride();
+  double squares[1] = {0}, most[2] = {0, 0};  // sum of C^2; largest |r| / tau and detectable error
+  unsigned long long failed[1] = {0};
+  for (uint64_t x = grid_thread(); x < checks; x += stride) {
+    const uint32_t line = static_cast<uint32_t>(x / s.tiles), t = static_cast<uint32_t>(x % s.tiles);
+    const uint32_t hi = min((t + 1) * s.tile, s.width);
+    const Out* row = c + static_cast<uint64_t>(line) * s.line_stride;
+    double cw = 0;
+    for (uint32_t j = t * s.tile; j < hi; ++j) {
+      const double v = static_cast<double>(row[j]);
+      cw = fma(v, gemm_float_check_weight(s.key, j), cw);
+      squares[0] = fma(v, v, squares[0]);
+    }
+    const double2 weights = tw[t];
+    const double tau = gemm_tile_tau(b.acc, b.rel, b.slack, s.k, static_cast<double>(q[x]) * b.sum_factor, weights.x);
+    const double res = fabs(cw - r[x]);
+    const bool fails = gemm_check_fails(res, tau);
+    flags[x] = fails ? 1 : 0;
+    failed[0] += fails ? 1 : 0;
+    if (res == res && tau > 0) most[0] = fmax(most[0], res / tau);
+    if (res == res) most[1] = fmax(most[1], gemm_detectable_error(tau, res, weights.y));
+  }
+  block_sum(squares);
+  block_sum(failed);
+  block_max(most);
+  if (threadIdx.x == 0) {
+    if (failed[0] > 0) atomicAdd(&summary->flagged, failed[0]);
+    atomicMax(&summary->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(most[0])));
+    atomicMax(&summary->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(most[1])));
+    atomicAdd(&summary->c_square_sum, squares[0]);
+  }
+}
+
 unsigned line_blocks(uint32_t lines) { return lines < kMaxLineBlocks ? (lines == 0 ? 1 : lines) : kMaxLineBlocks; }
 unsigned float_line_blocks(uint32_t lines) { return line_blocks((lines + kLines - 1) / kLines); }
 
@@ -381,6 +463,20 @@ size_t gemm_exact_check_scratch(const GemmCheckShape& s) {
   return static_cast<size_t>(s.tiles) * kVectors * s.k * sizeof(unsigned long long);
 }
 
+namespace {
+
+// Y_t and |B||w|_t of every tile into y and ya, and the tiles' weights into tw, through `partial`
+// and `wpart` (gemm_float_check_scratch's layout).
+void launch_float_y(const GemmCheckShape& s, double2* partial, double2* wpart, double* y, float* ya, double2* tw,
+                    cudaStream_t stream) {
+  const uint32_t cpt = chunks_per_tile(s);
+  const unsigned pblocks = (s.k + kThreads - 1) / kThreads;
+  float_y_partial<<<dim3(pblocks, s.tiles * cpt), kThreads, 0, stream>>>(s, cpt, partial, wpart);
+  float_y_reduce<<<dim3(pblocks, s.tiles), kThreads, 0, stream>>>(s, cpt, partial, wpart, y, ya, tw);
+}
+
+}  // namespace
+
 cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBound& b, const void* c, void* scratch,
                                     uint8_t* flags, GemmCheckSummary* summary, cudaStream_t stream) {
   if (s.tiles == 0 || s.tile == 0) return cudaErrorInvalidValue;
@@ -393,9 +489,7 @@ cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBoun
   auto* ya = reinterpret_cast<float*>(y + static_cast<size_t>(s.tiles) * s.k);
   cudaError_t e = cudaMemsetAsync(summary, 0, sizeof(GemmCheckSummary), stream);
   if (e != cudaSuccess) return e;
-  const unsigned pblocks = (s.k + kThreads - 1) / kThreads;
-  float_y_partial<<<dim3(pblocks, s.tiles * cpt), kThreads, 0, stream>>>(s, cpt, partial, wpart);
-  float_y_reduce<<<dim3(pblocks, s.tiles), kThreads, 0, stream>>>(s, cpt, partial, wpart, y, ya, tw);
+  launch_float_y(s, partial, wpart, y, ya, tw, stream);
   const dim3 blocks(float_line_blocks(s.lines), (s.tiles + kGroupTiles - 1) / kGroupTiles);
   const uint64_t elements = static_cast<uint64_t>(s.lines) * s.width;
   const LaunchShape shape{4096, kThreads};
@@ -412,6 +506,44 @@ cudaError_t launch_gemm_float_check(const GemmCheckShape& s, const GemmFloatBoun
     default:
       float_lines<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const float*>(c), y, ya, tw, flags, summary);
       square_sum<<<sum_blocks, kThreads, 0, stream>>>(static_cast<const float*>(c), elements, summary);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_float_y(const GemmCheckShape& s, void* scratch, double* y, float* ya, double2* tw,
+                                cudaStream_t stream) {
+  if (s.tiles == 0 || s.tile == 0) return cudaErrorInvalidValue;
+  auto* partial = static_cast<double2*>(scratch);
+  launch_float_y(s, partial, partial + static_cast<size_t>(s.tiles) * chunks_per_tile(s) * s.k, y, ya, tw, stream);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_wide_operand(const GemmGenerator& g, uint64_t rows, double* v, float* v_abs,
+                                     cudaStream_t stream) {
+  const LaunchShape shape{65535, kThreads};
+  const uint64_t elements = rows * g.k;
+  wide_operand<<<blocks_for(elements, shape), shape.threads, 0, stream>>>(g, elements, v, v_abs);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_float_compare(const GemmCheckShape& s, const GemmFloatBound& b, const void* c, const double* r,
+                                      const float* q, const double2* tw, uint8_t* flags, GemmCheckSummary* summary,
+                                      cudaStream_t stream) {
+  if (s.tiles == 0 || s.tile == 0 || s.col_stride != 1) return cudaErrorInvalidValue;
+  const cudaError_t e = cudaMemsetAsync(summary, 0, sizeof(GemmCheckSummary), stream);
+  if (e != cudaSuccess) return e;
+  const LaunchShape shape{65535, kThreads};
+  const unsigned blocks = blocks_for(static_cast<uint64_t>(s.lines) * s.tiles, shape);
+  switch (s.out_type) {
+    case GemmType::kFp64:
+      float_compare<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const double*>(c), r, q, tw, flags, summary);
+      break;
+    case GemmType::kInt8:
+      float_compare<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const int32_t*>(c), r, q, tw, flags, summary);
+      break;
+    default:
+      float_compare<<<blocks, kThreads, 0, stream>>>(s, b, static_cast<const float*>(c), r, q, tw, flags, summary);
       break;
   }
   return cudaGetLastError();

@@ -26,5 +26,6 @@ std::unique_ptr<Probe> make_gemm_dense_probe();
 std::vector<std::unique_ptr<Probe>> make_gemm_scaled_probes();
 std::vector<std::unique_ptr<Probe>> make_gemm_repeat_probes();
 std::unique_ptr<Probe> make_gemm_simt_probe();
+std::vector<std::unique_ptr<Probe>> make_gemm_burn_probes();
 
 }  // namespace sdc

@@ -30,6 +30,9 @@ struct ProbeContext {
   std::optional<uint32_t> iterations;     // operator override of passes / chain length
   std::optional<uint32_t> gemm_n;         // GEMM size, over the level's and compute_bytes' (coverage --gemm-n)
   bool gemm_cuda_model = false;           // verify random GEMMs with the CUDA engine's bounds (coverage)
+  std::optional<double> burn_s;           // gemm.burn.*: seconds (the operator's --burn); else the level's
+  // gemm.burn.*: the conditions' sampler in place of the device's own (tests).
+  std::optional<ConditionsSource> burn_conditions;
 };
 
 class Probe {

@@ -20,6 +20,7 @@ void register_builtin_probes(ProbeRegistry& registry) {
   for (auto& p : make_gemm_scaled_probes()) registry.add(std::move(p));
   for (auto& p : make_gemm_repeat_probes()) registry.add(std::move(p));
   registry.add(make_gemm_simt_probe());
+  for (auto& p : make_gemm_burn_probes()) registry.add(std::move(p));
 }
 
 }  // namespace sdc

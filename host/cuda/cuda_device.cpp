@@ -21,6 +21,8 @@
 #include "host/cuda/cuda_streams.hpp"
 #include "host/device.hpp"
 #include "host/error.hpp"
+#include "host/nvml_conditions.hpp"
+#include "host/nvml_processes.hpp"
 #include "kernels/common/chains.hpp"
 #include "kernels/common/sfu.hpp"
 #include "kernels/launch.hpp"
@@ -207,6 +209,12 @@ class CudaDevice final : public Device {
     return gemm_.get();
   }
 
+  // NVML by the GPU's UUID; loaded once per device, kept for the next burn.
+  ConditionsSource burn_conditions() override {
+    if (!conditions_) conditions_ = nvml_conditions(nvml_library_name(), identity().uuid);
+    return *conditions_;
+  }
+
   std::optional<int> stream_device(void* caller_stream) override {
     int device = -1;
     SDC_CUDA_TRY(cudaStreamGetDevice(static_cast<cudaStream_t>(caller_stream), &device));
@@ -370,8 +378,9 @@ class CudaDevice final : public Device {
   std::unique_ptr<CudaBuffer> chain_out_;
   DeviceMemory chain_producers_;
   DeviceMemory chain_goldens_;
-  DeviceMemory injector_xors_;        // apply_corruption's XorEntry list
-  std::unique_ptr<GemmEngine> gemm_;  // after stream_: destroyed before the stream it uses
+  DeviceMemory injector_xors_;                  // apply_corruption's XorEntry list
+  std::unique_ptr<GemmEngine> gemm_;            // after stream_: destroyed before the stream it uses
+  std::optional<ConditionsSource> conditions_;  // gemm.burn.*: NVML, loaded on the first burn
 };
 
 DeviceIdentity identify(int ordinal, int index, const std::string& driver, const std::string& runtime) {

@@ -7,6 +7,10 @@
 // kernels/gemm_verify.cu on the FP64 and integer cores (random fp8: per element against two INT32
 // reference GEMMs on the int8 tensor cores), and digested there. Only per-(line, tile)
 // flags and the candidates' values come back, to be confirmed on the host in O(k) each.
+// The check at speed: the inputs and the reference of random inputs' row check (r = A (B w) by an
+// FP64 GEMM of A against the thin Y = B w, the bound's sum |A| (|B||w|) by an FP32 GEMM; fp8: the
+// INT32 reference GEMMs) are kept while the next run asks for the same inputs, so each later GEMM
+// costs one fused pass over its C. Locating a failed check (the column pass) recomputes as before.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -62,6 +66,17 @@ class CudaGemmEngine : public GemmEngine {
   // adds its kernels' time (events on the stream) to `check_s`.
   GemmCheckSummary check(const GemmSpec& spec, const GemmAccumulation& acc, const void* c, bool columns,
                          std::vector<uint8_t>& flags, double& check_s);
+  // Random inputs: the reference of the inputs in a_ and bt_ under `acc`, computed unless kept
+  // from the previous run; returns the seconds it took (0 when kept).
+  double reference(const GemmSpec& spec, const GemmAccumulation& acc);
+  // The row pass at speed: C against the kept reference, one pass; as check().
+  GemmCheckSummary compare(const GemmSpec& spec, const GemmAccumulation& acc, const void* c,
+                           std::vector<uint8_t>& flags, double& check_s);
+  // D (rows x cols, column-major, ld rows) = X^T Y with X (depth x rows) and Y (depth x cols), both
+  // column-major with ld depth, by cuBLASLt in `compute` (the FP64 or FP32 units, never reduced
+  // precision).
+  void thin_gemm(cudaDataType_t type, cublasComputeType_t compute, uint64_t rows, uint64_t cols, uint64_t depth,
+                 const void* x, const void* y, void* d);
   // Seconds between two events recorded on the stream, both complete.
   static double elapsed_s(const Event& from, const Event& to);
   // The bits of output elements `index` (C stays on the device).
@@ -89,6 +104,13 @@ class CudaGemmEngine : public GemmEngine {
   DeviceMemory first_;    // repeat 0's output, for naming the elements a later repeat changed
   DeviceMemory scratch_;  // Y of the checks
   DeviceMemory ref_a_, ref_a_abs_, ref_bt_, ref_bt_abs_, ref_c_, ref_abs_, ref_index_;  // fp8's reference
+  // What a_ and bt_ hold (valid: generated completely), and the spec and accumulation the kept
+  // reference belongs to.
+  GemmSpec inputs_spec_, reference_spec_;
+  GemmAccumulation reference_acc_;
+  bool inputs_valid_ = false, reference_valid_ = false;
+  DeviceMemory row_r_, row_q_, row_tw_;  // the row check's reference: r, q (lines x tiles), tile weights
+  DeviceMemory ref_y_, ref_ya_, ref_wide_, ref_wide_abs_;  // what it is computed from: Y, |B||w|, A and |A|
   DeviceMemory flags_, flag_list_, summary_, invalid_, index_, bits_, digest_, log_;
   std::map<Key, Pinned> pinned_;
 };

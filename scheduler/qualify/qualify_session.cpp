@@ -204,6 +204,7 @@ WorkerCommand make_worker_command(const WorkerSetup& setup, const RunOptions& op
     base.insert(base.end(), {"--inject", setup.inject, "--rank", std::to_string(options.rank)});
   if (options.size_bytes) base.insert(base.end(), {"--size", std::to_string(*options.size_bytes)});
   if (options.iterations) base.insert(base.end(), {"--iterations", std::to_string(*options.iterations)});
+  if (options.burn_s) base.insert(base.end(), {"--burn", std::to_string(*options.burn_s)});
   if (setup.retry_failures) base.push_back("--retry-failures");
   const std::string executable = setup.executable;
   return [base, executable](const DeviceIdentity& device, const std::vector<std::string>& probe_ids) {
@@ -246,6 +247,7 @@ QualifySession::QualifySession(QualifyOptions options) : options_(std::move(opti
   run_options_.level = options_.level;
   run_options_.size_bytes = options_.size_bytes;
   run_options_.iterations = options_.iterations;
+  run_options_.burn_s = options_.burn_s;
   injector_ = std::make_unique<Injector>(specs_, run_options_.seed, run_options_.rank);
   if (!specs_.empty()) run_options_.injector = injector_.get();
 

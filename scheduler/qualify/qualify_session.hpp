@@ -29,7 +29,8 @@ struct QualifyOptions {
   std::optional<uint64_t> seed;        // none: a random one
   std::optional<uint64_t> size_bytes;  // mem.* buffer bytes
   std::optional<uint32_t> iterations;
-  std::string inject;  // injection clauses (docs/injection.md)
+  std::optional<double> burn_s;  // gemm.burn.*: seconds; none: the level's
+  std::string inject;            // injection clauses (docs/injection.md)
   // Each device in a watched worker process, run from `worker_executable` (an sdcprobe binary).
   bool isolate = false;
   std::string worker_executable;

@@ -220,6 +220,9 @@ std::string results_table(const RunReport& report) {
                   static_cast<unsigned long long>(r.report.mismatches), r.duration_s, rate_text(r).c_str());
     out << row;
     if (!r.reason.empty()) out << "         reason: " << r.reason << "\n";
+    // A burn that never reached the power limit or the maximum clock says so (gemm.burn.*).
+    const auto note = r.params.find("load_note");
+    if (note != r.params.end() && note->is_string()) out << "         note: " << note->get<std::string>() << "\n";
     for (const auto& m : r.report.records) {
       std::snprintf(row, sizeof(row), "         index %llu expected 0x%016llx observed 0x%016llx syndrome 0x%016llx",
                     static_cast<unsigned long long>(m.index), static_cast<unsigned long long>(m.expected),

@@ -54,7 +54,9 @@ ProbeResult run_probe(const Probe& probe, Device& device, const RunOptions& opti
                    options.compute_bytes,
                    options.iterations,
                    options.gemm_n,
-                   options.gemm_cuda_model};
+                   options.gemm_cuda_model,
+                   options.burn_s,
+                   options.burn_conditions};
   device.set_injection(options.injector, probe.id());
   const auto start = std::chrono::steady_clock::now();
   const uint64_t copied_before = device.host_device_bytes();

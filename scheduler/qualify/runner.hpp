@@ -25,6 +25,8 @@ struct RunOptions {
   std::optional<uint32_t> iterations;
   std::optional<uint32_t> gemm_n;  // GEMM probes: as ProbeContext (coverage only)
   bool gemm_cuda_model = false;
+  std::optional<double> burn_s;                     // gemm.burn.*: as ProbeContext (--burn)
+  std::optional<ConditionsSource> burn_conditions;  // gemm.burn.*: as ProbeContext (tests)
   Injector* injector = nullptr;
   int rank = 0;  // this process's rank under MPI (0 otherwise)
   // Called before each probe starts: (done, total, device, probe id).

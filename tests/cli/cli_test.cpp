@@ -120,6 +120,8 @@ TEST_F(CliTest, BadInputIsAClearErrorWithExitTwo) {
       {"qualify --cpu-devices 0", "--cpu-devices"},
       {"frobnicate", "frobnicate"},
       {"run mem.march_c --backend cpu --size lots", "--size"},
+      {"run gemm.burn.fp32 --backend cpu --burn 0", "--burn"},
+      {"run gemm.burn.fp32 --backend cpu --burn soon", "--burn"},
       {"run mem.march_c --backend cpu --json /nonexistent-dir/r.json --size 1M", "/nonexistent-dir/r.json"},
   };
   for (const auto& [args, message] : cases) {
@@ -127,6 +129,21 @@ TEST_F(CliTest, BadInputIsAClearErrorWithExitTwo) {
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
   }
+}
+
+TEST_F(CliTest, BurnRunsForTheSecondsGivenAndSaysTheCpuHasNoConditions) {
+  const fs::path report = dir_ / "burn.json";
+  const Outcome r = sdcprobe("run gemm.burn.fp32 --backend cpu --burn 1.5 --json " + report.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  const auto j = read_json(report);
+  ASSERT_EQ(j["results"].size(), 1u);
+  const auto& p = j["results"][0]["params"];
+  EXPECT_EQ(p["burn_s"].get<double>(), 1.5);
+  EXPECT_GE(p["elapsed_s"].get<double>(), 1.5);
+  EXPECT_GT(p["gemms"].get<uint64_t>(), 0u);
+  EXPECT_GT(p["checked_tflops"].get<double>(), 0.0);
+  EXPECT_EQ(p["conditions"].get<std::string>().rfind("unavailable: ", 0), 0u);
+  EXPECT_FALSE(p.contains("samples"));
 }
 
 TEST_F(CliTest, CudaBackendWithoutADeviceCannotTest) {

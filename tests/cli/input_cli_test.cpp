@@ -101,6 +101,8 @@ TEST_F(InputCliTest, SizesFollowTheNumberGrammarWithBinarySuffixes) {
 TEST_F(InputCliTest, NanAndNegativeNumbersAreRefused) {
   expect_input_error({"--backend", "cpu", "qualify", "--probe-timeout", "nan"}, "--probe-timeout");
   expect_input_error({"--backend", "cpu", "qualify", "--probe-timeout", "inf"}, "--probe-timeout");
+  expect_input_error({"--backend", "cpu", "qualify", "--burn", "nan"}, "--burn");
+  expect_input_error({"--backend", "cpu", "qualify", "--burn", "-60"}, "--burn");
   write("log.jsonl", "{\"t\":0,\"event\":\"alloc_granted\"}\n{\"t\":5,\"event\":\"job_end\"}\n");
   expect_input_error({"goodput", path("log.jsonl"), "--gap-threshold", "nan"}, "--gap-threshold");
   expect_input_error({"coverage", "--trials", "-1"}, "--trials");

@@ -30,6 +30,7 @@ struct Fault {
   uint64_t mask;  // XORed into the element's bits; 0 writes `value` instead
   uint64_t value;
   int repeat = -1;  // only in this repeat (-1: every repeat)
+  double add = 0;   // nonzero: the element's value plus this (fp32 or fp64 outputs), in place of mask / value
 };
 
 // An injector for an engine under test: changes C's elements through a one-element round trip
@@ -43,7 +44,19 @@ GemmInjectFn faults_at(std::vector<Fault> faults) {
       uint64_t word = 0;
       char* at = static_cast<char*>(c.data()) + f.index * bytes;
       ASSERT_EQ(cudaMemcpy(&word, at, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-      word = f.mask != 0 ? word ^ f.mask : f.value;
+      if (f.add != 0 && bytes == 8) {
+        double v;
+        std::memcpy(&v, &word, 8);
+        v += f.add;
+        std::memcpy(&word, &v, 8);
+      } else if (f.add != 0) {
+        float v;
+        std::memcpy(&v, &word, 4);
+        v = static_cast<float>(v + f.add);
+        std::memcpy(&word, &v, 4);
+      } else {
+        word = f.mask != 0 ? word ^ f.mask : f.value;
+      }
       ASSERT_EQ(cudaMemcpy(at, &word, bytes, cudaMemcpyHostToDevice), cudaSuccess);
     }
     ++*repeat;
@@ -339,6 +352,79 @@ TEST(CudaGemmEngine, SimtEdgeShapesMatchTheCpu) {
     EXPECT_EQ(run.report.mismatches, 0u) << what;
     ASSERT_EQ(run.digests.size(), 1u) << what;
     EXPECT_EQ(cpu->run(s).digests.at(0), run.digests[0]) << what;
+  }
+}
+
+// The check at speed: the reference is computed once per input set and kept; each later GEMM on
+// the inputs is checked by one pass over C against it, and a wrong element of 2 rms(C) planted in
+// the first, a middle or the last of five GEMMs is caught in that GEMM and located.
+TEST(CudaGemmEngine, EveryGemmOnKeptInputsIsCheckedAgainstTheKeptReference) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t n = 1024;
+  const uint64_t at = uint64_t{417} * n + 613;
+  for (GemmType t :
+       {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16, GemmType::kE4m3}) {
+    const std::string what = gemm_type_name(t);
+    const GemmSpec s = square(t, GemmInputs::kRandom, n);
+    CudaGemmEngine probe(*devices[0], devices[0]->identity().index, nullptr, faults_at({}));
+    if (!probe.supports(t, GemmPath::kLibrary)) continue;
+    const GemmRun clean = probe.run(s);
+    ASSERT_EQ(clean.report.mismatches, 0u) << what;
+    const double rms = clean.c_rms;
+    ASSERT_GT(rms, 0) << what;
+    CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr,
+                          faults_at({{at, 0, 0, 0, 2 * rms}, {at, 0, 0, 2, 2 * rms}, {at, 0, 0, 4, 2 * rms}}));
+    for (int g = 0; g < 5; ++g) {
+      const GemmRun run = engine.run(s);
+      EXPECT_EQ(run.inputs_reused, g > 0) << what << " GEMM " << g;
+      EXPECT_EQ(run.reference_s > 0, g == 0) << what << " GEMM " << g;
+      if (g % 2 == 0) {
+        EXPECT_EQ(run.report.mismatches, 1u) << what << " GEMM " << g;
+        ASSERT_EQ(run.report.records.size(), 1u) << what << " GEMM " << g;
+        EXPECT_EQ(run.report.records[0].index, at) << what << " GEMM " << g;
+      } else {
+        EXPECT_EQ(run.report.mismatches, 0u) << what << " GEMM " << g;
+        EXPECT_LT(run.max_ratio, 1.0) << what << " GEMM " << g;
+      }
+    }
+    std::printf("%-5s n=%u max |r|/tau %.3g, detectable %.2f rms(C)\n", what.c_str(), n, clean.max_ratio,
+                clean.detectable / rms);
+  }
+}
+
+// gemm.burn.bf16 on the GPU: a transient flip in the first, a middle and the last GEMM is caught
+// and located, naming the GEMM; NVML's conditions are sampled (or said to be unavailable).
+TEST(CudaGemmProbes, BurnCatchesAFlipInTheFirstMiddleAndLastGemm) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  const Probe& burn = *builtin_registry().find("gemm.burn.bf16");
+  if (!burn.included_at(Level::kStandard, devices[0]->identity())) GTEST_SKIP() << "no bf16 on this GPU";
+  const uint32_t n = 1024;
+  const uint64_t at = uint64_t{33} * n + 1000;
+  for (uint32_t after : {0u, 2u, 4u}) {
+    Injector inj(parse_injection_specs("model=bitflip,bit=30,mode=transient,after=" + std::to_string(after) +
+                                       ",index=" + std::to_string(at)),
+                 1);
+    RunOptions o;
+    o.seed = 6;
+    o.compute_bytes = uint64_t{n} * n * 12;
+    o.iterations = 5;
+    o.burn_s = 600;
+    o.injector = &inj;
+    const ProbeResult r = run_probe(burn, *devices[0], o);
+    ASSERT_EQ(r.outcome, Outcome::kFail) << r.reason;
+    EXPECT_EQ(r.report.mismatches, 1u);
+    ASSERT_EQ(r.report.records.size(), 1u);
+    EXPECT_EQ(r.report.records[0].index, at);
+    ASSERT_EQ(r.params["wrong_results"].size(), 1u);
+    EXPECT_EQ(r.params["wrong_results"][0]["gemm"].get<uint32_t>(), after);
+    const std::string conditions = r.params["conditions"].get<std::string>();
+    if (conditions == "sampled") {
+      EXPECT_GT(r.params["wrong_results"][0]["conditions"]["temperature_c"].get<double>(), 0.0);
+    } else {
+      EXPECT_EQ(conditions.rfind("unavailable: ", 0), 0u);
+    }
   }
 }
 

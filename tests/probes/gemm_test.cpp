@@ -18,10 +18,10 @@
 namespace sdc {
 namespace {
 
-std::vector<std::string> gemm_ids() {
+std::vector<std::string> gemm_ids(bool with_burn = true) {
   std::vector<std::string> ids;
   for (const auto& p : builtin_registry().probes()) {
-    if (p->id().rfind("gemm.", 0) == 0) ids.push_back(p->id());
+    if (p->id().rfind("gemm.", 0) == 0 && (with_burn || p->id().rfind("gemm.burn.", 0) != 0)) ids.push_back(p->id());
   }
   return ids;
 }
@@ -116,7 +116,7 @@ TEST(GemmProbes, CleanOver1000SeedsWithZeroFalsePositives) {
       }
       if (r.params.contains("max_ratio")) worst = std::max(worst, r.params["max_ratio"].get<double>());
     }
-    if (id.rfind("gemm.random.", 0) == 0) {
+    if (id.rfind("gemm.random.", 0) == 0 || id.rfind("gemm.burn.", 0) == 0) {
       EXPECT_LT(worst, 1.0) << id;
       std::printf("%-20s largest |r|/tau over 1000 seeds: %.3g\n", id.c_str(), worst);
     }
@@ -182,7 +182,9 @@ TEST_P(EveryGemmProbe, LaneFaultCorruptsEveryElementOfOneLane) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, EveryGemmProbe, ::testing::ValuesIn(gemm_ids()), [](const auto& info) {
+// gemm.burn.* has its own flip and location tests (gemm_burn_test.cpp): its seed puts elements of
+// this lane below the bound, where a flip of bit 30 (|C| >= 2 loses its value) passes by design.
+INSTANTIATE_TEST_SUITE_P(Cpu, EveryGemmProbe, ::testing::ValuesIn(gemm_ids(false)), [](const auto& info) {
   std::string name = info.param;
   for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name;

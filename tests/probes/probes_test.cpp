@@ -623,7 +623,8 @@ TEST(SizeOption, SizesMemoryProbesOnly) {
 TEST(MemoryTest, WriteAndCheckChecksEveryPatternAndCountsItsBytes) {
   auto devices = make_cpu_devices(1);
   Device& device = *devices[0];
-  ProbeContext ctx{device, 0, Level::kQuick, uint64_t{1} << 16, std::nullopt, std::nullopt, std::nullopt, false};
+  ProbeContext ctx{device,       0,     Level::kQuick, uint64_t{1} << 16, std::nullopt, std::nullopt,
+                   std::nullopt, false, std::nullopt,  std::nullopt};
   ProbeResult result;
   MemoryTest mem(ctx, result, 8);
   const std::vector<Pattern> sequence = {{PatternKind::kWalkingOnes, 5, 0, false},

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/backend.hpp"
 #include "host/error.hpp"
 #include "scheduler/qualify/isolation.hpp"
 #include "scheduler/qualify/qualify_session.hpp"
@@ -323,6 +324,23 @@ TEST(Isolation, AHealthyDeviceTenTimesSlowerIsNeverHungAndAHangStillIs) {
   EXPECT_EQ(run.end, WorkerEnd::kHung);
   EXPECT_EQ(run.results.back().outcome, Outcome::kDeviceError);
   EXPECT_EQ(run.results.back().reason.rfind("hung: no progress", 0), 0u) << run.results.back().reason;
+}
+
+// qualify --burn reaches the isolated worker: its gemm.burn.* runs for the seconds given.
+TEST(Isolation, TheBurnTimeReachesTheWorker) {
+  WorkerSetup setup;
+  setup.executable = std::string(SDC_BINARY_DIR) + "/cli/sdcprobe";
+  setup.backend.backend = "cpu";
+  RunOptions options;
+  options.seed = 1;
+  options.burn_s = 1.25;
+  const DeviceIdentity d = make_cpu_devices(1)[0]->identity();
+  const WorkerRun run =
+      run_worker(make_worker_command(setup, options)(d, {"gemm.burn.fp32"}), d, {"gemm.burn.fp32"}, limits(60));
+  ASSERT_EQ(run.results.size(), 1u);
+  EXPECT_EQ(run.results[0].outcome, Outcome::kPass) << run.results[0].reason;
+  EXPECT_EQ(run.results[0].params["burn_s"].get<double>(), 1.25);
+  EXPECT_GE(run.results[0].params["elapsed_s"].get<double>(), 1.25);
 }
 
 TEST(RankPlacement, EightRanksOnOneNodeTestEightDistinctDevices) {
