@@ -284,12 +284,26 @@ HealthCondition recovery_action(const Read& r) {
   const unsigned long long action = r.recovery.values[0];
   c.readings = {{"action", action}};
   switch (action) {
-    case 0: c.detail = "none"; break;
-    case 1: fault(c, "reset: the driver asks for a GPU reset (nvidia-smi -r) before the GPU runs work again"); break;
-    case 2: fault(c, "reboot: the driver asks for a node reboot; a GPU reset is not enough"); break;
-    case 3: fault(c, "drain_p2p: stop peer-to-peer (NVLink) traffic on the GPU, then read its health again"); break;
-    case 4: fault(c, "drain_and_reset: the GPU runs at reduced capacity: drain its work, then reset it"); break;
-    case 5: fault(c, "reset_bus: the driver asks for a GPU reset through the PCIe bus"); break;
+    case kNvmlRecoveryNone: c.detail = "none"; break;
+    case kNvmlRecoveryGpuReset:
+      fault(c, "reset: the driver asks for a GPU reset (nvidia-smi -r) before the GPU runs work again");
+      break;
+    case kNvmlRecoveryNodeReboot:
+      fault(c, "reboot: the driver asks for a node reboot; a GPU reset is not enough");
+      break;
+    case kNvmlRecoveryDrainP2p:
+      fault(c, "drain_p2p: stop peer-to-peer (NVLink) traffic on the GPU, then read its health again");
+      break;
+    case kNvmlRecoveryDrainAndReset:
+      fault(c, "drain_and_reset: the GPU runs at reduced capacity: drain its work, then reset it");
+      break;
+    case kNvmlRecoveryRecoverImexDomain:
+      fault(c,
+            "recover_imex_domain: the driver asks for the GPU's IMEX domain (memory shared over multi-node "
+            "NVLink) to be recovered");
+      break;
+    case kNvmlRecoveryBusReset: fault(c, "bus_reset: the driver asks for a reset of the GPU's PCIe bus"); break;
+    case kNvmlRecoverySystemReboot: fault(c, "system_reboot: the driver asks for a system reboot"); break;
     default: fault(c, "action " + std::to_string(action) + " (unknown to this sdcprobe; see nvidia-smi -q)");
   }
   return c;
