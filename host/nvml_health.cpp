@@ -8,27 +8,13 @@
 #include <memory>
 
 #include "host/error.hpp"
+#include "host/nvml_abi.hpp"
 #include "host/pci_inventory.hpp"
 
 namespace sdc {
 namespace {
 
-// NVML's C ABI, declared here so that the build needs no NVML header (as host/nvml_processes.cpp).
-using NvmlReturn = int;
-using NvmlDevice = void*;
-using NvmlEventSet = void*;
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr NvmlReturn kNvmlNotSupported = 3;
-constexpr NvmlReturn kNvmlInsufficientSize = 7;
-constexpr NvmlReturn kNvmlTimeout = 10;
-constexpr NvmlReturn kNvmlGpuIsLost = 15;
-constexpr NvmlReturn kNonsense = -1;                   // ours: NVML said success, but the values cannot be
-constexpr unsigned kFieldRecoveryAction = 230;         // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
-constexpr unsigned long long kEventXidCritical = 0x8;  // nvmlEventTypeXidCriticalError
-constexpr int kValueUnsignedInt = 1, kValueUnsignedLong = 2, kValueUnsignedLongLong = 3;  // nvmlValueType_t
-constexpr unsigned kMemoryErrorUncorrected = 1, kVolatileEcc = 0;  // nvmlMemoryErrorType_t, nvmlEccCounterType_t
-constexpr unsigned kPstateUnknown = 32;                            // NVML_PSTATE_UNKNOWN
-constexpr unsigned kUuidBytes = 96, kNameBytes = 96;
+constexpr NvmlReturn kNonsense = -1;  // ours: NVML said success, but the values cannot be
 // The fault limits of DCGM's software test: retired pages, uncorrectable-error row remaps.
 constexpr unsigned long long kRetiredPagesLimit = 63;
 constexpr unsigned long long kUncorrectableRemapsLimit = 512;
@@ -36,36 +22,6 @@ constexpr unsigned kEventDrainMs = 100;  // an XID of the window's last moment s
 // XID 45, "preemptive cleanup": the driver's note that a process ended with work in flight, which a
 // level's watchdog and budget do to a hung or overrunning worker. It says nothing of the GPU.
 constexpr unsigned long long kXidProcessEnded = 45;
-
-struct FieldValue {  // nvmlFieldValue_t
-  unsigned field_id;
-  unsigned scope_id;
-  long long timestamp;
-  long long latency_us;
-  int value_type;
-  NvmlReturn rc;
-  union {
-    double d;
-    unsigned ui;
-    unsigned long ul;
-    unsigned long long ull;
-  } value;
-};
-static_assert(sizeof(FieldValue) == 40, "nvmlFieldValue_t");
-
-struct EventData {  // nvmlEventData_t
-  NvmlDevice device;
-  unsigned long long type;
-  unsigned long long data;  // the XID
-  unsigned gpu_instance;
-  unsigned compute_instance;
-};
-
-struct PciInfo {  // nvmlPciInfo_t
-  char bus_id_legacy[16];
-  unsigned domain, bus, device, device_id, subsystem_id;
-  char bus_id[32];
-};
 
 // One query's answer: its status and, when it succeeded, the values. Until asked, none.
 struct Answer {
@@ -96,12 +52,12 @@ struct Gpu {
 class Nvml {
  public:
   explicit Nvml(void* handle) : handle_(handle) {
-    init_ = required<NvmlReturn (*)()>("nvmlInit_v2");
-    shutdown_ = required<NvmlReturn (*)()>("nvmlShutdown");
-    error_string_ = required<const char* (*)(NvmlReturn)>("nvmlErrorString");
-    count_ = required<NvmlReturn (*)(unsigned*)>("nvmlDeviceGetCount_v2");
-    handle_by_index_ = required<NvmlReturn (*)(unsigned, NvmlDevice*)>("nvmlDeviceGetHandleByIndex_v2");
-    uuid_ = required<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetUUID");
+    init_ = required(kNvmlInit);
+    shutdown_ = required(kNvmlShutdown);
+    error_string_ = required(kNvmlErrorString);
+    count_ = required(kNvmlDeviceGetCount);
+    handle_by_index_ = required(kNvmlDeviceGetHandleByIndex);
+    uuid_ = required(kNvmlDeviceGetUuid);
     const NvmlReturn rc = init_();
     if (rc != kNvmlSuccess) throw NvmlError(std::string("nvmlInit_v2: ") + error_string_(rc));
   }
@@ -117,19 +73,18 @@ class Nvml {
     for (unsigned i = 0; i < count; ++i) {
       Gpu& g = gpus[i];
       g.health.index = i;
-      char uuid[kUuidBytes] = {};
+      char uuid[kNvmlUuidBytes] = {};
       if (!ok(g.identity, handle_by_index_(i, &g.device), "nvmlDeviceGetHandleByIndex_v2") ||
           !ok(g.identity, uuid_(g.device, uuid, sizeof uuid), "nvmlDeviceGetUUID")) {
         continue;
       }
       g.health.uuid = uuid;
-      PciInfo pci{};
-      if (call<NvmlReturn (*)(NvmlDevice, PciInfo*)>("nvmlDeviceGetPciInfo_v3", g.device, &pci) == kNvmlSuccess) {
+      NvmlPciInfo pci{};
+      if (call(kNvmlDeviceGetPciInfo, g.device, &pci) == kNvmlSuccess) {
         g.health.pci_bus_id = std::string(pci.bus_id, strnlen(pci.bus_id, sizeof pci.bus_id));
       }
-      char name[kNameBytes] = {};
-      if (call<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetName", g.device, name, kNameBytes) ==
-          kNvmlSuccess) {
+      char name[kNvmlNameBytes] = {};
+      if (call(kNvmlDeviceGetName, g.device, name, kNvmlNameBytes) == kNvmlSuccess) {
         g.health.name = std::string(name, strnlen(name, sizeof name));
       }
     }
@@ -138,17 +93,15 @@ class Nvml {
 
   Read read(NvmlDevice device) {
     Read r;
-    FieldValue field{};
-    field.field_id = kFieldRecoveryAction;
-    if (ok(r.recovery,
-           call<NvmlReturn (*)(NvmlDevice, int, FieldValue*)>("nvmlDeviceGetFieldValues", device, 1, &field),
-           "nvmlDeviceGetFieldValues") &&
+    NvmlFieldValue field{};
+    field.field_id = kNvmlFieldRecoveryAction;
+    if (ok(r.recovery, call(kNvmlDeviceGetFieldValues, device, 1, &field), "nvmlDeviceGetFieldValues") &&
         ok(r.recovery, field.rc, "nvmlDeviceGetFieldValues (recovery action)")) {
-      if (field.value_type == kValueUnsignedInt) {
+      if (field.value_type == kNvmlValueUnsignedInt) {
         r.recovery.values = {field.value.ui};
-      } else if (field.value_type == kValueUnsignedLong) {
+      } else if (field.value_type == kNvmlValueUnsignedLong) {
         r.recovery.values = {field.value.ul};
-      } else if (field.value_type == kValueUnsignedLongLong) {
+      } else if (field.value_type == kNvmlValueUnsignedLongLong) {
         r.recovery.values = {field.value.ull};
       } else {
         nonsense(r.recovery, "nvmlDeviceGetFieldValues: the recovery action came as value type " +
@@ -156,23 +109,18 @@ class Nvml {
       }
     }
     unsigned corrected = 0, uncorrected = 0, pending = 0, failure = 0;
-    if (ok(r.remap,
-           call<NvmlReturn (*)(NvmlDevice, unsigned*, unsigned*, unsigned*, unsigned*)>(
-               "nvmlDeviceGetRemappedRows", device, &corrected, &uncorrected, &pending, &failure),
+    if (ok(r.remap, call(kNvmlDeviceGetRemappedRows, device, &corrected, &uncorrected, &pending, &failure),
            "nvmlDeviceGetRemappedRows")) {
       r.remap.values = {corrected, uncorrected, pending, failure};
     }
     unsigned long long ecc = 0;
-    if (ok(r.ecc,
-           call<NvmlReturn (*)(NvmlDevice, unsigned, unsigned, unsigned long long*)>(
-               "nvmlDeviceGetTotalEccErrors", device, kMemoryErrorUncorrected, kVolatileEcc, &ecc),
+    if (ok(r.ecc, call(kNvmlDeviceGetTotalEccErrors, device, kNvmlMemoryErrorUncorrected, kNvmlVolatileEcc, &ecc),
            "nvmlDeviceGetTotalEccErrors")) {
       r.ecc.values = {ecc};
     }
     r.retired = retired_pages(device);
     unsigned replays = 0;
-    if (ok(r.replays, call<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetPcieReplayCounter", device, &replays),
-           "nvmlDeviceGetPcieReplayCounter")) {
+    if (ok(r.replays, call(kNvmlDeviceGetPcieReplayCounter, device, &replays), "nvmlDeviceGetPcieReplayCounter")) {
       r.replays.values = {replays};
     }
     r.link = link(device);
@@ -181,10 +129,10 @@ class Nvml {
 
   // Registers every GPU of `gpus` for critical XIDs on one event set.
   void watch(std::vector<Gpu*>& gpus) {
-    create_ = optional<NvmlReturn (*)(NvmlEventSet*)>("nvmlEventSetCreate");
-    register_ = optional<NvmlReturn (*)(NvmlDevice, unsigned long long, NvmlEventSet)>("nvmlDeviceRegisterEvents");
-    wait_ = optional<NvmlReturn (*)(NvmlEventSet, EventData*, unsigned)>("nvmlEventSetWait_v2");
-    free_ = optional<NvmlReturn (*)(NvmlEventSet)>("nvmlEventSetFree");
+    create_ = optional(kNvmlEventSetCreate);
+    register_ = optional(kNvmlDeviceRegisterEvents);
+    wait_ = optional(kNvmlEventSetWait);
+    free_ = optional(kNvmlEventSetFree);
     Answer created;
     if (create_ == nullptr || register_ == nullptr || wait_ == nullptr || free_ == nullptr) {
       created.rc = kNvmlNotSupported;
@@ -194,7 +142,7 @@ class Nvml {
     for (Gpu* g : gpus) {
       g->events = created;
       if (created.rc == kNvmlSuccess) {
-        ok(g->events, register_(g->device, kEventXidCritical, set_), "nvmlDeviceRegisterEvents");
+        ok(g->events, register_(g->device, kNvmlEventXidCritical, set_), "nvmlDeviceRegisterEvents");
       }
     }
   }
@@ -203,7 +151,7 @@ class Nvml {
   void collect(std::vector<Gpu*>& gpus) {
     if (set_ == nullptr) return;
     for (;;) {
-      EventData event{};
+      NvmlEventData event{};
       const NvmlReturn rc = wait_(set_, &event, kEventDrainMs);
       if (rc == kNvmlTimeout) break;
       if (rc != kNvmlSuccess) {
@@ -213,7 +161,7 @@ class Nvml {
         break;
       }
       for (Gpu* g : gpus) {
-        if (g->device == event.device && (event.type & kEventXidCritical) != 0 && event.data != kXidProcessEnded) {
+        if (g->device == event.device && (event.type & kNvmlEventXidCritical) != 0 && event.data != kXidProcessEnded) {
           ++g->xids[event.data];
         }
       }
@@ -224,19 +172,19 @@ class Nvml {
 
  private:
   template <typename F>
-  F required(const char* name) {
-    void* address = dlsym(handle_, name);
-    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + name);
+  F required(NvmlEntry<F> entry) {
+    void* address = dlsym(handle_, entry.symbol);
+    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + entry.symbol);
     return reinterpret_cast<F>(address);
   }
   template <typename F>
-  F optional(const char* name) {
-    return reinterpret_cast<F>(dlsym(handle_, name));
+  F optional(NvmlEntry<F> entry) {
+    return reinterpret_cast<F>(dlsym(handle_, entry.symbol));
   }
   // An entry point older drivers lack answers "not supported".
   template <typename F, typename... Args>
-  NvmlReturn call(const char* name, Args... args) {
-    const F f = optional<F>(name);
+  NvmlReturn call(NvmlEntry<F> entry, Args... args) {
+    const F f = optional(entry);
     return f == nullptr ? kNvmlNotSupported : f(args...);
   }
   bool ok(Answer& a, NvmlReturn rc, const std::string& what) {
@@ -252,16 +200,15 @@ class Nvml {
 
   Answer retired_pages(NvmlDevice device) {
     Answer a;
-    using Pages = NvmlReturn (*)(NvmlDevice, unsigned, unsigned*, unsigned long long*);
-    for (unsigned cause : {0u, 1u}) {  // multiple single-bit errors, a double-bit error
-      unsigned count = 0;              // 0: the count alone; more pages than that answer "insufficient size"
-      NvmlReturn rc = call<Pages>("nvmlDeviceGetRetiredPages", device, cause, &count, nullptr);
+    for (unsigned cause : {kNvmlRetiredMultipleSingleBit, kNvmlRetiredDoubleBit}) {
+      unsigned count = 0;  // 0: the count alone; more pages than that answer "insufficient size"
+      NvmlReturn rc = call(kNvmlDeviceGetRetiredPages, device, cause, &count, nullptr);
       if (rc == kNvmlInsufficientSize) rc = kNvmlSuccess;
       if (!ok(a, rc, "nvmlDeviceGetRetiredPages")) return a;
       a.values.push_back(count);
     }
     unsigned pending = 0;  // nvmlEnableState_t
-    if (!ok(a, call<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetRetiredPagesPendingStatus", device, &pending),
+    if (!ok(a, call(kNvmlDeviceGetRetiredPagesPendingStatus, device, &pending),
             "nvmlDeviceGetRetiredPagesPendingStatus")) {
       a.values.clear();
       return a;
@@ -272,18 +219,17 @@ class Nvml {
 
   Answer link(NvmlDevice device) {
     Answer a;
-    using Get = NvmlReturn (*)(NvmlDevice, unsigned*);
-    for (const char* name : {"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
-                             "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth"}) {
+    for (const auto& entry : {kNvmlDeviceGetCurrPcieLinkGeneration, kNvmlDeviceGetMaxPcieLinkGeneration,
+                              kNvmlDeviceGetCurrPcieLinkWidth, kNvmlDeviceGetMaxPcieLinkWidth}) {
       unsigned v = 0;
-      if (!ok(a, call<Get>(name, device, &v), name)) {
+      if (!ok(a, call(entry, device, &v), entry.symbol)) {
         a.values.clear();
         return a;
       }
       a.values.push_back(v);
     }
-    unsigned pstate = kPstateUnknown;  // the link's generation is judged only at P0
-    if (call<Get>("nvmlDeviceGetPerformanceState", device, &pstate) != kNvmlSuccess) pstate = kPstateUnknown;
+    unsigned pstate = kNvmlPstateUnknown;  // the link's generation is judged only at P0
+    if (call(kNvmlDeviceGetPerformanceState, device, &pstate) != kNvmlSuccess) pstate = kNvmlPstateUnknown;
     a.values.push_back(pstate);
     return a;
   }
@@ -297,7 +243,7 @@ class Nvml {
   NvmlReturn (*uuid_)(NvmlDevice, char*, unsigned) = nullptr;
   NvmlReturn (*create_)(NvmlEventSet*) = nullptr;
   NvmlReturn (*register_)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
-  NvmlReturn (*wait_)(NvmlEventSet, EventData*, unsigned) = nullptr;
+  NvmlReturn (*wait_)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;
   NvmlReturn (*free_)(NvmlEventSet) = nullptr;
   NvmlEventSet set_ = nullptr;
 };
@@ -338,12 +284,26 @@ HealthCondition recovery_action(const Read& r) {
   const unsigned long long action = r.recovery.values[0];
   c.readings = {{"action", action}};
   switch (action) {
-    case 0: c.detail = "none"; break;
-    case 1: fault(c, "reset: the driver asks for a GPU reset (nvidia-smi -r) before the GPU runs work again"); break;
-    case 2: fault(c, "reboot: the driver asks for a node reboot; a GPU reset is not enough"); break;
-    case 3: fault(c, "drain_p2p: stop peer-to-peer (NVLink) traffic on the GPU, then read its health again"); break;
-    case 4: fault(c, "drain_and_reset: the GPU runs at reduced capacity: drain its work, then reset it"); break;
-    case 5: fault(c, "reset_bus: the driver asks for a GPU reset through the PCIe bus"); break;
+    case kNvmlRecoveryNone: c.detail = "none"; break;
+    case kNvmlRecoveryGpuReset:
+      fault(c, "reset: the driver asks for a GPU reset (nvidia-smi -r) before the GPU runs work again");
+      break;
+    case kNvmlRecoveryNodeReboot:
+      fault(c, "reboot: the driver asks for a node reboot; a GPU reset is not enough");
+      break;
+    case kNvmlRecoveryDrainP2p:
+      fault(c, "drain_p2p: stop peer-to-peer (NVLink) traffic on the GPU, then read its health again");
+      break;
+    case kNvmlRecoveryDrainAndReset:
+      fault(c, "drain_and_reset: the GPU runs at reduced capacity: drain its work, then reset it");
+      break;
+    case kNvmlRecoveryRecoverImexDomain:
+      fault(c,
+            "recover_imex_domain: the driver asks for the GPU's IMEX domain (memory shared over multi-node "
+            "NVLink) to be recovered");
+      break;
+    case kNvmlRecoveryBusReset: fault(c, "bus_reset: the driver asks for a reset of the GPU's PCIe bus"); break;
+    case kNvmlRecoverySystemReboot: fault(c, "system_reboot: the driver asks for a system reboot"); break;
     default: fault(c, "action " + std::to_string(action) + " (unknown to this sdcprobe; see nvidia-smi -q)");
   }
   return c;
@@ -514,7 +474,7 @@ std::vector<HealthCondition> pcie_link(const Read& r) {
   } else {
     gen.state = ConditionState::kNotTested;
     gen.detail = text + " at " +
-                 (v[4] == kPstateUnknown ? "an unknown performance state" : "P" + std::to_string(v[4])) +
+                 (v[4] == kNvmlPstateUnknown ? "an unknown performance state" : "P" + std::to_string(v[4])) +
                  ": an idle GPU lowers its link generation; judged at P0 only";
   }
   return {width, gen};

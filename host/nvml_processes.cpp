@@ -7,39 +7,27 @@
 #include <stdexcept>
 
 #include "host/error.hpp"
+#include "host/nvml_abi.hpp"
 
 namespace sdc {
 namespace {
-
-// NVML's C ABI, declared here so that the build needs no NVML header. The process lists are the
-// unversioned (v1) entry points, whose record is {pid, used memory}: the driver keeps them for
-// existing programs, and sdcprobe reads only the pid.
-using NvmlReturn = int;
-using NvmlDevice = void*;
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr NvmlReturn kNvmlNotSupported = 3;
-constexpr NvmlReturn kNvmlInsufficientSize = 7;
-constexpr unsigned kNvmlMigEnable = 1;  // NVML_DEVICE_MIG_ENABLE
-struct NvmlProcessInfoV1 {
-  unsigned int pid;
-  unsigned long long used_gpu_memory;
-};
-constexpr unsigned kNvmlUuidBytes = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
 class Nvml {
  public:
   // Resolves every entry point first, so that a failure leaves nothing to shut down.
   explicit Nvml(void* handle) : handle_(handle) {
-    init_ = symbol<NvmlReturn (*)()>("nvmlInit_v2");
-    shutdown_ = symbol<NvmlReturn (*)()>("nvmlShutdown");
-    error_string_ = symbol<const char* (*)(NvmlReturn)>("nvmlErrorString");
-    count_ = symbol<NvmlReturn (*)(unsigned*)>("nvmlDeviceGetCount_v2");
-    handle_by_index_ = symbol<NvmlReturn (*)(unsigned, NvmlDevice*)>("nvmlDeviceGetHandleByIndex_v2");
-    uuid_ = symbol<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetUUID");
-    compute_ = symbol<ProcessList>("nvmlDeviceGetComputeRunningProcesses");
-    graphics_ = symbol<ProcessList>("nvmlDeviceGetGraphicsRunningProcesses");
+    init_ = symbol(kNvmlInit);
+    shutdown_ = symbol(kNvmlShutdown);
+    error_string_ = symbol(kNvmlErrorString);
+    count_ = symbol(kNvmlDeviceGetCount);
+    handle_by_index_ = symbol(kNvmlDeviceGetHandleByIndex);
+    uuid_ = symbol(kNvmlDeviceGetUuid);
+    // The unversioned (v1) process lists, whose record is {pid, used memory}: the driver keeps them
+    // for existing programs, and sdcprobe reads only the pid.
+    compute_ = symbol(kNvmlDeviceGetComputeRunningProcesses);
+    graphics_ = symbol(kNvmlDeviceGetGraphicsRunningProcesses);
     // Drivers before MIG (R450) have no MIG query, and so no GPU in MIG mode.
-    mig_mode_ = reinterpret_cast<MigMode>(dlsym(handle_, "nvmlDeviceGetMigMode"));
+    mig_mode_ = reinterpret_cast<MigMode>(dlsym(handle_, kNvmlDeviceGetMigMode.symbol));
     check(init_(), "nvmlInit_v2");
   }
   ~Nvml() { shutdown_(); }
@@ -68,13 +56,13 @@ class Nvml {
   }
 
  private:
-  using ProcessList = NvmlReturn (*)(NvmlDevice, unsigned*, NvmlProcessInfoV1*);
-  using MigMode = NvmlReturn (*)(NvmlDevice, unsigned*, unsigned*);
+  using ProcessList = decltype(kNvmlDeviceGetComputeRunningProcesses)::Fn;
+  using MigMode = decltype(kNvmlDeviceGetMigMode)::Fn;
 
   template <typename F>
-  F symbol(const char* name) {
-    void* address = dlsym(handle_, name);
-    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + name);
+  F symbol(NvmlEntry<F> entry) {
+    void* address = dlsym(handle_, entry.symbol);
+    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + entry.symbol);
     return reinterpret_cast<F>(address);
   }
   void check(NvmlReturn rc, const char* call) {

@@ -147,9 +147,14 @@ TEST_F(HealthCli, HealthyGpusExitZeroAndSayWhatOneReadCannotJudge) {
 }
 
 TEST_F(HealthCli, AnyRecoveryActionButNoneIsAFaultNamingIt) {
-  const std::vector<std::pair<int, std::string>> actions = {{1, "reset: "},     {2, "reboot: "},
-                                                            {3, "drain_p2p: "}, {4, "drain_and_reset: "},
-                                                            {5, "reset_bus: "}, {9, "action 9 (unknown"}};
+  const std::vector<std::pair<int, std::string>> actions = {{1, "reset: "},
+                                                            {2, "reboot: "},
+                                                            {3, "drain_p2p: "},
+                                                            {4, "drain_and_reset: "},
+                                                            {5, "recover_imex_domain: "},
+                                                            {6, "bus_reset: "},
+                                                            {7, "system_reboot: "},
+                                                            {9, "action 9 (unknown"}};
   for (const auto& [action, name] : actions) {
     const Health h = health("FAKE_NVML_RECOVERY='GPU-b=" + std::to_string(action) + "'");
     expect_fault_on_b(h, "recovery_action", name);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "host/nvml_abi.hpp"
+
 namespace fake_nvml {
 namespace {
 
@@ -49,12 +51,9 @@ namespace {
 using fake_nvml::FakeGpu;
 using fake_nvml::gpus;
 
-struct ProcessInfoV1 {
-  unsigned int pid;
-  unsigned long long used_gpu_memory;
-};
+using sdc::NvmlProcessInfoV1;
 
-int list(void* device, unsigned* count, ProcessInfoV1* infos, bool graphics) {
+int list(void* device, unsigned* count, NvmlProcessInfoV1* infos, bool graphics) {
   const char* graphics_list = std::getenv("FAKE_NVML_GRAPHICS");
   if (graphics && graphics_list != nullptr && std::strcmp(graphics_list, "unsupported") == 0) return 3;
   const std::vector<FakeGpu> all = gpus();
@@ -109,10 +108,10 @@ int nvmlDeviceGetMigMode(void* device, unsigned* current, unsigned* pending) {
   *pending = *current;
   return 0;
 }
-int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, ProcessInfoV1* infos) {
+int nvmlDeviceGetComputeRunningProcesses(void* device, unsigned* count, NvmlProcessInfoV1* infos) {
   return list(device, count, infos, false);
 }
-int nvmlDeviceGetGraphicsRunningProcesses(void* device, unsigned* count, ProcessInfoV1* infos) {
+int nvmlDeviceGetGraphicsRunningProcesses(void* device, unsigned* count, NvmlProcessInfoV1* infos) {
   return list(device, count, infos, true);
 }
 }

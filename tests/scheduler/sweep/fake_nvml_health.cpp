@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "host/nvml_abi.hpp"
 #include "tests/scheduler/sweep/fake_nvml.hpp"
 
 namespace {
@@ -55,36 +56,8 @@ Spec spec(const char* variable, void* device, std::vector<unsigned long long> de
   return {kSuccess, defaults};
 }
 
-struct FieldValue {  // nvmlFieldValue_t
-  unsigned field_id;
-  unsigned scope_id;
-  long long timestamp;
-  long long latency_us;
-  int value_type;
-  int rc;
-  union {
-    double d;
-    unsigned ui;
-    unsigned long long ull;
-  } value;
-};
-
-struct EventData {  // nvmlEventData_t
-  void* device;
-  unsigned long long type;
-  unsigned long long data;
-  unsigned gpu_instance;
-  unsigned compute_instance;
-};
-
-struct PciInfo {  // nvmlPciInfo_t
-  char bus_id_legacy[16];
-  unsigned domain, bus, device, device_id, subsystem_id;
-  char bus_id[32];
-};
-
 std::map<size_t, unsigned> g_replay_reads;  // device -> reads so far
-std::deque<EventData> g_events;             // the registered GPUs' XIDs not yet delivered
+std::deque<sdc::NvmlEventData> g_events;    // the registered GPUs' XIDs not yet delivered
 int g_event_set = 0;
 
 int get(const char* variable, void* device, std::vector<unsigned long long> defaults, Spec& out) {
@@ -100,13 +73,13 @@ int nvmlDeviceGetName(void* device, char* name, unsigned length) {
   std::snprintf(name, length, "Fake GPU %zu", index);
   return kSuccess;
 }
-int nvmlDeviceGetPciInfo_v3(void* device, PciInfo* pci) {
+int nvmlDeviceGetPciInfo_v3(void* device, sdc::NvmlPciInfo* pci) {
   const size_t index = reinterpret_cast<size_t>(device) - 1;
   *pci = {};
   std::snprintf(pci->bus_id, sizeof pci->bus_id, "00000000:%02zX:00.0", 0x10 + index);
   return kSuccess;
 }
-int nvmlDeviceGetFieldValues(void* device, int count, FieldValue* values) {
+int nvmlDeviceGetFieldValues(void* device, int count, sdc::NvmlFieldValue* values) {
   for (int i = 0; i < count; ++i) {
     Spec s;
     values[i].rc = values[i].field_id == 230 ? get("FAKE_NVML_RECOVERY", device, {0, 1}, s) : kNotSupported;
@@ -180,7 +153,7 @@ int nvmlDeviceRegisterEvents(void* device, unsigned long long types, void* set) 
   for (unsigned long long xid : s.values) g_events.push_back({device, 0x8, xid, 0, 0});
   return kSuccess;
 }
-int nvmlEventSetWait_v2(void* set, EventData* data, unsigned) {
+int nvmlEventSetWait_v2(void* set, sdc::NvmlEventData* data, unsigned) {
   if (set != &g_event_set) return kInvalidArgument;
   if (g_events.empty()) return kTimeout;
   *data = g_events.front();
