@@ -257,6 +257,11 @@ open(sys.argv[2], "w").write(d["uuid"])
 print("kit: testing %s %s, sm %s, %.0f GiB" % (d["name"], d["uuid"], d["compute_capability"], d["memory_bytes"] / 2**30))
 PY
   check_exit "sdcprobe devices" $rc
+  # The GPUs' own counters through NVML (never read against a real driver before this step): a
+  # binding that misreads the driver shows here as exit 2, a misjudged counter as exit 1.
+  echo "--- sdcprobe health --watch 2"
+  step_within 8 "$SDC" health --watch 2 --json "$LOGS/health.json"
+  check_exit "sdcprobe health" $?
   step_result
 }
 
