@@ -300,21 +300,25 @@ GemmCheckSummary CudaGemmEngine::check(const GemmSpec& spec, const GemmAccumulat
   GemmCheckSummary out;
   download(&out, summary, sizeof out);
   check_s += elapsed_s(start_, end_);
-  flags.clear();
-  if (out.flagged > 0 || out.invalid > 0) {
-    flags.resize(flag_bytes);
-    if (out.flagged * sizeof(uint64_t) < flag_bytes) {
-      // Few failed checks: their indices cross the bus, not a byte per check.
-      std::vector<uint64_t> list(out.flagged);
-      auto* list_d = grow(flag_list_, list.size() * sizeof(uint64_t) + sizeof(uint64_t)).as<unsigned long long>();
-      SDC_CUDA_TRY(launch_gemm_flag_list(flags_d, flag_bytes, list_d + 1, list.size(), list_d, stream_));
-      download(list.data(), list_d + 1, list.size() * sizeof(uint64_t));
-      for (uint64_t f : list) flags[f] = 1;
-    } else {
-      download(flags.data(), flags_d, flag_bytes);
-    }
-  }
+  fetch_flags(flags_d, flag_bytes, out.flagged, out.flagged > 0 || out.invalid > 0, flags);
   return out;
+}
+
+void CudaGemmEngine::fetch_flags(const uint8_t* flags_d, size_t flag_bytes, uint64_t flagged, bool wanted,
+                                 std::vector<uint8_t>& flags) {
+  flags.clear();
+  if (!wanted) return;
+  flags.resize(flag_bytes);
+  if (flagged * sizeof(uint64_t) < flag_bytes) {
+    // Few failed checks: their indices cross the bus, not a byte per check.
+    std::vector<uint64_t> list(flagged);
+    auto* list_d = grow(flag_list_, list.size() * sizeof(uint64_t) + sizeof(uint64_t)).as<unsigned long long>();
+    SDC_CUDA_TRY(launch_gemm_flag_list(flags_d, flag_bytes, list_d + 1, list.size(), list_d, stream_));
+    download(list.data(), list_d + 1, list.size() * sizeof(uint64_t));
+    for (uint64_t f : list) flags[f] = 1;
+  } else {
+    download(flags.data(), flags_d, flag_bytes);
+  }
 }
 
 std::vector<uint64_t> CudaGemmEngine::gather(GemmType type, const void* c, const std::vector<uint64_t>& index) {
@@ -418,11 +422,7 @@ GemmCheckSummary CudaGemmEngine::compare(const GemmSpec& spec, const GemmAccumul
   GemmCheckSummary out;
   download(&out, summary, sizeof out);
   check_s += elapsed_s(start_, end_);
-  flags.clear();
-  if (out.flagged > 0) {
-    flags.resize(flag_bytes);
-    download(flags.data(), flags_d, flag_bytes);
-  }
+  fetch_flags(flags_d, flag_bytes, out.flagged, out.flagged > 0, flags);
   return out;
 }
 

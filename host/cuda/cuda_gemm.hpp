@@ -66,6 +66,10 @@ class CudaGemmEngine : public GemmEngine {
   // adds its kernels' time (events on the stream) to `check_s`.
   GemmCheckSummary check(const GemmSpec& spec, const GemmAccumulation& acc, const void* c, bool columns,
                          std::vector<uint8_t>& flags, double& check_s);
+  // A pass's flags (a byte per line and tile) into `flags` when `wanted`: the indices of the
+  // `flagged` failed checks cross the bus, or the whole array when that is smaller.
+  void fetch_flags(const uint8_t* flags_d, size_t flag_bytes, uint64_t flagged, bool wanted,
+                   std::vector<uint8_t>& flags);
   // Random inputs: the reference of the inputs in a_ and bt_ under `acc`, computed unless kept
   // from the previous run; returns the seconds it took (0 when kept).
   double reference(const GemmSpec& spec, const GemmAccumulation& acc);
