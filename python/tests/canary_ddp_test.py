@@ -268,7 +268,7 @@ VERDICT_STEPS = 13
 VERDICT_ONSET = 7
 
 
-def verdict_run(rank, tmp, tag, fault, on_sdc, faulty_rank=1):
+def verdict_run(rank, tmp, tag, fault, on_sdc, transient="stop", faulty_rank=1):
     """One DDP run of VERDICT_STEPS with a CanaryCheck acting as `on_sdc` says, in the loop of
     sdc_loop. `fault`: "persistent" (rank 1's products wrong in every canary run from the onset),
     "intermittent" (in the first canary run after the onset only) or "noise" (a nondeterministic op
@@ -303,7 +303,7 @@ def verdict_run(rank, tmp, tag, fault, on_sdc, faulty_rank=1):
     log = run_log(tmp, tag, rank)
     x = torch.randn(16, 8, generator=torch.Generator().manual_seed(3))
     canary = CanaryCheck(model.module, canary_loss, batch=(x, x.sum(1, keepdim=True)), every=EVERY, on_sdc=on_sdc,
-                         event_log=log)
+                         event_log=log, transient=transient)
 
     def train_step(step):
         state["step"] = step
@@ -315,7 +315,8 @@ def verdict_run(rank, tmp, tag, fault, on_sdc, faulty_rank=1):
     ended = sdc_loop(log, VERDICT_STEPS, train_step, lambda step: canary.step(step) is not None and canary.should_stop)
     v = canary.verdict
     return ended, {"verdict": v["verdict"], "attribution": v.get("attribution"), "disabled": canary.disabled,
-                   "rerun_seconds": v.get("rerun_seconds"), "seconds": v["seconds"]}
+                   "rerun_seconds": v.get("rerun_seconds"), "seconds": v["seconds"],
+                   "should_restore": canary.should_restore}
 
 
 def verdict_worker(rank, world, tmp):
@@ -324,9 +325,12 @@ def verdict_worker(rank, world, tmp):
     torch.set_num_threads(1)
     init_gloo(tmp, rank, world)
     outcome = {"rank": rank}
-    for tag, fault, on_sdc in (("raise", "persistent", "raise"), ("intermittent", "intermittent", "raise"),
-                               ("nondeterministic", "noise", "stop"), ("stop", "persistent", "stop")):
-        outcome[tag], outcome[tag + "_verdict"] = verdict_run(rank, tmp, tag, fault, on_sdc)
+    for tag, fault, on_sdc, transient in (("raise", "persistent", "raise", "stop"),
+                                          ("intermittent", "intermittent", "raise", "stop"),
+                                          ("continue", "intermittent", "raise", "continue"),
+                                          ("nondeterministic", "noise", "stop", "stop"),
+                                          ("stop", "persistent", "stop", "stop")):
+        outcome[tag], outcome[tag + "_verdict"] = verdict_run(rank, tmp, tag, fault, on_sdc, transient)
     write_outcome(tmp, rank, outcome)
     dist.destroy_process_group()
     sys.exit(SDC_EXIT_STATUS if outcome["stop"]["how"] == "stop" else 0)
@@ -354,6 +358,13 @@ class JobVerdictTest(unittest.TestCase, JobVerdictAssertions):
             events = read_events(os.path.join(tmp, "events-nondeterministic-%d.jsonl" % o["rank"]))
             self.assertEqual([e["event"] for e in events if e["event"] in ("sdc_detected", "fault_detected")], [])
             self.assertEqual([e["verdict"] for e in events if e["event"] == "probe_end"], ["pass", "pass", "not_hardware"])
+            # transient="continue": the transient fault is logged and training goes back to the last
+            # good step instead of raising (should_restore; this loop just goes on).
+            self.assertEqual(o["continue"], {"ended": VERDICT_STEPS - 1, "how": "done"})
+            self.assertTrue(o["continue_verdict"]["should_restore"])
+            events = read_events(os.path.join(tmp, "events-continue-%d.jsonl" % o["rank"]))
+            self.assertEqual([(e["event"], e.get("attribution"), e.get("last_good_step")) for e in events
+                              if e["event"] in ("sdc_detected", "fault_detected")], [("sdc_detected", "transient", 5)])
         print("re-run at detection: %.4f s, the check itself %.4f s"
               % (outcomes[0]["stop_verdict"]["rerun_seconds"], outcomes[0]["stop_verdict"]["seconds"]))
 

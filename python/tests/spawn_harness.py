@@ -14,7 +14,6 @@ sdc_loop, which records it in a goodput log per rank and run, and is checked by
 JobVerdictAssertions.assert_job_stopped.
 """
 
-import glob
 import json
 import os
 import subprocess
@@ -23,7 +22,7 @@ import tempfile
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from sdcprobe import SDC_EXIT_STATUS, GoodputLog, SDCDetected
+from sdcprobe import GoodputLog, SDCDetected
 
 
 def init_gloo(tmp, rank, world, **options):
