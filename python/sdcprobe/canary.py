@@ -440,7 +440,8 @@ class CanaryCheck(ReplicaCheck):
         v = self.verdict
         self.disabled = ("sdcprobe: the canary step is disabled: the replicas' gradients differ at step %d, and "
                          "a re-run on the same parameters and batch does not reproduce them on a healthy replica: "
-                         "not hardware (a nondeterministic op), no device is blamed; %s." % (v["step"], DETERMINISM_FIX))
+                         "not hardware (a nondeterministic op), no device is blamed; %s."
+                         % (v["step"], DETERMINISM_FIX))
         sys.stderr.write(self.disabled + "\n")
         v["message"] = self.disabled
 

@@ -634,8 +634,8 @@ class ReplicaCheck:
         """Logs the check's end and acts on the job's verdict, the same on every rank."""
         v = self.verdict
         alarm = v["verdict"] in ("sdc", "inconclusive", "not_hardware") and not self._reported
-        self._event("probe_end", probe=probe, verdict="pass" if v["verdict"] in ("pass", "unchecked") else
-                    "not_hardware" if v["verdict"] == "not_hardware" else "fail", step=v["step"], blocking=True)
+        self._event("probe_end", probe=probe, step=v["step"], blocking=True,
+                    verdict="fail" if v["verdict"] in ("sdc", "inconclusive") else v["verdict"])
         if not alarm:
             return
         if v["verdict"] == "not_hardware":

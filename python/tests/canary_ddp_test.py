@@ -357,7 +357,8 @@ class JobVerdictTest(unittest.TestCase, JobVerdictAssertions):
             self.assertIn("not hardware", o["nondeterministic_verdict"]["disabled"])
             events = read_events(os.path.join(tmp, "events-nondeterministic-%d.jsonl" % o["rank"]))
             self.assertEqual([e["event"] for e in events if e["event"] in ("sdc_detected", "fault_detected")], [])
-            self.assertEqual([e["verdict"] for e in events if e["event"] == "probe_end"], ["pass", "pass", "not_hardware"])
+            self.assertEqual([e["verdict"] for e in events if e["event"] == "probe_end"],
+                             ["pass", "pass", "not_hardware"])
             # transient="continue": the transient fault is logged and training goes back to the last
             # good step instead of raising (should_restore; this loop just goes on).
             self.assertEqual(o["continue"], {"ended": VERDICT_STEPS - 1, "how": "done"})
