@@ -18,11 +18,16 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from sdcprobe import GoodputLog, SDCDetected
+
+# A job that stops for SDC (run_job's exit_status) ends within this, or its ranks are ended: the
+# mesh jobs take under a minute, and a rank left waiting in a collective would wait for good.
+JOB_DEADLINE_S = 300
 
 
 def init_gloo(tmp, rank, world, **options):
@@ -48,8 +53,14 @@ def run_job(target, world, *args, prefix="job-", exit_status=0):
         processes = [spawn.Process(target=target, args=(rank, world, tmp, *args)) for rank in range(world)]
         for p in processes:
             p.start()
-        for p in processes:
-            p.join()
+        # As start_processes does: once a rank ends otherwise, the others (waiting for it in a
+        # collective) are ended too; so are ranks that wait on each other past JOB_DEADLINE_S.
+        deadline = time.monotonic() + JOB_DEADLINE_S
+        while any(p.is_alive() for p in processes):
+            if time.monotonic() > deadline or any(p.exitcode not in (None, exit_status) for p in processes):
+                for p in processes:
+                    p.terminate()
+            time.sleep(0.1)
         codes = [p.exitcode for p in processes]
         if codes != [exit_status] * world:
             raise AssertionError("the ranks exited with %s, not %d each" % (codes, exit_status))
