@@ -8,9 +8,9 @@ Every rank holds the same model (train_cuda.make_job), trains on its own data un
 and runs a CanaryCheck every `--every` steps, with deterministic algorithms and
 CUBLAS_WORKSPACE_CONFIG set. The clean run must pass at every check. In the second run, a forward
 hook on rank 1's first nn.Linear flips one significand bit of its output from step `--onset` on:
-the canary must name rank 1 at the first check from then, while the replica check passes. Prints
-the figures as JSON (the canary's time as a ratio of the mean step time). Exit 0 when both hold,
-1 when not, 2 when no GPU is visible.
+the canary must name rank 1 at the first check from then, call it persistent after its re-run, while
+the replica check passes. Prints the figures as JSON (the canary's time, and its re-run's at the
+alarm, as ratios of the mean step time). Exit 0 when all hold, 1 when not, 2 when no GPU is visible.
 """
 
 import argparse
@@ -87,11 +87,15 @@ def run(rank, args, tmp, model, optimizer, data, target, inject):
     canary.close()
     replica.close()
     first = seen[0] if seen else {}
-    return {"verdicts": verdicts, "replica_verdicts": replica_verdicts, "steps": step + 1,
+    mean_step = sum(step_s) / len(step_s)
+    mean_check = sum(canary_s[1:]) / max(1, len(canary_s) - 1)
+    return {"attribution": first.get("attribution"), "rerun_s": first.get("rerun_seconds"),
+            "rerun_over_step": first["rerun_seconds"] / mean_step if first else None,
+            "rerun_over_check": first["rerun_seconds"] / mean_check if first else None,"verdicts": verdicts, "replica_verdicts": replica_verdicts, "steps": step + 1,
             "detected_step": first.get("step"), "replica_detected_step": (replica_seen or [{}])[0].get("step"),
             "suspects": [s["rank"] for s in first.get("suspects", [])], "suspect": (first.get("suspects") or [{}])[0],
             "message": canary.verdict.get("message"),
-            "canary_over_step": (sum(canary_s[1:]) / max(1, len(canary_s) - 1)) / (sum(step_s) / len(step_s))}
+            "canary_over_step": mean_check / mean_step}
 
 
 def worker(rank, args, tmp):
@@ -140,6 +144,7 @@ def main():
         and clean["replica_detected_step"] is None,
         "the canary names rank 1 alone at step %d" % expected_at: all(
             r["fault"]["suspects"] == [1] and r["fault"]["detected_step"] == expected_at for r in results),
+        "the re-run calls it persistent": all(r["fault"]["attribution"] == "persistent" for r in results),
         "the replica check passed": set(fault["replica_verdicts"]) == {"pass"} and
         fault["replica_detected_step"] is None,
     }

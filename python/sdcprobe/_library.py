@@ -4,7 +4,7 @@ import ctypes
 import glob
 import os
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class Config(ctypes.Structure):
@@ -22,6 +22,7 @@ class Config(ctypes.Structure):
         ("sdc_rate_per_device_day", ctypes.c_double),
         ("inject", ctypes.c_char_p),
         ("stream", ctypes.c_void_p),
+        ("ranks", ctypes.c_int64),
     ]
 
 
@@ -93,6 +94,9 @@ def _declare(lib):
     lib.sdc_choose_every.argtypes = [ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double,
                                      ctypes.POINTER(ctypes.c_int64)]
     lib.sdc_choose_every.restype = ctypes.c_int
+    lib.sdc_choose_job_every.argtypes = [ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double,
+                                         ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)]
+    lib.sdc_choose_job_every.restype = ctypes.c_int
     lib.sdc_last_error.argtypes = []
     lib.sdc_last_error.restype = ctypes.c_char_p
     lib.sdc_version.argtypes = []

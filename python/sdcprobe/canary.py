@@ -18,7 +18,7 @@ import sys
 import time
 
 from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, SDCStop, _int_in
-from sdcprobe.replica import (ReplicaCheck, _as_uint64, _local, _named, _torch, combine_digests, detected_fields,
+from sdcprobe.replica import (ReplicaCheck, _as_uint64, _local, _named, _signed, _torch, combine_digests,
                               device_identity, tensor_digest_table)
 
 # The seed of the random generators inside the canary (dropout masks): the same on every replica
@@ -27,10 +27,6 @@ CANARY_SEED = 0x5D_C0_CA_AA
 
 DETERMINISM_FIX = ("make the model deterministic: torch.use_deterministic_algorithms(True), and on CUDA "
                    "CUBLAS_WORKSPACE_CONFIG=:4096:8 in the environment before cuBLAS starts")
-
-
-def _signed(word):
-    return word - 2**64 if word >= 2**63 else word
 
 
 def _map_batch(fn, batch):
@@ -142,8 +138,12 @@ class CanaryCheck(ReplicaCheck):
     loss_fn: loss_fn(module, batch) -> a scalar loss tensor.
     batch: the canary batch, identical on every replica; None: the first batch given to step(), as
         the group's first rank has it (broadcast), cut to its first `samples` rows (all by default).
-    every, budget, sdc_rate, event_log, on_sdc, probe_options: as ReplicaCheck; the check's time
-        is blocking probe time (probe "canary"), a mismatch an sdc_detected with check "canary".
+    every, budget, sdc_rate, ranks, event_log, on_sdc, transient, probe_options: as ReplicaCheck;
+        the check's time is blocking probe time (probe "canary"), a mismatch an sdc_detected with
+        check "canary". Before a mismatch is reported every replica runs the canary again on the
+        same parameters, buffers and batch: the suspect's answer right this time is "transient",
+        wrong again "persistent"; a healthy peer that does not reproduce its own answer makes it
+        "not_hardware", and the canary is disabled as at the first check.
 
     mesh, dp_dims: instead of group, a DeviceMesh (torch 2.2 or later) and its data-parallel
         dimensions, e.g. ("dp",): the vote runs among the ranks that differ only along dp_dims (the
@@ -159,13 +159,15 @@ class CanaryCheck(ReplicaCheck):
     """
 
     def __init__(self, module, loss_fn, batch=None, group=None, every="auto", budget=0.01, sdc_rate=None,
-                 event_log=None, on_sdc="raise", samples=None, probe_options=None, mesh=None, dp_dims=None):
+                 event_log=None, on_sdc="raise", samples=None, probe_options=None, mesh=None, dp_dims=None,
+                 ranks=None, transient="stop"):
         if not callable(loss_fn):
             raise TypeError("loss_fn must be callable: loss_fn(module, batch) -> scalar loss")
         if samples is not None:
             samples = _int_in("samples", samples, 1, INT64_MAX)
         super().__init__(group=group, every=every, event_log=event_log, on_sdc=on_sdc, budget=budget,
-                         sdc_rate=sdc_rate, probe_options=probe_options, mesh=mesh, dp_dims=dp_dims)
+                         sdc_rate=sdc_rate, probe_options=probe_options, mesh=mesh, dp_dims=dp_dims, ranks=ranks,
+                         transient=transient)
         group = self.group
         self._on_mesh = mesh is not None
         self.module = module
@@ -349,29 +351,28 @@ class CanaryCheck(ReplicaCheck):
                                 if input_digests[i] != collections.Counter(input_digests).most_common(1)[0][0]))
             self._raise_failure(step, "canary", mismatch, self._agreed([self._failure(mismatch)])[0])
         verdict, suspects, failures, unchecked = self._vote_by_class(digests)
+        attributions, rerun_s = self._rerun(step, "canary", verdict, digests,
+                                            lambda: combine_digests(tensor_digest_table(self._run(buffers)[0])),
+                                            suspects, self.classes)
         seconds = time.perf_counter() - start
-        self._costs.append(seconds - second_s)
+        self._costs.append(seconds - second_s - rerun_s)  # the steady cost: one run
         self.checks += 1
-        self._event("probe_end", probe="canary", verdict="fail" if verdict in ("sdc", "inconclusive") else verdict,
-                    step=step, blocking=True)
-        if verdict == "pass" and not self._reported:
-            self.last_good_step = step
-        self.verdict = {
+        self.verdict = self._job_verdict({
             "verdict": verdict,
             "step": step,
             "last_good_step": self.last_good_step,
             "replicas": len(digests),
             "digest": "%016x%016x" % (out[1], out[0]),
-            "suspects": [dict(self.members[i], cause=self._cause(i, input_digests)) for i in suspects],
+            "suspects": [dict(self.members[i], cause=self._cause(i, input_digests),
+                              **({"attribution": attributions[i]} if attributions else {})) for i in suspects],
             "probe_failures": [self.members[i]["rank"] for i in failures],
             "unchecked": [self.members[i]["rank"] for i in unchecked],
             "seconds": seconds,
+            "rerun_seconds": rerun_s,
             "every": self.every,
             "auto": self._every is None,
-        }
-        if verdict in ("sdc", "inconclusive") and not self._reported:
-            self._reported = True
-            self._report()
+        }, attributions is not None)
+        self._settle("canary")
         self._last_call_end = time.perf_counter()
         return self.verdict
 
@@ -433,19 +434,24 @@ class CanaryCheck(ReplicaCheck):
                         "seconds": time.perf_counter() - start, "every": self.every, "auto": self._every is None}
         self._last_call_end = time.perf_counter()
 
-    def _report(self):
+    def _not_hardware(self):
+        """Turns the canary off: a healthy replica's re-run on the same inputs differed from its
+        first run, so the model's kernels are not deterministic after all (never an eviction)."""
         v = self.verdict
-        self._event("sdc_detected", **detected_fields(v, "canary"))
-        if self.on_sdc == "raise":
-            named = ", ".join(_named(s) for s in v["suspects"])
-            what = "inconclusive, all suspect: " if v["verdict"] == "inconclusive" else "wrong compute on "
-            raise SDCDetected("silent data corruption at step %d (last good step %d): the canary's gradients "
-                              "differ between replicas on the same parameters and batch, %s%s"
-                              % (v["step"], v["last_good_step"], what, named))
-        if self.on_sdc == "stop":
-            self.should_stop = True
-        else:
-            self.on_sdc(dict(v))
+        self.disabled = ("sdcprobe: the canary step is disabled: the replicas' gradients differ at step %d, and "
+                         "a re-run on the same parameters and batch does not reproduce them on a healthy replica: "
+                         "not hardware (a nondeterministic op), no device is blamed; %s."
+                         % (v["step"], DETERMINISM_FIX))
+        sys.stderr.write(self.disabled + "\n")
+        v["message"] = self.disabled
+
+    def _message(self):
+        v = self.verdict
+        what = "inconclusive, all suspect: " if v["verdict"] == "inconclusive" else "wrong compute on "
+        return ("silent data corruption at step %d (last good step %d, %s): the canary's gradients differ between "
+                "replicas on the same parameters and batch, %s%s"
+                % (v["step"], v["last_good_step"], v.get("attribution", "not re-run"), what,
+                   ", ".join(_named(s) for s in v["suspects"])))
 
 
 def _lightning_callback_base():
@@ -495,9 +501,9 @@ class CanaryCallback(_lightning_callback_base()):
         self._restored = True
 
     def _stop(self, verdict):
-        raise SDCStop("the canary's gradients differ between replicas at step %d (last good step %d): %s"
-                      % (verdict["step"], verdict["last_good_step"], ", ".join(
-                          "rank %d (%s, %s)" % (s["rank"], s["host"], s["device"]) for s in verdict["suspects"])))
+        raise SDCStop("the canary's gradients differ between replicas at step %d (last good step %d, %s): %s"
+                      % (verdict["step"], verdict["last_good_step"], verdict.get("attribution", "not re-run"),
+                         ", ".join(_named(s) for s in verdict["suspects"])))
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
         if self.canary is None:

@@ -175,8 +175,8 @@ class GoodputCallback(_lightning_callback()):
         process with SDC_EXIT_STATUS, so the launcher sees a failed job and can requeue it."""
         if getattr(self.replica_check, "should_stop", False):
             v = getattr(self.replica_check, "verdict", {})
-            raise SDCStop("the replica check found SDC at step %s (last good step %s), suspects: %s"
-                          % (v.get("step"), v.get("last_good_step"),
+            raise SDCStop("the replica check found SDC at step %s (last good step %s, %s), suspects: %s"
+                          % (v.get("step"), v.get("last_good_step"), v.get("attribution", "not re-run"),
                              ", ".join("rank %d" % s["rank"] for s in v.get("suspects", []))))
 
     @staticmethod

@@ -83,6 +83,15 @@ def _torch_cuda():
     return torch.cuda
 
 
+def _job_ranks():
+    """The world size of torch.distributed's process group when the process uses one, else 1."""
+    torch = sys.modules.get("torch")
+    dist = getattr(torch, "distributed", None) if torch is not None else None
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return 1
+    return dist.get_world_size()
+
+
 class InlineProbe:
     """Runs probes every `every` steps ("auto": the planner's cadence within `budget`).
 
@@ -92,12 +101,17 @@ class InlineProbe:
     device defaults to the job's own GPU (torch.cuda.current_device()) when torch uses CUDA, else 0;
     stream (checked to belong to `device`) defaults to that GPU's current torch stream.
 
+    ranks: the devices of the job, every one probing at the same step, for every="auto": a fault on
+    any of them corrupts the model through the reductions, so the job's SDC rate is `ranks` times
+    one device's and the planner's optimum sqrt(ranks) times shorter. None: the world size of
+    torch.distributed's process group when one is initialised, else 1.
+
     Safe to share between threads: calls are serialised, close() waits for a step() in progress,
     and after close() the final verdict stays readable.
     """
 
     def __init__(self, device=None, every="auto", budget=0.01, backend="auto", probes=None, event_log=None,
-                 seed=0, sdc_rate=None, inject=None, stream=None):
+                 seed=0, sdc_rate=None, inject=None, stream=None, ranks=None):
         lib = _library_handle()
         self._lock = threading.Lock()
         self._handle = ctypes.c_void_p()
@@ -123,6 +137,7 @@ class InlineProbe:
         if sdc_rate is not None:
             config.sdc_rate_per_device_day = sdc_rate
         config.stream = _stream_pointer(stream)
+        config.ranks = _job_ranks() if ranks is None else _int_in("ranks", ranks, 1, INT64_MAX)
         self._buffer = ctypes.create_string_buffer(4096)
         _check(lib.sdc_inline_create(ctypes.byref(config), ctypes.byref(self._handle)))
         self.backend = self._poll()["backend"]

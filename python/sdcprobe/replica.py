@@ -168,9 +168,13 @@ def detected_fields(verdict, check):
     a healthy node half the time."""
     fields = {"step": verdict["step"], "check": check, "verdict": verdict["verdict"],
               "suspects": verdict["suspects"]}
+    if verdict.get("attribution"):
+        fields["attribution"] = verdict["attribution"]
     if verdict["verdict"] == "sdc":
         first = verdict["suspects"][0]
         fields.update(device=first["device"], suspect_rank=first["rank"])
+        if "mesh" in first:
+            fields["mesh"] = first["mesh"]
         if "cause" in first:
             fields["cause"] = first["cause"]
     if verdict["last_good_step"] >= 0:
@@ -214,11 +218,46 @@ def _named(s):
                                                                 s["pci_bus_id"]) if x))
 
 
-def choose_every(step_s, check_s, budget, sdc_rate=None):
-    """The inline probe's "auto" cadence (the planner's optimum within `budget`) for a check."""
+def choose_every(step_s, check_s, budget, sdc_rate=None, ranks=1):
+    """The inline probe's "auto" cadence (the planner's optimum within `budget`) for a check made on
+    all `ranks` devices of a job at once: their SDC rate is `ranks` times one device's."""
     every = ctypes.c_int64(0)
-    _check(_library_handle().sdc_choose_every(step_s, check_s, sdc_rate or 0.0, budget, ctypes.byref(every)))
+    _check(_library_handle().sdc_choose_job_every(step_s, check_s, sdc_rate or 0.0, budget, ranks,
+                                                  ctypes.byref(every)))
     return every.value
+
+
+def _signed(word):
+    return word - 2**64 if word >= 2**63 else word
+
+
+# What a re-run tells of a suspect (docs/replica.md, "Re-run before eviction"), the worst first.
+ATTRIBUTIONS = ("persistent", "transient", "not_hardware")
+
+
+def attribute(digests, reruns, suspects, classes=None):
+    """{position: attribution} for each suspect, from every replica's first digest and its re-run's
+    on the same inputs. A healthy peer (not a suspect) whose re-run differs from its first answer, or
+    no majority and two replicas that do not reproduce themselves: the computation itself is not
+    reproducible, "not_hardware" (a nondeterministic op), never an eviction. Else the suspect's
+    re-run gives the peers' answer: "transient"; a wrong answer again: "persistent". `classes`: the
+    equivalence class of each position (the canary's), within which answers are compared."""
+    def same_class(i, j):
+        return classes is None or classes[i] == classes[j]
+
+    out = {}
+    for i in suspects:
+        members = [j for j in range(len(digests)) if same_class(i, j)]
+        peers = [j for j in members if j not in suspects]
+        unstable = [j for j in members if reruns[j] != digests[j]]
+        if any(j in unstable for j in peers) or (not peers and len(unstable) > 1):
+            out[i] = "not_hardware"
+        elif peers:
+            right = collections.Counter(digests[j] for j in peers).most_common(1)[0][0]
+            out[i] = "transient" if reruns[i] == right else "persistent"
+        else:
+            out[i] = "transient" if i in unstable else "persistent"
+    return out
 
 
 class ReplicaCheck:
@@ -242,12 +281,26 @@ class ReplicaCheck:
 
     probe_options: InlineProbe options (probes, inject, seed) for the probe catalogue that breaks a
     tie between replicas.
+
+    ranks: the number of devices in the job, for every="auto" (all of them are checked at the same
+        step, and a fault on any corrupts the model, so the job's SDC rate is `ranks` times one
+        device's); None: the world size of the process group.
+
+    On a mesh a verdict is the job's: every vote group's alarm is agreed over the world, so every
+    rank reports the same suspects and acts at the same check. Before it is reported the check is
+    re-run on every replica (docs/replica.md, "Re-run before eviction"); each suspect, and the
+    verdict, carry an attribution: "persistent" and "transient" act as on_sdc says, unless
+    transient="continue" (then should_restore is set, and the loop goes back to last_good_step);
+    "not_hardware" (the computation does not reproduce on a healthy peer) is the verdict
+    "not_hardware": no sdc_detected, no stop.
     """
 
     def __init__(self, group=None, every="auto", event_log=None, on_sdc="raise", budget=0.01, sdc_rate=None,
-                 probe_options=None, mesh=None, dp_dims=None):
+                 probe_options=None, mesh=None, dp_dims=None, ranks=None, transient="stop"):
         if on_sdc not in ("raise", "stop") and not callable(on_sdc):
             raise ValueError("on_sdc must be 'raise', 'stop' or a callable")
+        if transient not in ("stop", "continue"):
+            raise ValueError("transient must be 'stop' (act as on_sdc says) or 'continue', got %r" % (transient,))
         if every == "auto" or every is None:
             self._every = None
         else:
@@ -271,6 +324,8 @@ class ReplicaCheck:
         self._world_agrees = mesh is not None
         self.group = group
         self.on_sdc = on_sdc
+        self.transient = transient
+        self.job_ranks = dist.get_world_size() if ranks is None else _int_in("ranks", ranks, 1, INT64_MAX)
         self.budget = budget
         self.sdc_rate = sdc_rate
         self.probe_options = dict(probe_options or {})
@@ -302,6 +357,7 @@ class ReplicaCheck:
         self.last_good_step = -1
         self.checks = 0
         self.should_stop = False
+        self.should_restore = False  # a transient fault with transient="continue": go back to last_good_step
         self.verdict = {"verdict": "none", "last_good_step": -1}
         self._reported = False
         self._why = "every %d steps, as given" % self._every if self._every is not None else ""
@@ -317,15 +373,16 @@ class ReplicaCheck:
             return CALIBRATION_STEPS
         cost = max(sum(self._costs) / len(self._costs), 1e-9)
         step_s = statistics.median(self._step_times)
-        every = choose_every(step_s, cost, self.budget, self.sdc_rate)
-        # The bounds sdc_choose_every takes the larger of (scheduler/inline/inline_probe.cpp).
+        every = choose_every(step_s, cost, self.budget, self.sdc_rate, self.job_ranks)
+        # The bounds sdc_choose_job_every takes the larger of (scheduler/inline/inline_probe.cpp).
         budget_steps = cost / (BUDGET_MARGIN * self.budget * step_s)
         self._why = ("every %d steps proposed by rank %d: step %.4g s (median of %d), check %.4g s (mean of %d), "
-                     "SDC rate %s per device-day, budget %.3g: the budget allows one check per %.4g steps, "
-                     "the planner's optimum is the rest; the largest proposal of the replicas is adopted"
+                     "SDC rate %s per device-day on %d ranks, budget %.3g: the budget allows one check per %.4g "
+                     "steps, the planner's optimum for the job is the rest; the largest proposal of the replicas "
+                     "is adopted"
                      % (every, self.rank, step_s, len(self._step_times), cost, len(self._costs),
-                        "default" if self.sdc_rate is None else "%.3g" % self.sdc_rate, self.budget,
-                        budget_steps))
+                        "default" if self.sdc_rate is None else "%.3g" % self.sdc_rate, self.job_ranks,
+                        self.budget, budget_steps))
         return every
 
     def _align(self, step):
@@ -343,32 +400,33 @@ class ReplicaCheck:
 
     # ---- the check -------------------------------------------------------------------------------
 
-    def _gather(self, words):
+    def _gather(self, words, world=False):
         """Every replica's int64 words, in group order (all_gather_into_tensor, or all_gather where
-        the backend lacks it, e.g. gloo on older torch)."""
+        the backend lacks it, e.g. gloo on older torch); world=True: every rank's, in rank order."""
         torch = _torch()
+        n = self._dist.get_world_size() if world else len(self.ranks)
         mine = torch.tensor(words, dtype=torch.int64, device=self._exchange_device)
-        out = torch.empty(len(self.ranks) * len(words), dtype=torch.int64, device=self._exchange_device)
+        out = torch.empty(n * len(words), dtype=torch.int64, device=self._exchange_device)
         try:
-            self._collective(self._dist.all_gather_into_tensor, out, mine)
+            self._collective(self._dist.all_gather_into_tensor, out, mine, world=world)
         except (AttributeError, RuntimeError, NotImplementedError):
-            parts = [torch.empty_like(mine) for _ in self.ranks]
-            self._collective(self._dist.all_gather, parts, mine)
+            parts = [torch.empty_like(mine) for _ in range(n)]
+            self._collective(self._dist.all_gather, parts, mine, world=world)
             out = torch.cat(parts)
-        return [[int(v) for v in out[i * len(words):(i + 1) * len(words)].tolist()] for i in range(len(self.ranks))]
+        return [[int(v) for v in out[i * len(words):(i + 1) * len(words)].tolist()] for i in range(n)]
 
-    def _gather_objects(self, obj):
-        """Every replica's picklable `obj`, in group order: all_gather_object through _collective,
-        whose tensors are kept (all_gather_object's are not, and a process whose last exchange it
-        was could hang at exit as _collective says: seen on torch 1.13)."""
+    def _gather_objects(self, obj, world=False):
+        """Every replica's picklable `obj`, in group order (world=True: every rank's): all_gather_object
+        through _collective, whose tensors are kept (all_gather_object's are not, and a process whose
+        last exchange it was could hang at exit as _collective says: seen on torch 1.13)."""
         torch = _torch()
         data = pickle.dumps(obj)
-        sizes = [n for n, in self._gather([len(data)])]
+        sizes = [n for n, in self._gather([len(data)], world=world)]
         mine = torch.zeros(max(sizes), dtype=torch.uint8)
         mine[:len(data)] = torch.tensor(list(data), dtype=torch.uint8)
         mine = mine.to(self._exchange_device)
-        parts = [torch.empty_like(mine) for _ in self.ranks]
-        self._collective(self._dist.all_gather, parts, mine)
+        parts = [torch.empty_like(mine) for _ in sizes]
+        self._collective(self._dist.all_gather, parts, mine, world=world)
         return [pickle.loads(bytes(p[:n].tolist())) for p, n in zip(parts, sizes)]
 
     def _agreed(self, words):
@@ -401,9 +459,10 @@ class ReplicaCheck:
         raise SDCProbeError("the %s check at step %d failed on rank %d (its own error says why): every rank "
                             "stops with it" % (probe, step, failed - 1))
 
-    def _collective(self, op, *tensors, **options):
-        """op(*tensors) over the group, waited on here; its work and tensors are held (_hold)."""
-        work = op(*tensors, group=self.group, async_op=True, **options)
+    def _collective(self, op, *tensors, world=False, **options):
+        """op(*tensors) over the group (world=True: the world), waited on here; its work and tensors
+        are held (_hold)."""
+        work = op(*tensors, group=None if world else self.group, async_op=True, **options)
         work.wait()
         self._hold(work, tensors)
 
@@ -485,6 +544,7 @@ class ReplicaCheck:
     def _check(self, step, tensors, stream):
         self._event("probe_begin", probe="replica", step=step, blocking=True)
         start = time.perf_counter()
+        tensors = list(_flat_tensors(tensors))  # read twice when a re-run is needed
         error = None
         try:
             lo, hi = state_digest(tensors, stream)
@@ -493,52 +553,121 @@ class ReplicaCheck:
         proposal, failed = self._agreed([self._proposal(), self._failure(error)])
         if self._world_agrees:
             self._raise_failure(step, "replica", error, failed)
-        gathered = self._gather([lo - 2**64 if lo >= 2**63 else lo, hi - 2**64 if hi >= 2**63 else hi, proposal,
-                                 self._failure(error)])
+        gathered = self._gather([_signed(lo), _signed(hi), proposal, self._failure(error)])
         self._raise_failure(step, "replica", error, max(w[3] for w in gathered))
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         self.every = max(w[2] for w in gathered)
         self._next_due = (step // self.every + 1) * self.every
         verdict, suspects, probe_failures = self._vote(digests)
+        attributions, rerun_s = self._rerun(step, "replica", verdict, digests,
+                                            lambda: state_digest(tensors, stream), suspects)
         seconds = time.perf_counter() - start
-        self._costs.append(seconds)
+        self._costs.append(seconds - rerun_s)  # the re-run follows an alarm only: not the steady cost
         self.checks += 1
-        self._event("probe_end", probe="replica", verdict="pass" if verdict == "pass" else "fail", step=step,
-                    blocking=True)
-        if verdict == "pass" and not self._reported:
-            self.last_good_step = step
-        self.verdict = {
+        self.verdict = self._job_verdict({
             "verdict": verdict,
             "step": step,
             "last_good_step": self.last_good_step,
             "replicas": len(digests),
             "digest": "%016x%016x" % (hi, lo),
-            "suspects": [self.members[i] for i in suspects],
+            "suspects": [dict(self.members[i], attribution=attributions[i]) if attributions else self.members[i]
+                         for i in suspects],
             "probe_failures": [self.members[i]["rank"] for i in probe_failures],
             "seconds": seconds,
+            "rerun_seconds": rerun_s,
             "every": self.every,
             "auto": self._every is None,
             "why": self._why,
-        }
-        if verdict != "pass" and not self._reported:
-            self._reported = True
-            self._report()
+        }, attributions is not None)
+        self._settle("replica")
         self._last_call_end = time.perf_counter()
         return self.verdict
 
-    def _report(self):
+    # ---- one verdict for the job -----------------------------------------------------------------
+
+    def _rerun(self, step, probe, verdict, digests, again, suspects, classes=None):
+        """Once a vote anywhere in the job found a mismatch (on a mesh agreed over the world: a
+        canary's forward spans vote groups, so every rank re-runs or none does), every replica runs
+        the check again on the same inputs (`again()` -> its digest) and each suspect is attributed
+        (attribute()). Returns ({position: attribution} of this group's suspects, the re-run's
+        seconds), or (None, 0.0) when nothing was found."""
+        alarm = int(verdict in ("sdc", "inconclusive") and not self._reported)
+        if not self._agreed([alarm])[0]:
+            return None, 0.0
+        start = time.perf_counter()
+        error, again_digest = None, (0, 0)
+        try:
+            again_digest = again()
+        except Exception as e:  # raised below, on every rank together
+            error = e
+        failed = self._agreed([self._failure(error)])[0]
+        if self._world_agrees:
+            self._raise_failure(step, probe, error, failed)
+        gathered = self._gather([_signed(again_digest[0]), _signed(again_digest[1]), self._failure(error)])
+        self._raise_failure(step, probe, error, max(w[2] for w in gathered))
+        reruns = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
+        return attribute(digests, reruns, suspects, classes), time.perf_counter() - start
+
+    def _job_verdict(self, verdict, alarm):
+        """The job's verdict at this check: on a mesh, when any group found a mismatch (`alarm`,
+        agreed over the world), every group's alarm gathered over the world, so every rank names the
+        same suspects, with their mesh coordinates, and the same last good step. The worst
+        attribution of the suspects is the verdict's; "not_hardware" makes the verdict that."""
+        mine = verdict["verdict"] in ("sdc", "inconclusive")
+        if alarm and self._world_agrees:
+            found = [v for v in self._gather_objects(verdict if mine else None, world=True) if v is not None]
+            found = list({repr(v["suspects"]): v for v in found}.values())  # one per vote group
+            verdict = dict(verdict,
+                           verdict="sdc" if any(v["verdict"] == "sdc" for v in found) else "inconclusive",
+                           suspects=sorted((s for v in found for s in v["suspects"]), key=lambda s: s["rank"]),
+                           last_good_step=min(v["last_good_step"] for v in found),
+                           groups=len(found))
+        if alarm and verdict["suspects"]:
+            verdict["attribution"] = min((s["attribution"] for s in verdict["suspects"]), key=ATTRIBUTIONS.index)
+            if verdict["attribution"] == "not_hardware":
+                verdict["verdict"] = "not_hardware"
+        elif verdict["verdict"] == "pass" and not self._reported:
+            self.last_good_step = verdict["last_good_step"] = verdict["step"]
+        return verdict
+
+    def _settle(self, probe):
+        """Logs the check's end and acts on the job's verdict, the same on every rank."""
         v = self.verdict
-        self._event("sdc_detected", **detected_fields(v, "replica"))
+        alarm = v["verdict"] in ("sdc", "inconclusive", "not_hardware") and not self._reported
+        self._event("probe_end", probe=probe, step=v["step"], blocking=True,
+                    verdict="fail" if v["verdict"] in ("sdc", "inconclusive") else v["verdict"])
+        if not alarm:
+            return
+        if v["verdict"] == "not_hardware":
+            self._not_hardware()
+            return
+        self._event("sdc_detected", **detected_fields(v, probe))
+        if v.get("attribution") == "transient" and self.transient == "continue":
+            self.should_restore = True
+            sys.stderr.write("sdcprobe: a transient fault at step %d (the re-run gave the right answer): training "
+                             "goes back to the last good step %d\n" % (v["step"], v["last_good_step"]))
+            return
+        self._reported = True
         if self.on_sdc == "raise":
-            named = ", ".join(_named(s) for s in v["suspects"])
-            what = "replicas differ, inconclusive, all suspect: " if v["verdict"] == "inconclusive" else \
-                "replicas differ, suspect: "
-            raise SDCDetected("silent data corruption at step %d (last good step %d): %s%s"
-                              % (v["step"], v["last_good_step"], what, named))
+            raise SDCDetected(self._message())
         if self.on_sdc == "stop":
             self.should_stop = True
         else:
             self.on_sdc(dict(v))
+
+    def _not_hardware(self):
+        """The replicas' answers differ, and a healthy replica does not reproduce its own: no device
+        is to blame, and nothing stops (the check goes on)."""
+        sys.stderr.write("sdcprobe: the replicas' states differ at step %d, but a re-read does not reproduce them "
+                         "(the state changed during the check?): not attributed to hardware\n" % self.verdict["step"])
+
+    def _message(self):
+        v = self.verdict
+        what = "replicas differ, inconclusive, all suspect: " if v["verdict"] == "inconclusive" else \
+            "replicas differ, suspect: "
+        return "silent data corruption at step %d (last good step %d, %s): %s%s" % (
+            v["step"], v["last_good_step"], v.get("attribution", "not re-run"), what,
+            ", ".join(_named(s) for s in v["suspects"]))
 
     def close(self):
         if self._owns_log and self._log is not None:

@@ -14,9 +14,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from sdcprobe import CanaryCheck, ReplicaCheck, SDCDetected  # noqa: E402
-from sdcprobe.replica import state_digest  # noqa: E402
-from spawn_harness import init_gloo, read_events, run_job, write_outcome  # noqa: E402
+from sdcprobe import SDC_EXIT_STATUS, CanaryCheck, ReplicaCheck, SDCDetected  # noqa: E402
+from sdcprobe.replica import attribute, state_digest  # noqa: E402
+from spawn_harness import (JobVerdictAssertions, init_gloo, read_events, run_job, run_log, sdc_loop,  # noqa: E402
+                           write_outcome)
 
 EVERY = 5
 FAULT_ONSET = 21  # after the first check (which measures determinism), between two checks
@@ -262,6 +263,113 @@ class ThreeReplicasTest(unittest.TestCase):
                              [("canary", 10, 1, "compute")])
 
 
+# The job-verdict runs: checks at 0, 5 and 10; the fault from step 7 on, in the canary's runs only.
+VERDICT_STEPS = 13
+VERDICT_ONSET = 7
+
+
+def verdict_run(rank, tmp, tag, fault, on_sdc, transient="stop", faulty_rank=1):
+    """One DDP run of VERDICT_STEPS with a CanaryCheck acting as `on_sdc` says, in the loop of
+    sdc_loop. `fault`: "persistent" (rank 1's products wrong in every canary run from the onset),
+    "intermittent" (in the first canary run after the onset only) or "noise" (a nondeterministic op
+    on every rank: each canary run after the onset adds noise drawn from the OS)."""
+    model = torch.nn.parallel.DistributedDataParallel(make_model("clean"))
+    optim = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    data = torch.Generator().manual_seed(100 + rank)
+    state = {"step": 0, "in_canary": False, "fired": 0}
+
+    def hook(module, inputs, output):
+        if not state["in_canary"] or state["step"] < VERDICT_ONSET:
+            return None
+        if fault == "noise":
+            return output + 1e-3 * torch.randn(output.shape, generator=torch.Generator().manual_seed(
+                random.SystemRandom().getrandbits(63)))
+        if rank != faulty_rank or (fault == "intermittent" and state["fired"]):
+            return None
+        state["fired"] += 1
+        out = output.clone()
+        out.view(-1)[:1].view(torch.int32).bitwise_xor_(1 << 20)
+        return out
+
+    model.module[0].register_forward_hook(hook)
+
+    def canary_loss(module, batch):
+        state["in_canary"] = True
+        try:
+            return loss_fn(module, batch)
+        finally:
+            state["in_canary"] = False
+
+    log = run_log(tmp, tag, rank)
+    x = torch.randn(16, 8, generator=torch.Generator().manual_seed(3))
+    canary = CanaryCheck(model.module, canary_loss, batch=(x, x.sum(1, keepdim=True)), every=EVERY, on_sdc=on_sdc,
+                         event_log=log, transient=transient)
+
+    def train_step(step):
+        state["step"] = step
+        xb = torch.randn(16, 8, generator=data)
+        optim.zero_grad()
+        loss_fn(model, (xb, xb.sum(1, keepdim=True))).backward()
+        optim.step()
+
+    ended = sdc_loop(log, VERDICT_STEPS, train_step, lambda step: canary.step(step) is not None and canary.should_stop)
+    v = canary.verdict
+    return ended, {"verdict": v["verdict"], "attribution": v.get("attribution"), "disabled": canary.disabled,
+                   "rerun_seconds": v.get("rerun_seconds"), "seconds": v["seconds"],
+                   "should_restore": canary.should_restore}
+
+
+def verdict_worker(rank, world, tmp):
+    """The job-verdict runs in one process group; the process ends as a stopped job does, with
+    SDC_EXIT_STATUS, after the last run."""
+    torch.set_num_threads(1)
+    init_gloo(tmp, rank, world)
+    outcome = {"rank": rank}
+    for tag, fault, on_sdc, transient in (("raise", "persistent", "raise", "stop"),
+                                          ("intermittent", "intermittent", "raise", "stop"),
+                                          ("continue", "intermittent", "raise", "continue"),
+                                          ("nondeterministic", "noise", "stop", "stop"),
+                                          ("stop", "persistent", "stop", "stop")):
+        outcome[tag], outcome[tag + "_verdict"] = verdict_run(rank, tmp, tag, fault, on_sdc, transient)
+    write_outcome(tmp, rank, outcome)
+    dist.destroy_process_group()
+    sys.exit(SDC_EXIT_STATUS if outcome["stop"]["how"] == "stop" else 0)
+
+
+class JobVerdictTest(unittest.TestCase, JobVerdictAssertions):
+    """One job of 3 DDP ranks: every rank stops (status 75) or raises at the same check, the re-run
+    attributes the fault (persistent, transient, not hardware)."""
+
+    def test_every_rank_acts_on_one_verdict_after_a_rerun(self):
+        tmp, outcomes = run_job(verdict_worker, 3, prefix="canary-verdict-", exit_status=SDC_EXIT_STATUS)
+        for tag, mode in (("stop", "stop"), ("raise", "raise")):
+            self.assert_job_stopped(tmp, tag, outcomes, mode, step=10, suspect=1, attribution="persistent",
+                                    check="canary", last_good_step=5)
+        self.assert_job_stopped(tmp, "intermittent", outcomes, "raise", step=10, suspect=1, attribution="transient",
+                                check="canary", last_good_step=5)
+        for o in outcomes:
+            self.assertEqual(o["stop_verdict"]["attribution"], "persistent")
+            self.assertGreater(o["stop_verdict"]["rerun_seconds"], 0)
+            # Noise on every rank: no rank to blame, no stop; the canary turns itself off.
+            self.assertEqual(o["nondeterministic"], {"ended": VERDICT_STEPS - 1, "how": "done"})
+            self.assertEqual((o["nondeterministic_verdict"]["verdict"], o["nondeterministic_verdict"]["attribution"]),
+                             ("not_hardware", "not_hardware"))
+            self.assertIn("not hardware", o["nondeterministic_verdict"]["disabled"])
+            events = read_events(os.path.join(tmp, "events-nondeterministic-%d.jsonl" % o["rank"]))
+            self.assertEqual([e["event"] for e in events if e["event"] in ("sdc_detected", "fault_detected")], [])
+            self.assertEqual([e["verdict"] for e in events if e["event"] == "probe_end"],
+                             ["pass", "pass", "not_hardware"])
+            # transient="continue": the transient fault is logged and training goes back to the last
+            # good step instead of raising (should_restore; this loop just goes on).
+            self.assertEqual(o["continue"], {"ended": VERDICT_STEPS - 1, "how": "done"})
+            self.assertTrue(o["continue_verdict"]["should_restore"])
+            events = read_events(os.path.join(tmp, "events-continue-%d.jsonl" % o["rank"]))
+            self.assertEqual([(e["event"], e.get("attribution"), e.get("last_good_step")) for e in events
+                              if e["event"] in ("sdc_detected", "fault_detected")], [("sdc_detected", "transient", 5)])
+        print("re-run at detection: %.4f s, the check itself %.4f s"
+              % (outcomes[0]["stop_verdict"]["rerun_seconds"], outcomes[0]["stop_verdict"]["seconds"]))
+
+
 class OneRankTest(unittest.TestCase):
     """One process, a one-rank gloo group: the canary's own behaviour, without peers."""
 
@@ -318,6 +426,19 @@ class OneRankTest(unittest.TestCase):
         for last, step, every in zip(steps[1:], steps[2:], intervals[1:]):
             self.assertEqual(step % every, 0)
             self.assertGreaterEqual(step - last, every)
+
+    def test_attribution_of_a_rerun(self):
+        # Three replicas, rank 2 the suspect; each replica's first digest and its re-run's.
+        self.assertEqual(attribute([1, 1, 2], [1, 1, 2], [2]), {2: "persistent"})
+        self.assertEqual(attribute([1, 1, 2], [1, 1, 3], [2]), {2: "persistent"})  # wrong again, otherwise
+        self.assertEqual(attribute([1, 1, 2], [1, 1, 1], [2]), {2: "transient"})
+        self.assertEqual(attribute([1, 1, 2], [4, 1, 1], [2]), {2: "not_hardware"})  # a healthy peer differs
+        # No majority: two that do not reproduce themselves are a nondeterministic op.
+        self.assertEqual(attribute([1, 2, 3], [4, 5, 3], [0, 1, 2]), {0: "not_hardware", 1: "not_hardware",
+                                                                     2: "not_hardware"})
+        self.assertEqual(attribute([1, 2], [3, 2], [0, 1]), {0: "transient", 1: "persistent"})
+        # Within equivalence classes: the suspect's peers are its own class's.
+        self.assertEqual(attribute([1, 1, 2, 9], [1, 1, 1, 8], [2], classes=["a", "a", "a", "b"]), {2: "transient"})
 
     def test_vote_is_within_equivalence_classes(self):
         canary = CanaryCheck(make_model("clean"), loss_fn, batch=(torch.ones(2, 8), torch.ones(2, 1)))

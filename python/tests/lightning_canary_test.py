@@ -191,8 +191,8 @@ class CanaryLightningTest(unittest.TestCase):
         for rank in range(WORLD):
             sdc = [e for e in self.events("fault", "canary", rank) if e["event"] == "sdc_detected"]
             self.assertEqual(len(sdc), 1)
-            self.assertEqual((sdc[0]["step"], sdc[0]["last_good_step"], sdc[0]["suspect_rank"], sdc[0]["cause"]),
-                             (15, 10, FAULTY_RANK, "compute"))
+            self.assertEqual((sdc[0]["step"], sdc[0]["last_good_step"], sdc[0]["suspect_rank"], sdc[0]["cause"],
+                              sdc[0]["attribution"]), (15, 10, FAULTY_RANK, "compute", "persistent"))
         events = self.events("fault", "events")
         self.assertEqual((events[-1]["event"], events[-1]["kind"]), ("fault_detected", "SDCStop"))
         self.assertNotIn("job_end", [e["event"] for e in events])

@@ -3,7 +3,9 @@
 
 Needs torch 2.6 or later (the torch2 venv, tests/python/torch_venv.sh): fully_shard and DeviceMesh.
 Each job runs, in one process group, the layout with the checks and no fault, the same without the
-checks, and the layout with the checks and a fault on one rank from FAULT_ONSET on.
+checks, and the layout with the checks and a fault on one rank from FAULT_ONSET on: with on_sdc
+"stop" and "raise" (every rank must end at the same check, the job's exit status 75), or recording
+the alarms and going on.
 """
 
 import os
@@ -16,9 +18,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from sdcprobe import CanaryCheck, ReplicaCheck  # noqa: E402
+from sdcprobe import SDC_EXIT_STATUS, CanaryCheck, ReplicaCheck  # noqa: E402
 from sdcprobe.replica import state_digest  # noqa: E402
-from spawn_harness import init_gloo, read_events, run_job, write_outcome  # noqa: E402
+from spawn_harness import (JobVerdictAssertions, init_gloo, read_events, run_job, run_log, sdc_loop,  # noqa: E402
+                           write_outcome)
 
 EVERY = 5
 STEPS = 26
@@ -69,7 +72,8 @@ def build(layout, mesh):
     return model
 
 
-def train(layout, mesh, checks, faulty_rank, tmp, tag):
+def train(layout, mesh, checks, faulty_rank, tmp, tag, on_sdc=None):
+    """One run of STEPS in sdc_loop; on_sdc None: the alarms are recorded and training goes on."""
     rank = dist.get_rank()
     model = build(layout, mesh)
     optim = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -85,14 +89,16 @@ def train(layout, mesh, checks, faulty_rank, tmp, tag):
             (lambda m, i, out: FlipInBackward.apply(out) if faulty["on"] else None)
         model[0].register_forward_hook(hook)
     check = None
+    log = run_log(tmp, tag, rank)
     if checks:
-        log = os.path.join(tmp, "events-%s-%d.jsonl" % (tag, rank))
         if layout == "hsdp":
-            check = ReplicaCheck(mesh=mesh, dp_dims=(names[0],), every=EVERY, on_sdc=alarms.append, event_log=log)
+            check = ReplicaCheck(mesh=mesh, dp_dims=(names[0],), every=EVERY, on_sdc=on_sdc or alarms.append,
+                                 event_log=log)
         else:
             check = CanaryCheck(model, loss_fn, batch=(x, x.flip(1)), mesh=mesh, dp_dims=("dp",), every=EVERY,
-                                on_sdc=alarms.append, event_log=log)
-    for step in range(STEPS):
+                                on_sdc=on_sdc or alarms.append, event_log=log)
+
+    def train_step(step):
         faulty["on"] = step >= FAULT_ONSET
         xb = torch.randn(8, 8, generator=data)
         optim.zero_grad()
@@ -102,8 +108,11 @@ def train(layout, mesh, checks, faulty_rank, tmp, tag):
             with torch.no_grad():  # a wrong update of this rank's shard
                 local = next(model.parameters()).to_local()
                 local.copy_(flip(local))
+
+    def check_step(step):
+        nonlocal untouched
         if check is None:
-            continue
+            return False
         if layout == "hsdp":
             v = check.step(step, [model.parameters(), optim.state_dict()])
         else:
@@ -112,26 +121,32 @@ def train(layout, mesh, checks, faulty_rank, tmp, tag):
             untouched &= state_digest([[p.grad for p in model.parameters()], list(model.parameters())]) == before
         if v is not None:
             verdicts.append((step, v["verdict"]))
+        return check.should_stop
+
+    ended = sdc_loop(log, STEPS, train_step, check_step)
     if check is not None:
         check.close()
     return {"final": "%x,%x" % state_digest([model.parameters(), optim.state_dict()]), "verdicts": verdicts,
             "alarms": [{k: a[k] for k in ("verdict", "step", "last_good_step", "suspects")} for a in alarms],
-            "untouched": untouched}
+            "untouched": untouched, "ended": ended}
 
 
-def worker(rank, world, tmp, layout, shape, faulty_rank):
+def layout_runs(layout, shape, faulty_rank, tmp):
+    """This rank's outcome of one layout's runs; each run's logs are named after "<layout>-<run>"."""
     from torch.distributed.device_mesh import init_device_mesh
-    torch.set_num_threads(1)
-    init_gloo(tmp, rank, world)
     names = ("dp_replicate", "dp_shard") if layout == "hsdp" else ("dp", "tp")[:len(shape)]
     mesh = init_device_mesh("cpu", shape, mesh_dim_names=names)
-    outcome = {"rank": rank, "coordinate": mesh.get_coordinate()}
-    if faulty_rank is None or layout != "tp2x2":
-        outcome["clean"] = train(layout, mesh, True, None, tmp, "clean")
-        outcome["without_checks"] = train(layout, mesh, False, None, tmp, "none")["final"]
-    outcome["faulty"] = train(layout, mesh, True, faulty_rank, tmp, "faulty")
-    write_outcome(tmp, rank, outcome)
-    dist.destroy_process_group()
+    outcome = {"rank": dist.get_rank(), "coordinate": mesh.get_coordinate()}
+    if layout != "tp2x2":
+        outcome["clean"] = train(layout, mesh, True, None, tmp, layout + "-clean")
+        outcome["without_checks"] = train(layout, mesh, False, None, tmp, layout + "-none")["final"]
+    if layout in ("fsdp4", "tp2x2"):
+        outcome["faulty"] = train(layout, mesh, True, faulty_rank, tmp, layout + "-faulty")
+    else:  # as a user runs it: every rank raises, or stops
+        for mode in ("raise", "stop"):
+            run = train(layout, mesh, True, faulty_rank, tmp, layout + "-" + mode, on_sdc=mode)
+            outcome[layout + "-" + mode], outcome[mode + "_verdicts"] = run["ended"], run["verdicts"]
+    return outcome
 
 
 # A pipeline of two stages, each replicated three times: mesh ("pp", "dp") 2 x 3, rank = 3 * pp + dp.
@@ -146,10 +161,11 @@ def stage_loss(module, batch):
     return module(batch).pow(2).mean()
 
 
-def pipeline_train(mesh, faulty_rank, tmp, tag):
+def pipeline_train(mesh, faulty_rank, tmp, tag, on_sdc=None):
     """Manual stage split: each pp rank owns its stage (a Linear and a ReLU), sends its activations
     to the next stage and receives their gradient back; each stage's gradients are averaged over its
-    dp peers. A CanaryCheck and a ReplicaCheck per stage, over mesh ("pp", "dp") with dp_dims dp."""
+    dp peers. A CanaryCheck and a ReplicaCheck per stage, over mesh ("pp", "dp") with dp_dims dp;
+    on_sdc None: the alarms are recorded and training goes on."""
     rank, (pp, dp) = dist.get_rank(), mesh.get_coordinate()
     width_in, width_out = STAGE_WIDTHS[pp]
     torch.manual_seed(pp)  # the stage's weights: the same on its dp peers, another stage's elsewhere
@@ -160,14 +176,15 @@ def pipeline_train(mesh, faulty_rank, tmp, tag):
     if rank == faulty_rank:
         stage[0].register_forward_hook(lambda m, i, out: flip(out) if faulty["on"] else None)
     alarms = []
-    log = os.path.join(tmp, "events-%s-%d.jsonl" % (tag, rank))
+    log = run_log(tmp, tag, rank)
     fixed = torch.randn(4, width_in, generator=torch.Generator().manual_seed(7 + pp))
-    canary = CanaryCheck(stage, stage_loss, batch=fixed, mesh=mesh, dp_dims=("dp",), every=EVERY, on_sdc=alarms.append,
-                         event_log=log)
-    replica = ReplicaCheck(mesh=mesh, dp_dims=("dp",), every=EVERY, on_sdc=alarms.append, event_log=log)
+    canary = CanaryCheck(stage, stage_loss, batch=fixed, mesh=mesh, dp_dims=("dp",), every=EVERY,
+                         on_sdc=on_sdc or alarms.append, event_log=log)
+    replica = ReplicaCheck(mesh=mesh, dp_dims=("dp",), every=EVERY, on_sdc=on_sdc or alarms.append, event_log=log)
     data = torch.Generator().manual_seed(100 + dp)  # each dp coordinate its own batches
     verdicts = []
-    for step in range(PP_STEPS):
+
+    def train_step(step):
         faulty["on"] = step >= PP_ONSET
         optim.zero_grad()
         if pp == 0:
@@ -187,35 +204,38 @@ def pipeline_train(mesh, faulty_rank, tmp, tag):
             dist.all_reduce(p.grad, group=dp_group)
             p.grad /= 3
         optim.step()
+
+    def check_step(step):
         for name, v in (("canary", canary.step(step)), ("replica", replica.step(step, [stage.parameters(),
                                                                                          optim.state_dict()]))):
             if v is not None:
                 verdicts.append((name, step, v["verdict"]))
+        return canary.should_stop or replica.should_stop
+
+    ended = sdc_loop(log, PP_STEPS, train_step, check_step)
     canary.close()
     replica.close()
-    return {"verdicts": verdicts, "log": log,
+    return {"verdicts": verdicts, "log": log.path, "ended": ended,
             "alarms": [{k: a[k] for k in ("verdict", "step", "suspects")} for a in alarms]}
 
 
-def pipeline_worker(rank, world, tmp, faulty_rank):
+def pipeline_runs(faulty_rank, tmp):
     from torch.distributed.device_mesh import init_device_mesh
-    torch.set_num_threads(1)
-    init_gloo(tmp, rank, world)
     mesh = init_device_mesh("cpu", (2, 3), mesh_dim_names=("pp", "dp"))
-    outcome = {"rank": rank, "coordinate": mesh.get_coordinate(), "clean": pipeline_train(mesh, None, tmp, "clean"),
-               "faulty": pipeline_train(mesh, faulty_rank, tmp, "faulty")}
-    write_outcome(tmp, rank, outcome)
-    dist.destroy_process_group()
+    outcome = {"rank": dist.get_rank(), "coordinate": mesh.get_coordinate(),
+               "clean": pipeline_train(mesh, None, tmp, "pipeline-clean")}
+    for mode in ("raise", "stop"):
+        run = pipeline_train(mesh, faulty_rank, tmp, "pipeline-" + mode, on_sdc=mode)
+        outcome["pipeline-" + mode], outcome[mode + "_verdicts"] = run["ended"], run["verdicts"]
+    return outcome
 
 
-def failure_worker(rank, world, tmp, failing_rank):
+def failure_runs(failing_rank):
     """Checks on mesh ("tp", "dp") 2 x 2 whose first check fails on one rank: a ReplicaCheck given a
     tensor it cannot digest there, then a CanaryCheck whose vote group is not made of replicas.
     Every rank must end each check with an error; a hang ends the job at the process group's timeout."""
-    from datetime import timedelta
     from torch.distributed.device_mesh import init_device_mesh
-    torch.set_num_threads(1)
-    init_gloo(tmp, rank, world, timeout=timedelta(seconds=60))
+    rank = dist.get_rank()
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("tp", "dp"))
     outcome = {"rank": rank}
     check = ReplicaCheck(mesh=mesh, dp_dims=("dp",), every=1)
@@ -231,18 +251,37 @@ def failure_worker(rank, world, tmp, failing_rank):
         canary.step(0)
     except Exception as e:
         outcome["canary"] = "%s: %s" % (type(e).__name__, e)
+    return outcome
+
+
+def job_worker(rank, world, tmp, layouts):
+    """The layouts' runs one after another in one process group (a gloo timeout of 60 s, so a hang
+    fails the test): starting the interpreters is most of a job's time. The process exits as a
+    job stopped for SDC does, with SDC_EXIT_STATUS, when its last run stopped."""
+    from datetime import timedelta
+    torch.set_num_threads(1)
+    init_gloo(tmp, rank, world, timeout=timedelta(seconds=60))
+    outcome = {"rank": rank}
+    for layout, shape, faulty_rank in layouts:
+        if layout == "pipeline":
+            outcome[layout] = pipeline_runs(faulty_rank, tmp)
+        elif layout == "error":
+            outcome[layout] = failure_runs(faulty_rank)
+        else:
+            outcome[layout] = layout_runs(layout, shape, faulty_rank, tmp)
     write_outcome(tmp, rank, outcome)
     dist.destroy_process_group()
+    last = outcome[layouts[-1][0]]
+    sys.exit(SDC_EXIT_STATUS if last.get(layouts[-1][0] + "-stop", {}).get("how") == "stop" else 0)
 
 
-def run_mesh_job(layout, shape, faulty_rank):
-    world = 1
-    for n in shape:
-        world *= n
-    return run_job(worker, world, layout, shape, faulty_rank, prefix="mesh-")
+def run_mesh_job(world, layouts, exit_status=0):
+    """{layout: every rank's outcome of it} and the job's folder."""
+    tmp, outcomes = run_job(job_worker, world, layouts, prefix="mesh-%d-" % world, exit_status=exit_status)
+    return tmp, {layout: [o[layout] for o in outcomes] for layout, _, _ in layouts}
 
 
-class MeshTest(unittest.TestCase):
+class MeshChecks(JobVerdictAssertions):
     def assert_clean(self, outcomes, check_steps):
         for o in outcomes:
             clean = o["clean"]
@@ -251,81 +290,46 @@ class MeshTest(unittest.TestCase):
             self.assertTrue(clean["untouched"], "the canary changed .grad or a parameter on rank %d" % o["rank"])
             self.assertEqual(clean["final"], o["without_checks"], "rank %d ends elsewhere with the checks" % o["rank"])
 
-    def assert_named_alone(self, tmp, outcomes, faulty_rank, voters, check):
-        """Every rank of `voters` (the faulty rank's vote group) names the faulty rank alone, within
-        two intervals of the onset; every other rank passes every check."""
-        for o in outcomes:
-            alarms = o["faulty"]["alarms"]
-            if o["rank"] not in voters:
-                self.assertEqual(alarms, [], "rank %d outside the faulty group" % o["rank"])
-                self.assertEqual({v for _, v in o["faulty"]["verdicts"]}, {"pass"})
-                continue
-            self.assertEqual(len(alarms), 1, "rank %d: %r" % (o["rank"], alarms))
-            a = alarms[0]
-            self.assertEqual(a["verdict"], "sdc")
-            self.assertTrue(FAULT_ONSET < a["step"] <= FAULT_ONSET + 2 * EVERY, a)
-            self.assertEqual([s["rank"] for s in a["suspects"]], [faulty_rank])
-            s = a["suspects"][0]
-            self.assertEqual(list(s["mesh"].values()), outcomes[faulty_rank]["coordinate"])
-            self.assertTrue(s["host"] and s["device"].startswith("CPU-") and s["pci_bus_id"].startswith("cpu:"))
-            sdc = [e for e in read_events(os.path.join(tmp, "events-faulty-%d.jsonl" % o["rank"]))
-                   if e["event"] == "sdc_detected"]
-            self.assertEqual([(e["check"], e["suspect_rank"]) for e in sdc], [(check, faulty_rank)])
+    def assert_job_stops_at_one_check(self, layout, outcomes, faulty_rank, check, step):
+        """With on_sdc "raise" and "stop", every rank of the mesh, of the faulty rank's vote group
+        or another, ends at the check at `step` naming the faulty rank."""
+        for mode in ("raise", "stop"):
+            self.assert_job_stopped(self.tmp, layout + "-" + mode, outcomes, mode, step=step, suspect=faulty_rank,
+                                    check=check, last_good_step=step - EVERY)
+        for o in outcomes:  # "raise" returned no verdict at that check; "stop" returned the job's
+            self.assertEqual(o["stop_verdicts"][-1][-1], "sdc", "rank %d" % o["rank"])
+
+
+class FourRanksTest(unittest.TestCase, MeshChecks):
+    """FSDP2 on 4 ranks, FSDP2 + TP on 2 x 2 and a failing first check, in one job of 4 ranks."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp, cls.layouts = run_mesh_job(4, [("fsdp4", (4,), 2), ("tp2x2", (2, 2), 2), ("error", (2, 2), 3)])
 
     def test_fsdp2_on_4_ranks(self):
-        tmp, outcomes = run_mesh_job("fsdp4", (4,), faulty_rank=2)
+        outcomes = self.layouts["fsdp4"]
         self.assert_clean(outcomes, range(0, STEPS, EVERY))
-        self.assert_named_alone(tmp, outcomes, 2, {0, 1, 2, 3}, "canary")
-
-    def test_fsdp2_with_tp_on_3x2(self):
-        tmp, outcomes = run_mesh_job("fsdp_tp", (3, 2), faulty_rank=2)  # dp 1, tp 0: votes with ranks 0 and 4
-        self.assert_clean(outcomes, range(0, STEPS, EVERY))
-        self.assert_named_alone(tmp, outcomes, 2, {0, 2, 4}, "canary")
-
-    def test_hsdp_3_replicas_of_2_shards(self):
-        tmp, outcomes = run_mesh_job("hsdp", (3, 2), faulty_rank=3)  # replica 1, shard 1: votes with ranks 1 and 5
-        self.assert_clean(outcomes, range(0, STEPS, EVERY))
-        self.assert_named_alone(tmp, outcomes, 3, {1, 3, 5}, "replica")
+        for o in outcomes:  # one vote group: every rank names rank 2 once, and training goes on
+            alarms = o["faulty"]["alarms"]
+            self.assertEqual([(a["verdict"], a["step"], [s["rank"] for s in a["suspects"]]) for a in alarms],
+                             [("sdc", 15, [2])], "rank %d" % o["rank"])
+            self.assertEqual(list(alarms[0]["suspects"][0]["mesh"].values()), outcomes[2]["coordinate"])
+            self.assertEqual(o["faulty"]["ended"], {"ended": STEPS - 1, "how": "done"})
 
     def test_two_members_per_vote_is_inconclusive(self):
-        tmp, outcomes = run_mesh_job("tp2x2", (2, 2), faulty_rank=2)  # dp 1, tp 0: votes with rank 0 alone
-        for o in outcomes:
-            alarms = o["faulty"]["alarms"]
-            if o["rank"] in (1, 3):
-                self.assertEqual(alarms, [])
-                continue
-            self.assertEqual([a["verdict"] for a in alarms], ["inconclusive"])
+        for o in self.layouts["tp2x2"]:  # rank 2 (dp 1, tp 0) votes with rank 0 alone
+            alarms = o["faulty"]["alarms"]  # every rank, of either vote group, has the job's verdict
+            self.assertEqual([a["verdict"] for a in alarms], ["inconclusive"], "rank %d" % o["rank"])
             self.assertEqual(sorted(s["rank"] for s in alarms[0]["suspects"]), [0, 2])
-            sdc = [e for e in read_events(os.path.join(tmp, "events-faulty-%d.jsonl" % o["rank"]))
+            sdc = [e for e in read_events(os.path.join(self.tmp, "events-tp2x2-faulty-%d.jsonl" % o["rank"]))
                    if e["event"] == "sdc_detected"]
             self.assertEqual(len(sdc), 1)
             self.assertNotIn("suspect_rank", sdc[0])
             self.assertNotIn("device", sdc[0])
 
-    def test_pipeline_stages_vote_among_their_dp_peers(self):
-        tmp, outcomes = run_job(pipeline_worker, 6, 4, prefix="mesh-pp-")  # rank 4: pp 1, dp 1
-        checks = [(name, s) for s in range(0, PP_STEPS, EVERY) for name in ("canary", "replica")]
-        for o in outcomes:
-            self.assertEqual(o["clean"]["alarms"], [], "rank %d" % o["rank"])
-            self.assertEqual(o["clean"]["verdicts"], [[n, s, "pass"] for n, s in checks], "rank %d" % o["rank"])
-            faulty = o["faulty"]
-            # The replica check passes throughout: the dp all-reduce gives every peer the wrong gradient.
-            self.assertEqual({v for n, _, v in faulty["verdicts"] if n == "replica"}, {"pass"})
-            sdc = [e for e in read_events(faulty["log"]) if e["event"] == "sdc_detected"]
-            if o["coordinate"][0] == 0:  # stage 0's group (ranks 0, 1, 2): every check passes
-                self.assertEqual(faulty["alarms"], [], "rank %d" % o["rank"])
-                self.assertEqual(sdc, [])
-                continue
-            self.assertEqual(len(faulty["alarms"]), 1, "rank %d: %r" % (o["rank"], faulty["alarms"]))
-            a = faulty["alarms"][0]
-            self.assertEqual((a["verdict"], a["step"]), ("sdc", 10))
-            self.assertEqual([(s["rank"], s["mesh"], s["cause"]) for s in a["suspects"]],
-                             [(4, {"pp": 1, "dp": 1}, "compute")])
-            self.assertEqual([(e["check"], e["suspect_rank"]) for e in sdc], [("canary", 4)])
-
     def test_an_error_on_one_rank_ends_every_rank(self):
-        _, outcomes = run_job(failure_worker, 4, 3, prefix="mesh-error-")  # rank 3: tp 1, dp 1
-        for o in outcomes:
+        for o in self.layouts["error"]:  # rank 3: tp 1, dp 1
             if o["rank"] == 3:
                 self.assertEqual(o["replica"], "SDCProbeError: tensor on meta: ReplicaCheck digests CPU and CUDA "
                                                "tensors")
@@ -338,6 +342,45 @@ class MeshTest(unittest.TestCase):
             else:
                 self.assertEqual(o["canary"], "SDCProbeError: the canary check at step 0 failed on rank 3 (its own "
                                               "error says why): every rank stops with it")
+
+
+class SixRanksTest(unittest.TestCase, MeshChecks):
+    """FSDP2 + TP 3 x 2, HSDP 3 x 2 and pipeline stages 2 x 3 in one job of 6 ranks, each clean, without
+    the checks, and with a fault on one rank under on_sdc "raise" and "stop"; the job exits with 75."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp, cls.layouts = run_mesh_job(6, [("fsdp_tp", (3, 2), 2), ("hsdp", (3, 2), 3), ("pipeline", (2, 3), 4)],
+                                            exit_status=SDC_EXIT_STATUS)
+
+    def test_fsdp2_with_tp_on_3x2(self):
+        # Rank 2 (dp 1, tp 0) votes with ranks 0 and 4; ranks 1, 3 and 5 vote at tp 1 and must stop too.
+        outcomes = self.layouts["fsdp_tp"]
+        self.assert_clean(outcomes, range(0, STEPS, EVERY))
+        self.assert_job_stops_at_one_check("fsdp_tp", outcomes, 2, "canary", 15)
+
+    def test_hsdp_3_replicas_of_2_shards(self):
+        # Rank 3 (replica 1, shard 1) votes with ranks 1 and 5.
+        outcomes = self.layouts["hsdp"]
+        self.assert_clean(outcomes, range(0, STEPS, EVERY))
+        self.assert_job_stops_at_one_check("hsdp", outcomes, 3, "replica", 15)
+
+    def test_pipeline_stages_vote_among_their_dp_peers(self):
+        outcomes = self.layouts["pipeline"]
+        checks = [(name, s) for s in range(0, PP_STEPS, EVERY) for name in ("canary", "replica")]
+        for o in outcomes:
+            self.assertEqual(o["clean"]["alarms"], [], "rank %d" % o["rank"])
+            self.assertEqual(o["clean"]["verdicts"], [[n, s, "pass"] for n, s in checks], "rank %d" % o["rank"])
+            # Stopping, the replica check passes at 10 (the dp all-reduce gave every peer the same wrong
+            # gradient), and the canary names rank 4 (pp 1, dp 1) on every rank, stage 0's too.
+            self.assertEqual(o["stop_verdicts"][-2:], [["canary", 10, "sdc"], ["replica", 10, "pass"]])
+        for mode in ("raise", "stop"):
+            self.assert_job_stopped(self.tmp, "pipeline-" + mode, outcomes, mode, step=10, suspect=4, check="canary",
+                                    last_good_step=5)
+        sdc = [e for e in read_events(os.path.join(self.tmp, "events-pipeline-stop-0.jsonl"))
+               if e["event"] == "sdc_detected"][0]
+        self.assertEqual([(s["rank"], s["mesh"], s["cause"]) for s in sdc["suspects"]],
+                         [(4, {"pp": 1, "dp": 1}, "compute")])
 
 
 class MeshArgumentsTest(unittest.TestCase):

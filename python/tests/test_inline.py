@@ -201,6 +201,42 @@ class InlineProbeTest(unittest.TestCase):
             else:
                 sys.modules["torch"] = saved
 
+    def test_auto_cadence_is_sized_to_the_job(self):
+        """every="auto" takes N from torch.distributed's world size, or from ranks=, and says it."""
+        class FakeDist:
+            def is_available(self):
+                return True
+
+            def is_initialized(self):
+                return True
+
+            def get_world_size(self):
+                return 8
+
+        class FakeTorch:
+            distributed = FakeDist()
+
+        def cadence(**options):
+            with InlineProbe(backend="cpu", probes="alu.int64", seed=1, **options) as probe:
+                for step in range(7):
+                    probe.step(step)
+                    time.sleep(0.001)
+                return probe.verdict["cadence"]
+
+        self.assertIn("on 1 ranks", cadence())
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = FakeTorch()
+        try:
+            self.assertIn("on 8 ranks", cadence())
+            self.assertIn("on 1024 ranks", cadence(ranks=1024))
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+        with self.assertRaisesRegex(ValueError, "ranks must be in"):
+            InlineProbe(backend="cpu", probes="alu.int64", ranks=0)
+
     def test_log_event_checks_the_goodput_schema(self):
         with InlineProbe(backend="cpu", probes="alu.int64", event_log=self.log) as probe:
             with self.assertRaisesRegex(SDCProbeError, 'unknown event "bogus"'):

@@ -106,6 +106,10 @@ sdc_status sdc_inline_create(const sdc_inline_config* config, sdc_inline** out) 
     if (config->sdc_rate_per_device_day != 0) c.sdc_rate_per_device_day = config->sdc_rate_per_device_day;
     if (config->inject != nullptr) c.inject = config->inject;
     if (config->abi_version >= 2) c.stream = config->stream;
+    if (config->abi_version >= 3 && config->ranks != 0) {
+      if (config->ranks < 0) return fail(SDC_ERR_INVALID_ARGUMENT, "ranks must be >= 0 (0: one)");
+      c.ranks = config->ranks;
+    }
     *out = new sdc_inline{std::move(c)};
     return SDC_OK;
   });
@@ -188,6 +192,11 @@ sdc_status sdc_device_identity(const char* backend, int32_t device, char* buf, s
 
 sdc_status sdc_choose_every(double step_s, double check_s, double sdc_rate_per_device_day, double budget_fraction,
                             int64_t* every) {
+  return sdc_choose_job_every(step_s, check_s, sdc_rate_per_device_day, budget_fraction, 1, every);
+}
+
+sdc_status sdc_choose_job_every(double step_s, double check_s, double sdc_rate_per_device_day, double budget_fraction,
+                                int64_t ranks, int64_t* every) {
   if (every == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "every must not be NULL");
   return guarded([&] {
     if (!(step_s > 0) || !(check_s > 0) || !std::isfinite(step_s) || !std::isfinite(check_s)) {
@@ -200,7 +209,8 @@ sdc_status sdc_choose_every(double step_s, double check_s, double sdc_rate_per_d
     if (!(sdc_rate_per_device_day > 0) || !std::isfinite(sdc_rate_per_device_day)) {
       return fail(SDC_ERR_INVALID_ARGUMENT, "sdc_rate_per_device_day must be finite and >= 0");
     }
-    *every = sdc::choose_probe_every(step_s, check_s, sdc_rate_per_device_day, budget_fraction);
+    if (ranks < 1) return fail(SDC_ERR_INVALID_ARGUMENT, "ranks must be >= 1");
+    *every = sdc::choose_probe_every(step_s, check_s, sdc_rate_per_device_day, budget_fraction, ranks);
     return SDC_OK;
   });
 }

@@ -89,7 +89,8 @@ nlohmann::json parse_event_json(std::string_view text) {
 
 }  // namespace
 
-int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction) {
+int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction,
+                           int64_t ranks) {
   if (!(step_s > 0) || !(probe_cost_s > 0) || !std::isfinite(step_s) || !std::isfinite(probe_cost_s)) {
     throw std::invalid_argument("choose_probe_every: times must be positive and finite");
   }
@@ -97,7 +98,8 @@ int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_de
       !(budget_fraction > 0 && budget_fraction <= 1)) {
     throw std::invalid_argument("choose_probe_every: the SDC rate must be positive and finite, the budget in (0, 1]");
   }
-  const double sdc_per_s = sdc_per_device_day / kSecondsPerDay;
+  if (ranks < 1) throw std::invalid_argument("choose_probe_every: ranks must be >= 1");
+  const double sdc_per_s = sdc_per_device_day * static_cast<double>(ranks) / kSecondsPerDay;
   const double optimal_s = goodput::optimal_probe_interval(sdc_per_s, probe_cost_s);
   const double budget_steps = probe_cost_s / (kBudgetMargin * budget_fraction * step_s);
   const double steps = std::max(std::ceil(optimal_s / step_s), std::ceil(budget_steps));
@@ -112,6 +114,7 @@ InlineProbe::InlineProbe(InlineConfig config)
   if (!(config_.sdc_rate_per_device_day > 0) || !std::isfinite(config_.sdc_rate_per_device_day)) {
     throw InputError("sdc_rate_per_device_day must be positive and finite");
   }
+  if (config_.ranks < 1) throw InputError("ranks must be >= 1");
   if (config_.probes.empty()) throw InputError("probes: empty");
   probes_ = builtin_registry().select(config_.probes);
   if (!config_.inject.empty()) {
@@ -244,19 +247,20 @@ void InlineProbe::choose_cadence() {
   for (size_t i = probe_costs_.size() - n; i < probe_costs_.size(); ++i) cost += probe_costs_[i];
   cost /= static_cast<double>(n);
   const int64_t previous = every_;
-  every_ = choose_probe_every(step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction);
+  every_ = choose_probe_every(step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction, config_.ranks);
   // Logged when first chosen and when it moves by more than a tenth.
   if (previous != 0 && std::abs(static_cast<double>(every_ - previous)) <= 0.1 * static_cast<double>(previous)) return;
   // Say which bound chose the interval: the planner's optimum or the budget.
-  const double optimal_steps =
-      goodput::optimal_probe_interval(config_.sdc_rate_per_device_day / kSecondsPerDay, cost) / step_s_;
+  const double job_rate = config_.sdc_rate_per_device_day * static_cast<double>(config_.ranks);
+  const double optimal_steps = goodput::optimal_probe_interval(job_rate / kSecondsPerDay, cost) / step_s_;
   const double budget_steps = cost / (kBudgetMargin * config_.budget_fraction * step_s_);
-  char note[384];
+  char note[448];
   std::snprintf(note, sizeof(note),
-                "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day, budget %.3g): "
-                "the planner's optimum is %.4g steps, the budget allows one probe per %.4g steps; the larger wins",
-                static_cast<long long>(every_), step_s_, cost, config_.sdc_rate_per_device_day, config_.budget_fraction,
-                optimal_steps, budget_steps);
+                "probe every %lld steps (step %.4g s, probe %.4g s, SDC rate %.3g per device-day on %lld ranks, "
+                "budget %.3g): the planner's optimum for the job is %.4g steps, the budget allows one probe per "
+                "%.4g steps; the larger wins",
+                static_cast<long long>(every_), step_s_, cost, config_.sdc_rate_per_device_day,
+                static_cast<long long>(config_.ranks), config_.budget_fraction, optimal_steps, budget_steps);
   cadence_note_ = note;
   if (rotation_) cadence_note_ += "; " + rotation_note();
   std::fprintf(stderr, "sdcprobe inline: %s\n", cadence_note_.c_str());

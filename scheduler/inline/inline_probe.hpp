@@ -49,12 +49,16 @@ struct InlineConfig {
   double sdc_rate_per_device_day = kDefaultSdcRatePerDeviceDay;
   std::string inject;
   void* stream = nullptr;  // the caller's stream, checked to belong to `device`; null: not checked
+  int64_t ranks = 1;       // devices in the job, all probed at the same step: the job's rate is ranks x one's
 };
 
 // The steps between probes that minimise probe overhead plus expected SDC rework (the planner's
 // optimum, detection latency being about half the interval), never spending more than
-// `budget_fraction` of step time on probes.
-int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction);
+// `budget_fraction` of step time on probes. A job of `ranks` devices that all probe at the same
+// step: a fault on any of them corrupts the model through the reductions, so the rate is `ranks`
+// times one device's and the optimum sqrt(ranks) times shorter, while the probe costs one probe time.
+int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction,
+                           int64_t ranks = 1);
 
 // Every public member is safe to call from several threads at once (calls are serialised); only
 // the destructor must not overlap another call.

@@ -26,10 +26,11 @@ extern "C" {
 #endif
 
 /* Raised when a field is added to sdc_inline_config (fields are only ever appended). The library
- * accepts every version from 1 up to its own; version 2 added `stream`. New functions leave it
- * alone: a caller checks for them by symbol. Added without a version change (library 0.1.0):
- * sdc_digest_host, sdc_digest_cuda, sdc_device_identity, sdc_choose_every. */
-#define SDC_INLINE_ABI_VERSION 2
+ * accepts every version from 1 up to its own; version 2 added `stream`, version 3 `ranks`. New
+ * functions leave it alone: a caller checks for them by symbol. Added without a version change
+ * (library 0.1.0): sdc_digest_host, sdc_digest_cuda, sdc_device_identity, sdc_choose_every; later:
+ * sdc_choose_job_every. */
+#define SDC_INLINE_ABI_VERSION 3
 
 typedef enum sdc_status {
   SDC_OK = 0,
@@ -53,6 +54,8 @@ typedef struct sdc_inline_config {
                                      models hang and crash are refused */
   void* stream;                   /* the job's stream (cudaStream_t): create fails unless it belongs to
                                      `device`; NULL = not checked (version 2) */
+  int64_t ranks;                  /* devices in the job, all probed at the same step, for "auto": the
+                                     job's SDC rate is ranks times one device's; 0 = 1 (version 3) */
 } sdc_inline_config;
 
 /* The CPU backend has no streams: there a stream is an opaque id naming a CPU device, its index + 1
@@ -134,6 +137,13 @@ SDC_API sdc_status sdc_device_identity(const char* backend, int32_t device, char
  * budget_fraction in (0, 1]; sdc_rate_per_device_day 0 is the documented default. */
 SDC_API sdc_status sdc_choose_every(double step_s, double check_s, double sdc_rate_per_device_day,
                                     double budget_fraction, int64_t* every);
+
+/* sdc_choose_every for a check made on all `ranks` (>= 1) devices of a job at the same step: a fault
+ * on any of them corrupts the model, so the job's SDC rate is ranks times one device's and the
+ * planner's optimum sqrt(ranks) times shorter; the check still costs check_s. ranks 1 is
+ * sdc_choose_every. */
+SDC_API sdc_status sdc_choose_job_every(double step_s, double check_s, double sdc_rate_per_device_day,
+                                        double budget_fraction, int64_t ranks, int64_t* every);
 
 /* The calling thread's last error message ("" when none). Valid until the thread's next call. */
 SDC_API const char* sdc_last_error(void);

@@ -82,6 +82,7 @@ TEST(InlineAbi, BadArgumentsReturnCodesAndMessagesNeverExceptions) {
       {[](sdc_inline_config& c) { c.inject = "model=zap"; }, SDC_ERR_INVALID_ARGUMENT, "field 'model'"},
       {[](sdc_inline_config& c) { c.budget_fraction = 0; }, SDC_ERR_INVALID_ARGUMENT, "budget_fraction"},
       {[](sdc_inline_config& c) { c.every = -3; }, SDC_ERR_INVALID_ARGUMENT, "every"},
+      {[](sdc_inline_config& c) { c.ranks = -1; }, SDC_ERR_INVALID_ARGUMENT, "ranks must be >= 0"},
       {[](sdc_inline_config& c) { c.device = 5; }, SDC_ERR_NO_DEVICE, "device 5 does not exist"},
       {[](sdc_inline_config& c) { c.event_log = "/nonexistent-dir/e.jsonl"; }, SDC_ERR_INVALID_ARGUMENT,
        "/nonexistent-dir/e.jsonl"},

@@ -26,6 +26,42 @@ TEST(Cadence, NeverExceedsTheBudget) {
   EXPECT_GE(0.05 / (every * 0.1), 0.85 * 0.01);
 }
 
+// A job of N ranks that all probe at the same step has N times one device's SDC rate, so the
+// planner's optimum is sqrt(N) times shorter; the budget's bound (one probe time per probe) is not.
+// The step and probe of a 1B-parameter model on an H200: 100 ms steps, a 28.75 ms probe.
+TEST(Cadence, JobOfNRanksProbesSqrtNTimesMoreOften) {
+  const double lambda = kDefaultSdcRatePerDeviceDay / 86400.0;
+  const std::map<int64_t, int64_t> expected = {{1, 191'385}, {8, 67'665}, {1024, 5'981}};
+  for (const auto& [ranks, steps] : expected) {
+    const int64_t every = choose_probe_every(0.1, 0.02875, kDefaultSdcRatePerDeviceDay, 0.01, ranks);
+    EXPECT_EQ(every, static_cast<int64_t>(std::ceil(std::sqrt(0.02875 / (lambda * ranks)) / 0.1))) << ranks;
+    EXPECT_EQ(every, steps) << ranks;
+  }
+  EXPECT_EQ(choose_probe_every(0.1, 0.02875, kDefaultSdcRatePerDeviceDay, 0.01),
+            choose_probe_every(0.1, 0.02875, kDefaultSdcRatePerDeviceDay, 0.01, 1));
+  // The budget bound stays one probe per 0.05 / (0.9 * 0.01 * 0.1) steps at any N.
+  for (int64_t ranks : {1, 8, 1024}) {
+    EXPECT_EQ(choose_probe_every(0.1, 0.05, 1000.0, 0.01, ranks),
+              static_cast<int64_t>(std::ceil(0.05 / (kBudgetMargin * 0.01 * 0.1))))
+        << ranks;
+  }
+  EXPECT_THROW(choose_probe_every(0.1, 0.02875, kDefaultSdcRatePerDeviceDay, 0.01, 0), std::invalid_argument);
+}
+
+// The cadence line says N.
+TEST(Cadence, TheCadenceLineNamesTheJobsRanks) {
+  InlineConfig c;
+  c.backend = "cpu";
+  c.probes = {"alu.int64"};
+  c.ranks = 1024;
+  c.seed = 5;
+  InlineProbe probe(c);
+  for (int64_t step = 0; step <= kCalibrationSteps + 1; ++step) probe.step(step, nullptr);
+  probe.finish();
+  const std::string cadence = probe.verdict().value("cadence", "");
+  EXPECT_NE(cadence.find("on 1024 ranks"), std::string::npos) << probe.verdict().dump();
+}
+
 TEST(Cadence, DefaultRateComesFromPublishedFleetData) {
   EXPECT_NEAR(kDefaultSdcRatePerDeviceDay, 6.0 / (54.0 * 16384.0), 1e-15);
   EXPECT_THROW(choose_probe_every(0, 0.1, 1, 0.01), std::invalid_argument);

@@ -141,6 +141,18 @@ TEST(DigestAbi, ChooseEveryKeepsTheCheckWithinTheBudget) {
   EXPECT_EQ(sdc_choose_every(0.1, 1.0, 0, 0.01, nullptr), SDC_ERR_INVALID_ARGUMENT);
 }
 
+TEST(DigestAbi, ChooseJobEveryScalesTheRateWithTheRanks) {
+  int64_t one = 0, job = 0, every = 7;
+  ASSERT_EQ(sdc_choose_every(0.1, 0.02875, 0, 0.01, &one), SDC_OK) << sdc_last_error();
+  ASSERT_EQ(sdc_choose_job_every(0.1, 0.02875, 0, 0.01, 1, &job), SDC_OK) << sdc_last_error();
+  EXPECT_EQ(job, one);
+  ASSERT_EQ(sdc_choose_job_every(0.1, 0.02875, 0, 0.01, 1024, &job), SDC_OK) << sdc_last_error();
+  EXPECT_NEAR(static_cast<double>(one) / static_cast<double>(job), 32.0, 0.01);  // sqrt(1024)
+  EXPECT_EQ(sdc_choose_job_every(0.1, 0.02875, 0, 0.01, 0, &every), SDC_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sdc_last_error()).find("ranks"), std::string::npos) << sdc_last_error();
+  EXPECT_EQ(every, 7);
+}
+
 TEST(DigestAbi, ChooseEveryRefusesNonFiniteArguments) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
