@@ -41,6 +41,10 @@ constexpr unsigned kNvmlRetiredMultipleSingleBit = 0;
 constexpr unsigned kNvmlRetiredDoubleBit = 1;
 constexpr unsigned kNvmlPstateUnknown = 32;                // NVML_PSTATE_UNKNOWN
 constexpr unsigned long long kNvmlEventXidCritical = 0x8;  // nvmlEventTypeXidCriticalError
+constexpr unsigned kNvmlTemperatureGpu = 0;                // NVML_TEMPERATURE_GPU
+constexpr unsigned kNvmlClockSm = 1;                       // NVML_CLOCK_SM
+// The clock event reason bits (nvmlClocksEventReason*) are host/burn_conditions.hpp's kClockEvent*,
+// which name them; tests/host/nvml_abi_check.cpp holds them against nvml.h too.
 
 // The record of the unversioned (v1) process lists, nvmlProcessInfo_v1_t: the driver keeps those
 // entry points for existing programs.
@@ -125,5 +129,21 @@ constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned long long, NvmlEventSet)
     "nvmlDeviceRegisterEvents"};
 constexpr NvmlEntry<NvmlReturn (*)(NvmlEventSet, NvmlEventData*, unsigned)> kNvmlEventSetWait{"nvmlEventSetWait_v2"};
 constexpr NvmlEntry<NvmlReturn (*)(NvmlEventSet)> kNvmlEventSetFree{"nvmlEventSetFree"};
+constexpr NvmlEntry<NvmlReturn (*)(const char*, NvmlDevice*)> kNvmlDeviceGetHandleByUuid{"nvmlDeviceGetHandleByUUID"};
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned, unsigned*)> kNvmlDeviceGetTemperature{
+    "nvmlDeviceGetTemperature"};
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned, unsigned*)> kNvmlDeviceGetClockInfo{"nvmlDeviceGetClockInfo"};
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned, unsigned*)> kNvmlDeviceGetMaxClockInfo{
+    "nvmlDeviceGetMaxClockInfo"};
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned*)> kNvmlDeviceGetPowerUsage{"nvmlDeviceGetPowerUsage"};
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned*)> kNvmlDeviceGetEnforcedPowerLimit{
+    "nvmlDeviceGetEnforcedPowerLimit"};
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned*)> kNvmlDeviceGetPowerManagementDefaultLimit{
+    "nvmlDeviceGetPowerManagementDefaultLimit"};
+// The clock event reasons; before R535 the entry point had the "throttle" name.
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned long long*)> kNvmlDeviceGetCurrentClocksEventReasons{
+    "nvmlDeviceGetCurrentClocksEventReasons"};
+constexpr NvmlEntry<NvmlReturn (*)(NvmlDevice, unsigned long long*)> kNvmlDeviceGetCurrentClocksThrottleReasons{
+    "nvmlDeviceGetCurrentClocksThrottleReasons"};
 
 }  // namespace sdc

@@ -6,15 +6,10 @@
 #include <memory>
 #include <stdexcept>
 
+#include "host/nvml_abi.hpp"
+
 namespace sdc {
 namespace {
-
-// NVML's C ABI, declared here so that the build needs no NVML header.
-using NvmlReturn = int;
-using NvmlDevice = void*;
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr unsigned kNvmlTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
-constexpr unsigned kNvmlClockSm = 1;         // NVML_CLOCK_SM
 
 class NvmlConditions {
  public:
@@ -23,19 +18,18 @@ class NvmlConditions {
     handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_ == nullptr) throw std::runtime_error("cannot load " + library + ": " + dlerror());
     try {
-      auto init = symbol<NvmlReturn (*)()>("nvmlInit_v2");
-      shutdown_ = symbol<NvmlReturn (*)()>("nvmlShutdown");
-      auto by_uuid = symbol<NvmlReturn (*)(const char*, NvmlDevice*)>("nvmlDeviceGetHandleByUUID");
-      temperature_ = symbol<NvmlReturn (*)(NvmlDevice, unsigned, unsigned*)>("nvmlDeviceGetTemperature");
-      clock_ = symbol<NvmlReturn (*)(NvmlDevice, unsigned, unsigned*)>("nvmlDeviceGetClockInfo");
-      auto max_clock = symbol<NvmlReturn (*)(NvmlDevice, unsigned, unsigned*)>("nvmlDeviceGetMaxClockInfo");
-      power_ = symbol<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetPowerUsage");
-      limit_ = symbol<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetEnforcedPowerLimit");
-      auto default_limit = symbol<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetPowerManagementDefaultLimit");
+      auto init = required(kNvmlInit);
+      shutdown_ = required(kNvmlShutdown);
+      auto by_uuid = required(kNvmlDeviceGetHandleByUuid);
+      temperature_ = required(kNvmlDeviceGetTemperature);
+      clock_ = required(kNvmlDeviceGetClockInfo);
+      auto max_clock = required(kNvmlDeviceGetMaxClockInfo);
+      power_ = required(kNvmlDeviceGetPowerUsage);
+      limit_ = required(kNvmlDeviceGetEnforcedPowerLimit);
+      auto default_limit = required(kNvmlDeviceGetPowerManagementDefaultLimit);
       // The event reasons' entry point before R535 had the "throttle" name.
-      reasons_ = reinterpret_cast<Reasons>(dlsym(handle_, "nvmlDeviceGetCurrentClocksEventReasons"));
-      if (reasons_ == nullptr)
-        reasons_ = reinterpret_cast<Reasons>(dlsym(handle_, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+      reasons_ = optional(kNvmlDeviceGetCurrentClocksEventReasons);
+      if (reasons_ == nullptr) reasons_ = optional(kNvmlDeviceGetCurrentClocksThrottleReasons);
       if (init() != kNvmlSuccess) throw std::runtime_error("nvmlInit_v2 failed");
       initialised_ = true;
       if (by_uuid(uuid.c_str(), &device_) != kNvmlSuccess) throw std::runtime_error("NVML has no GPU " + uuid);
@@ -64,19 +58,27 @@ class NvmlConditions {
   }
 
  private:
-  using Reasons = NvmlReturn (*)(NvmlDevice, unsigned long long*);
+  // (device, which, value): the temperature's and the clocks' entry points.
+  using ReadWhich = decltype(kNvmlDeviceGetTemperature)::Fn;
+  // (device, value): the power usage's and limits'.
+  using ReadOne = decltype(kNvmlDeviceGetPowerUsage)::Fn;
+  using Reasons = decltype(kNvmlDeviceGetCurrentClocksEventReasons)::Fn;
   template <typename F>
-  F symbol(const char* name) {
-    void* address = dlsym(handle_, name);
-    if (address == nullptr) throw std::runtime_error(std::string("NVML has no ") + name);
-    return reinterpret_cast<F>(address);
+  F required(NvmlEntry<F> entry) {
+    const F f = optional(entry);
+    if (f == nullptr) throw std::runtime_error(std::string("NVML has no ") + entry.symbol);
+    return f;
+  }
+  template <typename F>
+  F optional(NvmlEntry<F> entry) {
+    return reinterpret_cast<F>(dlsym(handle_, entry.symbol));
   }
   // A value the driver does not give is NaN.
-  double read(NvmlReturn (*fn)(NvmlDevice, unsigned, unsigned*), unsigned which) const {
+  double read(ReadWhich fn, unsigned which) const {
     unsigned v = 0;
     return fn(device_, which, &v) == kNvmlSuccess ? v : NAN;
   }
-  double read(NvmlReturn (*fn)(NvmlDevice, unsigned*)) const {
+  double read(ReadOne fn) const {
     unsigned v = 0;
     return fn(device_, &v) == kNvmlSuccess ? v : NAN;
   }
@@ -90,11 +92,11 @@ class NvmlConditions {
   void* handle_ = nullptr;
   bool initialised_ = false;
   NvmlDevice device_ = nullptr;
-  NvmlReturn (*shutdown_)() = nullptr;
-  NvmlReturn (*temperature_)(NvmlDevice, unsigned, unsigned*) = nullptr;
-  NvmlReturn (*clock_)(NvmlDevice, unsigned, unsigned*) = nullptr;
-  NvmlReturn (*power_)(NvmlDevice, unsigned*) = nullptr;
-  NvmlReturn (*limit_)(NvmlDevice, unsigned*) = nullptr;
+  decltype(kNvmlShutdown)::Fn shutdown_ = nullptr;
+  ReadWhich temperature_ = nullptr;
+  ReadWhich clock_ = nullptr;
+  ReadOne power_ = nullptr;
+  ReadOne limit_ = nullptr;
   Reasons reasons_ = nullptr;
   double max_sm_clock_mhz_ = NAN, default_limit_w_ = NAN;
 };

@@ -1,6 +1,7 @@
-// sdcprobe's own NVML declarations (host/nvml_abi.hpp) held against NVIDIA's nvml.h: the size and
-// offsets of each record it reads, the value of each constant, each entry point's symbol and
-// signature. Built only where nvml.h is found (tests/CMakeLists.txt); a mismatch fails the build.
+// sdcprobe's own NVML declarations (host/nvml_abi.hpp, and the clock event reason bits of
+// host/burn_conditions.hpp) held against NVIDIA's nvml.h: the size and offsets of each record it
+// reads, the value of each constant, each entry point's symbol and signature. Built only where
+// nvml.h is found (tests/CMakeLists.txt); a mismatch fails the build.
 // The unversioned process lists are the v1 entry points sdcprobe loads, not nvml.h's macros for v3.
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
@@ -9,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "host/burn_conditions.hpp"
 #include "host/nvml_abi.hpp"
 
 namespace sdc {
@@ -102,6 +104,19 @@ static_assert(kNvmlRetiredMultipleSingleBit == NVML_PAGE_RETIREMENT_CAUSE_MULTIP
 static_assert(kNvmlRetiredDoubleBit == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
 static_assert(kNvmlPstateUnknown == NVML_PSTATE_UNKNOWN);
 static_assert(kNvmlEventXidCritical == nvmlEventTypeXidCriticalError);
+static_assert(kNvmlTemperatureGpu == NVML_TEMPERATURE_GPU);
+static_assert(kNvmlClockSm == NVML_CLOCK_SM);
+
+// nvml.h has the three hardware slowdowns under their "throttle" names only.
+static_assert(kClockEventGpuIdle == nvmlClocksEventReasonGpuIdle);
+static_assert(kClockEventApplicationsClocks == nvmlClocksEventReasonApplicationsClocksSetting);
+static_assert(kClockEventSwPowerCap == nvmlClocksEventReasonSwPowerCap);
+static_assert(kClockEventHwSlowdown == nvmlClocksThrottleReasonHwSlowdown);
+static_assert(kClockEventSyncBoost == nvmlClocksEventReasonSyncBoost);
+static_assert(kClockEventSwThermal == nvmlClocksEventReasonSwThermalSlowdown);
+static_assert(kClockEventHwThermal == nvmlClocksThrottleReasonHwThermalSlowdown);
+static_assert(kClockEventHwPowerBrake == nvmlClocksThrottleReasonHwPowerBrakeSlowdown);
+static_assert(kClockEventDisplayClocks == nvmlClocksEventReasonDisplayClockSetting);
 
 static_assert(sizeof(NvmlProcessInfoV1) == sizeof(nvmlProcessInfo_v1_t));
 SDC_NVML_MEMBER(NvmlProcessInfoV1, pid, nvmlProcessInfo_v1_t, pid);
@@ -161,6 +176,15 @@ SDC_NVML_ENTRY(kNvmlEventSetCreate, nvmlEventSetCreate);
 SDC_NVML_ENTRY(kNvmlDeviceRegisterEvents, nvmlDeviceRegisterEvents);
 SDC_NVML_ENTRY(kNvmlEventSetWait, nvmlEventSetWait_v2);
 SDC_NVML_ENTRY(kNvmlEventSetFree, nvmlEventSetFree);
+SDC_NVML_ENTRY(kNvmlDeviceGetHandleByUuid, nvmlDeviceGetHandleByUUID);
+SDC_NVML_ENTRY(kNvmlDeviceGetTemperature, nvmlDeviceGetTemperature);
+SDC_NVML_ENTRY(kNvmlDeviceGetClockInfo, nvmlDeviceGetClockInfo);
+SDC_NVML_ENTRY(kNvmlDeviceGetMaxClockInfo, nvmlDeviceGetMaxClockInfo);
+SDC_NVML_ENTRY(kNvmlDeviceGetPowerUsage, nvmlDeviceGetPowerUsage);
+SDC_NVML_ENTRY(kNvmlDeviceGetEnforcedPowerLimit, nvmlDeviceGetEnforcedPowerLimit);
+SDC_NVML_ENTRY(kNvmlDeviceGetPowerManagementDefaultLimit, nvmlDeviceGetPowerManagementDefaultLimit);
+SDC_NVML_ENTRY(kNvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksEventReasons);
+SDC_NVML_ENTRY(kNvmlDeviceGetCurrentClocksThrottleReasons, nvmlDeviceGetCurrentClocksThrottleReasons);
 
 }  // namespace
 }  // namespace sdc
