@@ -15,7 +15,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from sdcprobe import SDC_EXIT_STATUS, CanaryCheck, ReplicaCheck, SDCDetected  # noqa: E402
-from sdcprobe.replica import attribute, state_digest  # noqa: E402
+from sdcprobe.replica import attribute, decided, state_digest  # noqa: E402
 from spawn_harness import (JobVerdictAssertions, init_gloo, read_events, run_job, run_log, sdc_loop,  # noqa: E402
                            write_outcome)
 
@@ -439,6 +439,31 @@ class OneRankTest(unittest.TestCase):
         self.assertEqual(attribute([1, 2], [3, 2], [0, 1]), {0: "transient", 1: "persistent"})
         # Within equivalence classes: the suspect's peers are its own class's.
         self.assertEqual(attribute([1, 1, 2, 9], [1, 1, 1, 8], [2], classes=["a", "a", "a", "b"]), {2: "transient"})
+
+    def test_with_no_majority_the_reruns_decide(self):
+        # Two replicas (a vote of two), every one a suspect. A transient fault on A: the re-runs
+        # agree on B's answer, so B is cleared and A is transient, and the vote is decided.
+        self.assertEqual(attribute([1, 2], [2, 2], [0, 1]), {0: "transient"})
+        self.assertEqual(decided("inconclusive", [0, 1], {0: "transient"}), ("sdc", [0]))
+        # A persistent fault on A, the same wrong answer or another: the re-runs split as the vote
+        # did, nothing is decided and no one is named.
+        self.assertEqual(attribute([1, 2], [1, 2], [0, 1]), {0: "persistent", 1: "persistent"})
+        self.assertEqual(decided("inconclusive", [0, 1], {0: "transient", 1: "persistent"}),
+                         ("inconclusive", [0, 1]))
+        # A 2-2 split: the re-runs' majority (3 of 4) clears A and B; C gave it on its re-run, D not.
+        self.assertEqual(attribute([1, 1, 2, 2], [1, 1, 1, 2], [0, 1, 2, 3]), {2: "transient", 3: "persistent"})
+        self.assertEqual(decided("inconclusive", [0, 1, 2, 3], {2: "transient", 3: "persistent"}), ("sdc", [2, 3]))
+        # ... stable re-runs (2 against 2): undecided; two that do not reproduce themselves: not hardware.
+        self.assertEqual(attribute([1, 1, 2, 2], [1, 1, 2, 2], [0, 1, 2, 3]), dict.fromkeys(range(4), "persistent"))
+        self.assertEqual(attribute([1, 1, 2, 2], [1, 1, 1, 1], [0, 1, 2, 3]), dict.fromkeys(range(4), "not_hardware"))
+        # Per class: the re-runs decide class a, not class b, so the vote stays inconclusive.
+        classes = ["a", "a", "b", "b"]
+        found = attribute([1, 2, 3, 4], [2, 2, 3, 4], [0, 1, 2, 3], classes)
+        self.assertEqual(found, {0: "transient", 2: "persistent", 3: "persistent"})
+        self.assertEqual(decided("inconclusive", [0, 1, 2, 3], found, classes), ("inconclusive", [0, 2, 3]))
+        self.assertEqual(decided("inconclusive", [0, 1], {0: "transient"}, classes), ("sdc", [0]))
+        # A peer outside the suspects (a probe failure broke the tie) is the right answer, as before.
+        self.assertEqual(attribute([1, 2], [1, 2], [1]), {1: "persistent"})
 
     def test_vote_is_within_equivalence_classes(self):
         canary = CanaryCheck(make_model("clean"), loss_fn, batch=(torch.ones(2, 8), torch.ones(2, 1)))
