@@ -336,9 +336,22 @@ def verdict_worker(rank, world, tmp):
     sys.exit(SDC_EXIT_STATUS if outcome["stop"]["how"] == "stop" else 0)
 
 
+def two_replicas_worker(rank, world, tmp):
+    """The job-verdict runs of a vote of two: an intermittent fault on rank 1 with
+    transient="continue", then a persistent one."""
+    torch.set_num_threads(1)
+    init_gloo(tmp, rank, world)
+    outcome = {"rank": rank}
+    for tag, fault, transient in (("two-continue", "intermittent", "continue"),
+                                  ("two-persistent", "persistent", "stop")):
+        outcome[tag], outcome[tag + "_verdict"] = verdict_run(rank, tmp, tag, fault, "stop", transient)
+    write_outcome(tmp, rank, outcome)
+    dist.destroy_process_group()
+
+
 class JobVerdictTest(unittest.TestCase, JobVerdictAssertions):
     """One job of 3 DDP ranks: every rank stops (status 75) or raises at the same check, the re-run
-    attributes the fault (persistent, transient, not hardware)."""
+    attributes the fault (persistent, transient, not hardware); and one of 2, a vote of two."""
 
     def test_every_rank_acts_on_one_verdict_after_a_rerun(self):
         tmp, outcomes = run_job(verdict_worker, 3, prefix="canary-verdict-", exit_status=SDC_EXIT_STATUS)
@@ -368,6 +381,27 @@ class JobVerdictTest(unittest.TestCase, JobVerdictAssertions):
                               if e["event"] in ("sdc_detected", "fault_detected")], [("sdc_detected", "transient", 5)])
         print("re-run at detection: %.4f s, the check itself %.4f s"
               % (outcomes[0]["stop_verdict"]["rerun_seconds"], outcomes[0]["stop_verdict"]["seconds"]))
+
+    def test_a_vote_of_two_is_decided_by_the_rerun(self):
+        tmp, outcomes = run_job(two_replicas_worker, 2, prefix="canary-two-")
+        for o in outcomes:
+            # The re-runs agree on rank 0's answer: rank 1 is named, transient, and training goes
+            # back to the last good step.
+            self.assertEqual(o["two-continue"], {"ended": VERDICT_STEPS - 1, "how": "done"})
+            self.assertEqual((o["two-continue_verdict"]["verdict"], o["two-continue_verdict"]["attribution"]),
+                             ("sdc", "transient"))
+            self.assertTrue(o["two-continue_verdict"]["should_restore"])
+            events = read_events(os.path.join(tmp, "events-two-continue-%d.jsonl" % o["rank"]))
+            self.assertEqual([(e["suspect_rank"], e["attribution"], [s["rank"] for s in e["suspects"]]) for e in events
+                              if e["event"] == "sdc_detected"], [(1, "transient", [1])])
+            # Rank 1 wrong again on its re-run: the re-runs split as the vote did, no one is named.
+            self.assertEqual(o["two-persistent"], {"ended": 10, "how": "stop"})
+            self.assertEqual((o["two-persistent_verdict"]["verdict"], o["two-persistent_verdict"]["attribution"]),
+                             ("inconclusive", "persistent"))
+            events = read_events(os.path.join(tmp, "events-two-persistent-%d.jsonl" % o["rank"]))
+            sdc = [e for e in events if e["event"] == "sdc_detected"]
+            self.assertEqual([sorted(s["rank"] for s in e["suspects"]) for e in sdc], [[0, 1]])
+            self.assertNotIn("suspect_rank", sdc[0])
 
 
 class OneRankTest(unittest.TestCase):
