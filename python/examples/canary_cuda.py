@@ -88,14 +88,20 @@ def run(rank, args, tmp, model, optimizer, data, target, inject):
     replica.close()
     first = seen[0] if seen else {}
     mean_step = sum(step_s) / len(step_s)
-    mean_check = sum(canary_s[1:]) / max(1, len(canary_s) - 1)
-    return {"attribution": first.get("attribution"), "rerun_s": first.get("rerun_seconds"),
-            "rerun_over_step": first["rerun_seconds"] / mean_step if first else None,
-            "rerun_over_check": first["rerun_seconds"] / mean_check if first else None,"verdicts": verdicts, "replica_verdicts": replica_verdicts, "steps": step + 1,
+    # The steady check time: not the first check (it runs twice), nor the alarm's (it holds the
+    # re-run). None when no check came between them (an alarm at the first check).
+    alarm = verdicts and verdicts[-1] in ("sdc", "inconclusive", "not_hardware")
+    steady = canary_s[1:-1] if alarm else canary_s[1:]
+    mean_check = sum(steady) / len(steady) if steady else None
+    rerun_s = first.get("rerun_seconds")
+    return {"attribution": first.get("attribution"), "rerun_s": rerun_s,
+            "rerun_over_step": rerun_s / mean_step if first else None,
+            "rerun_over_check": rerun_s / mean_check if first and mean_check else None,
+            "verdicts": verdicts, "replica_verdicts": replica_verdicts, "steps": step + 1,
             "detected_step": first.get("step"), "replica_detected_step": (replica_seen or [{}])[0].get("step"),
             "suspects": [s["rank"] for s in first.get("suspects", [])], "suspect": (first.get("suspects") or [{}])[0],
             "message": canary.verdict.get("message"),
-            "canary_over_step": mean_check / mean_step}
+            "canary_over_step": mean_check / mean_step if mean_check else None}
 
 
 def worker(rank, args, tmp):

@@ -19,7 +19,7 @@ import time
 
 from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, SDCStop, _int_in
 from sdcprobe.replica import (ReplicaCheck, _as_uint64, _local, _named, _signed, _torch, combine_digests,
-                              device_identity, tensor_digest_table)
+                              decided, device_identity, tensor_digest_table)
 
 # The seed of the random generators inside the canary (dropout masks): the same on every replica
 # and every run; the training's own generators are saved and restored around it.
@@ -354,6 +354,7 @@ class CanaryCheck(ReplicaCheck):
         attributions, rerun_s = self._rerun(step, "canary", verdict, digests,
                                             lambda: combine_digests(tensor_digest_table(self._run(buffers)[0])),
                                             suspects, self.classes)
+        verdict, suspects = decided(verdict, suspects, attributions, self.classes)
         seconds = time.perf_counter() - start
         self._costs.append(seconds - second_s - rerun_s)  # the steady cost: one run
         self.checks += 1

@@ -11,7 +11,7 @@ Each rank digests its tensors where they live (a kernel of libsdcprobe on the cu
 the same digest on the host), combines the digests in order, and exchanges 24 bytes with every
 replica of `group`. Replicas whose digest differs from the majority are named; with no majority (two
 replicas that differ) the inline probe catalogue runs on every device of the group and blames the
-ones that fail.
+ones that fail, else the re-run after the alarm may decide (attribute()).
 """
 
 import collections.abc
@@ -240,8 +240,13 @@ def attribute(digests, reruns, suspects, classes=None):
     on the same inputs. A healthy peer (not a suspect) whose re-run differs from its first answer, or
     no majority and two replicas that do not reproduce themselves: the computation itself is not
     reproducible, "not_hardware" (a nondeterministic op), never an eviction. Else the suspect's
-    re-run gives the peers' answer: "transient"; a wrong answer again: "persistent". `classes`: the
-    equivalence class of each position (the canary's), within which answers are compared."""
+    re-run gives the peers' answer: "transient"; a wrong answer again: "persistent". With no majority
+    (every replica of the class a suspect), the strict majority of the re-runs is the right answer:
+    a suspect whose first answer was it is cleared (left out of the result), one whose re-run gives
+    it is "transient", the others "persistent". With no such majority either, nothing is decided (the
+    vote stays inconclusive): a suspect that does not reproduce itself is "transient", the others
+    "persistent". `classes`: the equivalence class of each position (the canary's), within which
+    answers are compared."""
     def same_class(i, j):
         return classes is None or classes[i] == classes[j]
 
@@ -256,8 +261,32 @@ def attribute(digests, reruns, suspects, classes=None):
             right = collections.Counter(digests[j] for j in peers).most_common(1)[0][0]
             out[i] = "transient" if reruns[i] == right else "persistent"
         else:
-            out[i] = "transient" if i in unstable else "persistent"
+            right = _strict_majority([reruns[j] for j in members])
+            if right is None:
+                out[i] = "transient" if i in unstable else "persistent"
+            elif digests[i] != right:
+                out[i] = "transient" if reruns[i] == right else "persistent"
     return out
+
+
+def _strict_majority(answers):
+    """The answer given by more than half of `answers`, or None."""
+    answer, n = collections.Counter(answers).most_common(1)[0]
+    return answer if 2 * n > len(answers) else None
+
+
+def decided(verdict, suspects, attributions, classes=None):
+    """(verdict, suspects) once the re-run has attributed the suspects (attribute()): those it
+    cleared are left out, and an inconclusive vote becomes "sdc" when the re-runs decided it, i.e.
+    cleared a replica of every class that still has a suspect."""
+    if attributions is None:
+        return verdict, suspects
+    kept = [i for i in suspects if i in attributions]
+    if verdict == "inconclusive" and kept:
+        cleared = [None if classes is None else classes[i] for i in suspects if i not in attributions]
+        if all((None if classes is None else classes[i]) in cleared for i in kept):
+            verdict = "sdc"
+    return verdict, kept
 
 
 class ReplicaCheck:
@@ -561,6 +590,7 @@ class ReplicaCheck:
         verdict, suspects, probe_failures = self._vote(digests)
         attributions, rerun_s = self._rerun(step, "replica", verdict, digests,
                                             lambda: state_digest(tensors, stream), suspects)
+        verdict, suspects = decided(verdict, suspects, attributions)
         seconds = time.perf_counter() - start
         self._costs.append(seconds - rerun_s)  # the re-run follows an alarm only: not the steady cost
         self.checks += 1

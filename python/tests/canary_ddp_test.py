@@ -15,7 +15,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from sdcprobe import SDC_EXIT_STATUS, CanaryCheck, ReplicaCheck, SDCDetected  # noqa: E402
-from sdcprobe.replica import attribute, state_digest  # noqa: E402
+from sdcprobe.replica import attribute, decided, state_digest  # noqa: E402
 from spawn_harness import (JobVerdictAssertions, init_gloo, read_events, run_job, run_log, sdc_loop,  # noqa: E402
                            write_outcome)
 
@@ -336,9 +336,22 @@ def verdict_worker(rank, world, tmp):
     sys.exit(SDC_EXIT_STATUS if outcome["stop"]["how"] == "stop" else 0)
 
 
+def two_replicas_worker(rank, world, tmp):
+    """The job-verdict runs of a vote of two: an intermittent fault on rank 1 with
+    transient="continue", then a persistent one."""
+    torch.set_num_threads(1)
+    init_gloo(tmp, rank, world)
+    outcome = {"rank": rank}
+    for tag, fault, transient in (("two-continue", "intermittent", "continue"),
+                                  ("two-persistent", "persistent", "stop")):
+        outcome[tag], outcome[tag + "_verdict"] = verdict_run(rank, tmp, tag, fault, "stop", transient)
+    write_outcome(tmp, rank, outcome)
+    dist.destroy_process_group()
+
+
 class JobVerdictTest(unittest.TestCase, JobVerdictAssertions):
     """One job of 3 DDP ranks: every rank stops (status 75) or raises at the same check, the re-run
-    attributes the fault (persistent, transient, not hardware)."""
+    attributes the fault (persistent, transient, not hardware); and one of 2, a vote of two."""
 
     def test_every_rank_acts_on_one_verdict_after_a_rerun(self):
         tmp, outcomes = run_job(verdict_worker, 3, prefix="canary-verdict-", exit_status=SDC_EXIT_STATUS)
@@ -368,6 +381,27 @@ class JobVerdictTest(unittest.TestCase, JobVerdictAssertions):
                               if e["event"] in ("sdc_detected", "fault_detected")], [("sdc_detected", "transient", 5)])
         print("re-run at detection: %.4f s, the check itself %.4f s"
               % (outcomes[0]["stop_verdict"]["rerun_seconds"], outcomes[0]["stop_verdict"]["seconds"]))
+
+    def test_a_vote_of_two_is_decided_by_the_rerun(self):
+        tmp, outcomes = run_job(two_replicas_worker, 2, prefix="canary-two-")
+        for o in outcomes:
+            # The re-runs agree on rank 0's answer: rank 1 is named, transient, and training goes
+            # back to the last good step.
+            self.assertEqual(o["two-continue"], {"ended": VERDICT_STEPS - 1, "how": "done"})
+            self.assertEqual((o["two-continue_verdict"]["verdict"], o["two-continue_verdict"]["attribution"]),
+                             ("sdc", "transient"))
+            self.assertTrue(o["two-continue_verdict"]["should_restore"])
+            events = read_events(os.path.join(tmp, "events-two-continue-%d.jsonl" % o["rank"]))
+            self.assertEqual([(e["suspect_rank"], e["attribution"], [s["rank"] for s in e["suspects"]]) for e in events
+                              if e["event"] == "sdc_detected"], [(1, "transient", [1])])
+            # Rank 1 wrong again on its re-run: the re-runs split as the vote did, no one is named.
+            self.assertEqual(o["two-persistent"], {"ended": 10, "how": "stop"})
+            self.assertEqual((o["two-persistent_verdict"]["verdict"], o["two-persistent_verdict"]["attribution"]),
+                             ("inconclusive", "persistent"))
+            events = read_events(os.path.join(tmp, "events-two-persistent-%d.jsonl" % o["rank"]))
+            sdc = [e for e in events if e["event"] == "sdc_detected"]
+            self.assertEqual([sorted(s["rank"] for s in e["suspects"]) for e in sdc], [[0, 1]])
+            self.assertNotIn("suspect_rank", sdc[0])
 
 
 class OneRankTest(unittest.TestCase):
@@ -439,6 +473,31 @@ class OneRankTest(unittest.TestCase):
         self.assertEqual(attribute([1, 2], [3, 2], [0, 1]), {0: "transient", 1: "persistent"})
         # Within equivalence classes: the suspect's peers are its own class's.
         self.assertEqual(attribute([1, 1, 2, 9], [1, 1, 1, 8], [2], classes=["a", "a", "a", "b"]), {2: "transient"})
+
+    def test_with_no_majority_the_reruns_decide(self):
+        # Two replicas (a vote of two), every one a suspect. A transient fault on A: the re-runs
+        # agree on B's answer, so B is cleared and A is transient, and the vote is decided.
+        self.assertEqual(attribute([1, 2], [2, 2], [0, 1]), {0: "transient"})
+        self.assertEqual(decided("inconclusive", [0, 1], {0: "transient"}), ("sdc", [0]))
+        # A persistent fault on A, the same wrong answer or another: the re-runs split as the vote
+        # did, nothing is decided and no one is named.
+        self.assertEqual(attribute([1, 2], [1, 2], [0, 1]), {0: "persistent", 1: "persistent"})
+        self.assertEqual(decided("inconclusive", [0, 1], {0: "transient", 1: "persistent"}),
+                         ("inconclusive", [0, 1]))
+        # A 2-2 split: the re-runs' majority (3 of 4) clears A and B; C gave it on its re-run, D not.
+        self.assertEqual(attribute([1, 1, 2, 2], [1, 1, 1, 2], [0, 1, 2, 3]), {2: "transient", 3: "persistent"})
+        self.assertEqual(decided("inconclusive", [0, 1, 2, 3], {2: "transient", 3: "persistent"}), ("sdc", [2, 3]))
+        # ... stable re-runs (2 against 2): undecided; two that do not reproduce themselves: not hardware.
+        self.assertEqual(attribute([1, 1, 2, 2], [1, 1, 2, 2], [0, 1, 2, 3]), dict.fromkeys(range(4), "persistent"))
+        self.assertEqual(attribute([1, 1, 2, 2], [1, 1, 1, 1], [0, 1, 2, 3]), dict.fromkeys(range(4), "not_hardware"))
+        # Per class: the re-runs decide class a, not class b, so the vote stays inconclusive.
+        classes = ["a", "a", "b", "b"]
+        found = attribute([1, 2, 3, 4], [2, 2, 3, 4], [0, 1, 2, 3], classes)
+        self.assertEqual(found, {0: "transient", 2: "persistent", 3: "persistent"})
+        self.assertEqual(decided("inconclusive", [0, 1, 2, 3], found, classes), ("inconclusive", [0, 2, 3]))
+        self.assertEqual(decided("inconclusive", [0, 1], {0: "transient"}, classes), ("sdc", [0]))
+        # A peer outside the suspects (a probe failure broke the tie) is the right answer, as before.
+        self.assertEqual(attribute([1, 2], [1, 2], [1]), {1: "persistent"})
 
     def test_vote_is_within_equivalence_classes(self):
         canary = CanaryCheck(make_model("clean"), loss_fn, batch=(torch.ones(2, 8), torch.ones(2, 1)))
