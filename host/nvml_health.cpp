@@ -520,12 +520,13 @@ const char* condition_state_name(ConditionState state) {
 }
 
 ConditionState GpuHealth::verdict() const {
-  bool could_not_test = conditions.empty();
+  bool could_not_test = false, judged = false;
   for (const HealthCondition& c : conditions) {
     if (c.state == ConditionState::kFault) return ConditionState::kFault;
     could_not_test = could_not_test || c.state == ConditionState::kCouldNotTest;
+    judged = judged || c.state == ConditionState::kHealthy;
   }
-  return could_not_test ? ConditionState::kCouldNotTest : ConditionState::kHealthy;
+  return could_not_test || !judged ? ConditionState::kCouldNotTest : ConditionState::kHealthy;
 }
 
 int health_exit_code(const HealthReport& report) {

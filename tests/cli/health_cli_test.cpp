@@ -278,6 +278,25 @@ TEST_F(HealthCli, NotSupportedIsSaidPerConditionAndJudgesTheOthers) {
       << all.out;
 }
 
+// A GPU whose every condition is not supported or not tested was not tested at all.
+TEST_F(HealthCli, AGpuWithNothingJudgedCouldNotTestNeverHealthy) {
+  const std::string none =
+      "FAKE_NVML_RECOVERY='GPU-b=unsupported' FAKE_NVML_REMAP='GPU-b=unsupported' FAKE_NVML_ECC='GPU-b=unsupported' "
+      "FAKE_NVML_RETIRED='GPU-b=unsupported' FAKE_NVML_REPLAYS='GPU-b=unsupported' FAKE_NVML_LINK='GPU-b=unsupported'";
+  const Health h = health(none);
+  EXPECT_EQ(h.code, 2) << h.out;
+  EXPECT_EQ(h.json.at("verdict"), "could_not_test");
+  EXPECT_EQ(h.json.at("gpus").at(0).at("verdict"), "healthy");
+  EXPECT_EQ(h.json.at("gpus").at(1).at("verdict"), "could_not_test");
+  EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
+  EXPECT_NE(h.out.find("health: COULD NOT TEST of 2 GPU(s)"), std::string::npos) << h.out;
+  const sdc::test::Outcome o =
+      sdc::test::run_command("( SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " FAKE_NVML='GPU-a=;GPU-b=' " +
+                             none + " " + SDC_BINARY_DIR + "/cli/sdcprobe health --format npd 2>/dev/null )");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out, "UNKNOWN: could not test: GPU-b: no condition supported and tested\n");
+}
+
 TEST_F(HealthCli, ADriverThatCannotBeReadCouldNotTest) {
   const Health h = health("FAKE_NVML_INIT=fail");
   EXPECT_EQ(h.code, 2) << h.out;
@@ -360,6 +379,9 @@ TEST_F(HealthCli, NpdFormatPrintsTheVerdictAloneOnStdout) {
   o = npd("FAKE_NVML_INIT=fail");
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.out, "UNKNOWN: could not test: NVML error: nvmlInit_v2: Driver Not Loaded\n");
+  o = npd("FAKE_NVML=''");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out, "UNKNOWN: could not test: NVML lists no GPU\n");
   o = npd("FAKE_NVML_REMAP='GPU-b=0,0,7,0'");
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.out.rfind("UNKNOWN: could not test: GPU-b row_remap: could not test: NVML answered pending", 0), 0u)
