@@ -230,6 +230,18 @@ TEST_F(HealthCli, AnXidDuringTheWindowIsAFaultNamingIt) {
   EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
 }
 
+// The wait answers for the whole event set: its error, even "GPU is lost", leaves every GPU's XIDs
+// untested, never a fault that would drain every GPU; a lost GPU is named by its own reads.
+TEST_F(HealthCli, AnXidWaitErrorCouldNotTestOnEveryGpuNeverAFault) {
+  for (const char* wait : {"lost", "error"}) {
+    const Health h = health(std::string("FAKE_NVML_WAIT=") + wait, "--watch 0.05");
+    expect_could_not_test_on_b(h, "xid", "could not test: nvmlEventSetWait_v2: fake NVML error");
+    EXPECT_EQ(condition(h, 0, "xid").at("state"), "could_not_test") << wait;
+    EXPECT_EQ(h.json.at("gpus").at(0).at("verdict"), "could_not_test") << wait;
+    EXPECT_EQ(condition(h, 1, "row_remap").at("state"), "healthy") << wait;
+  }
+}
+
 TEST_F(HealthCli, ALinkBelowItsMaximumIsAFaultWithBothValues) {
   Health h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16,0'");
   expect_fault_on_b(h, "pcie_link_width", "x8 of x16: a degraded PCIe link");
