@@ -20,7 +20,8 @@ void add_health_command(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand(
       "health",
       "Read what the GPUs say about their own health (NVML: recovery action, row remapping, uncorrectable ECC, "
-      "retired pages, PCIe link and replays, XIDs). Exit 0 healthy, 1 a fault, 2 the driver could not be read");
+      "retired pages, PCIe link and replays, XIDs). Exit 0 healthy, 1 a fault, 2 could not test (the driver, a "
+      "condition, or a GPU not found)");
   struct Args {
     std::string json;
     std::string prom;

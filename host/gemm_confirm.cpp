@@ -263,4 +263,16 @@ void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::ve
   if (rep == 0 || fresh > 0) run.report.mismatches += fresh + unrecorded;
 }
 
+GemmVerdict gemm_verdict_of(const GemmRun& run) {
+  GemmVerdict v;
+  v.report = run.report;
+  v.max_ratio = run.max_ratio;
+  v.flagged_checks = run.flagged_checks;
+  v.check_tile = run.check_tile;
+  v.detectable = run.detectable;
+  v.c_rms = run.c_rms;
+  v.check_s = run.check_s;
+  return v;
+}
+
 }  // namespace sdc

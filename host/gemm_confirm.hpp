@@ -59,5 +59,7 @@ MismatchRecord gemm_mismatch_record(const GemmSpec& spec, uint64_t index, uint64
 // Adds repeat `rep`'s verdict to `run`, counting each wrong element once over the repeats (`seen`
 // holds the indices already counted).
 void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::vector<uint64_t>& seen);
+// A whole run's checks as one verdict, to merge runs as repeats (a burn's GEMMs).
+GemmVerdict gemm_verdict_of(const GemmRun& run);
 
 }  // namespace sdc

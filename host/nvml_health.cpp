@@ -14,7 +14,8 @@
 namespace sdc {
 namespace {
 
-constexpr NvmlReturn kNonsense = -1;  // ours: NVML said success, but the values cannot be
+constexpr NvmlReturn kNonsense = -1;    // ours: NVML said success, but the values cannot be
+constexpr NvmlReturn kWaitFailed = -2;  // ours: the event set's wait failed, for all its GPUs alike
 // The fault limits of DCGM's software test: retired pages, uncorrectable-error row remaps.
 constexpr unsigned long long kRetiredPagesLimit = 63;
 constexpr unsigned long long kUncorrectableRemapsLimit = 512;
@@ -61,7 +62,10 @@ class Nvml {
     const NvmlReturn rc = init_();
     if (rc != kNvmlSuccess) throw NvmlError(std::string("nvmlInit_v2: ") + error_string_(rc));
   }
-  ~Nvml() { shutdown_(); }
+  ~Nvml() {
+    if (set_ != nullptr) free_(set_);  // a window that threw before collect()
+    shutdown_();
+  }
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
 
@@ -155,8 +159,12 @@ class Nvml {
       const NvmlReturn rc = wait_(set_, &event, kEventDrainMs);
       if (rc == kNvmlTimeout) break;
       if (rc != kNvmlSuccess) {
+        // The wait answers for the set, not for one GPU: its error (even "GPU is lost") leaves every
+        // GPU's XIDs untested; a lost GPU is named by its own reads.
         for (Gpu* g : gpus) {
-          if (g->events.rc == kNvmlSuccess) ok(g->events, rc, "nvmlEventSetWait_v2");
+          if (g->events.rc != kNvmlSuccess) continue;
+          g->events.rc = kWaitFailed;
+          g->events.error = std::string("nvmlEventSetWait_v2: ") + error_string_(rc);
         }
         break;
       }
@@ -520,12 +528,13 @@ const char* condition_state_name(ConditionState state) {
 }
 
 ConditionState GpuHealth::verdict() const {
-  bool could_not_test = conditions.empty();
+  bool could_not_test = false, judged = false;
   for (const HealthCondition& c : conditions) {
     if (c.state == ConditionState::kFault) return ConditionState::kFault;
     could_not_test = could_not_test || c.state == ConditionState::kCouldNotTest;
+    judged = judged || c.state == ConditionState::kHealthy;
   }
-  return could_not_test ? ConditionState::kCouldNotTest : ConditionState::kHealthy;
+  return could_not_test || !judged ? ConditionState::kCouldNotTest : ConditionState::kHealthy;
 }
 
 int health_exit_code(const HealthReport& report) {

@@ -35,8 +35,9 @@ struct GpuHealth {
   std::string pci_bus_id;
   std::string name;
   std::vector<HealthCondition> conditions;
-  // A fault when any condition is one; else could not test when any is; else healthy (conditions
-  // not supported or not tested are named in the report, never counted as healthy).
+  // A fault when any condition is one; else could not test when any is, or when none was judged
+  // healthy; else healthy (conditions not supported or not tested are named in the report, never
+  // counted as healthy).
   ConditionState verdict() const;
 };
 
@@ -47,7 +48,8 @@ struct HealthReport {
   std::vector<GpuHealth> gpus;
 };
 
-// 0 healthy (or not applicable), 1 a fault on any GPU, 2 could not test (the driver, or a condition).
+// 0 healthy (or not applicable), 1 a fault on any GPU, 2 could not test (the driver, a condition,
+// a GPU with nothing judged, or no GPU).
 int health_exit_code(const HealthReport& report);
 // "healthy", "fault", "could_not_test" or "not_applicable".
 const char* health_verdict_name(const HealthReport& report);

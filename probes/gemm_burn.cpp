@@ -65,7 +65,7 @@ nlohmann::json conditions_json(const BurnConditions& c) {
 // What one phase (sustained or pulsed) did.
 struct Phase {
   uint64_t gemms = 0;
-  double busy_s = 0;  // GEMMs and their checks, wall time
+  double busy_s = 0;  // GEMMs and their checks, wall time (without the inputs and their reference)
   double gemm_s = 0;
   nlohmann::json json(double flops_per_gemm) const {
     return {{"gemms", gemms},
@@ -104,13 +104,7 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
   if (!gemm_device_has(cfg_, ctx.device.identity())) throw std::runtime_error("this device has no such GEMM data type");
   GemmEngine* engine = ctx.device.gemm();
   if (engine == nullptr) throw std::runtime_error("this backend offers no GEMM");
-  GemmSpec spec;
-  spec.type = cfg_.type;
-  spec.inputs = cfg_.inputs;
-  spec.m = spec.n = gemm_probe_n(cfg_, ctx);
-  spec.k = gemm_probe_k(cfg_, spec.n);
-  spec.seed = ctx.seed;
-  if (ctx.gemm_cuda_model) spec.model = gemm_cuda_accumulation(spec.type, spec.path);
+  const GemmSpec spec = gemm_probe_spec(cfg_, ctx);
   const double duration = burn_seconds(ctx);
   const double sustained_s = duration * (1 - kPulsedShare);
   const ConditionsSource source = ctx.burn_conditions ? *ctx.burn_conditions : ctx.device.burn_conditions();
@@ -152,7 +146,7 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
   std::vector<uint64_t> seen;
   Phase sustained, pulsed;
   nlohmann::json wrong = nlohmann::json::array();
-  double reference_s = 0, check_s = 0;
+  double generate_s = 0, reference_s = 0;
   uint64_t gemms = 0;
   for (;;) {
     const double t = elapsed();
@@ -169,24 +163,18 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
     const char* phase = in_pulse ? "pulsed" : "sustained";
     const auto t0 = Clock::now();
     const GemmRun run = engine->run(spec);
-    const double busy = std::chrono::duration<double>(Clock::now() - t0).count() - run.reference_s;
+    // The inputs and their check's reference, made once per input set, are not the GEMMs' load.
+    const double busy = std::chrono::duration<double>(Clock::now() - t0).count() - run.generate_s - run.reference_s;
     Phase& p = in_pulse ? pulsed : sustained;
     ++p.gemms;
     p.busy_s += busy;
     p.gemm_s += run.gemm_s;
+    generate_s += run.generate_s;
     reference_s += run.reference_s;
-    check_s += run.check_s;
     total.gemm_s += run.gemm_s;
     total.algorithm = run.algorithm;
     total.library_version = run.library_version;
-    GemmVerdict v;
-    v.report = run.report;
-    v.max_ratio = run.max_ratio;
-    v.flagged_checks = run.flagged_checks;
-    v.check_tile = run.check_tile;
-    v.detectable = run.detectable;
-    v.c_rms = run.c_rms;
-    gemm_merge_repeat(total, v, static_cast<uint32_t>(std::min<uint64_t>(gemms, UINT32_MAX)), seen);
+    gemm_merge_repeat(total, gemm_verdict_of(run), static_cast<uint32_t>(std::min<uint64_t>(gemms, UINT32_MAX)), seen);
     if (run.report.mismatches > 0) {
       // The conditions it happened at: sampled now.
       take_sample(phase);
@@ -225,9 +213,10 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
                       {"gemms", gemms},
                       {"checked_tflops", busy_s > 0 ? result.flops / busy_s / 1e12 : 0.0},
                       {"bare_tflops", total.gemm_s > 0 ? result.flops / total.gemm_s / 1e12 : 0.0},
+                      {"generate_s", generate_s},
                       {"reference_s", reference_s},
                       {"gemm_s", total.gemm_s},
-                      {"check_s", check_s},
+                      {"check_s", total.check_s},
                       {"sustained", sustained.json(flops)},
                       {"pulsed", pulsed.json(flops)},
                       {"pulse_period_s", kPulsePeriod_s},

@@ -42,10 +42,7 @@ uint32_t gemm_probe_n(const GemmProbeConfig& cfg, const ProbeContext& ctx) {
   return n;
 }
 
-void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result) {
-  if (!gemm_device_has(cfg, ctx.device.identity())) throw std::runtime_error("this device has no such GEMM data type");
-  GemmEngine* engine = ctx.device.gemm();
-  if (engine == nullptr) throw std::runtime_error("this backend offers no GEMM");
+GemmSpec gemm_probe_spec(const GemmProbeConfig& cfg, const ProbeContext& ctx) {
   GemmSpec spec;
   spec.type = cfg.type;
   spec.inputs = cfg.inputs;
@@ -59,6 +56,14 @@ void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& 
     const uint32_t preset = ctx.level == Level::kQuick ? 3 : ctx.level == Level::kStandard ? 5 : 10;
     spec.repeats = std::clamp(ctx.iterations.value_or(preset), 2u, 64u);
   }
+  return spec;
+}
+
+void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result) {
+  if (!gemm_device_has(cfg, ctx.device.identity())) throw std::runtime_error("this device has no such GEMM data type");
+  GemmEngine* engine = ctx.device.gemm();
+  if (engine == nullptr) throw std::runtime_error("this backend offers no GEMM");
+  const GemmSpec spec = gemm_probe_spec(cfg, ctx);
   const GemmRun run = engine->run(spec);
   result.report = run.report;
   const double flops = 2.0 * spec.m * spec.n * spec.k * spec.repeats;

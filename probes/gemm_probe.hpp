@@ -30,6 +30,8 @@ inline constexpr uint32_t kGemmFp8ExactK = 512;
 // Depth for an n x n output: n, but dense bf16 at most kGemmDenseMaxK and exact or scaled fp8 at
 // most kGemmFp8ExactK.
 uint32_t gemm_probe_k(const GemmProbeConfig& cfg, uint32_t n);
+// The engine's spec for `cfg` on ctx's device: its size, seed, accumulation model and repeats.
+GemmSpec gemm_probe_spec(const GemmProbeConfig& cfg, const ProbeContext& ctx);
 void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result);
 
 }  // namespace sdc

@@ -10,7 +10,8 @@
 // The check at speed: the inputs and the reference of random inputs' row check (r = A (B w) by an
 // FP64 GEMM of A against the thin Y = B w, the bound's sum |A| (|B||w|) by an FP32 GEMM; fp8: the
 // INT32 reference GEMMs) are kept while the next run asks for the same inputs, so each later GEMM
-// costs one fused pass over its C. Locating a failed check (the column pass) recomputes as before.
+// costs one fused pass over its C. Locating a failed check (the column pass) recomputes its
+// reference each time (check()).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -70,8 +71,8 @@ class CudaGemmEngine : public GemmEngine {
   // `flagged` failed checks cross the bus, or the whole array when that is smaller.
   void fetch_flags(const uint8_t* flags_d, size_t flag_bytes, uint64_t flagged, bool wanted,
                    std::vector<uint8_t>& flags);
-  // Random inputs: the reference of the inputs in a_ and bt_ under `acc`, computed unless kept
-  // from the previous run; returns the seconds it took (0 when kept).
+  // Random inputs: computes the reference of the inputs in a_ and bt_ under `acc` and keeps it;
+  // returns the seconds it took. run() calls it only when the kept one does not fit.
   double reference(const GemmSpec& spec, const GemmAccumulation& acc);
   // The row pass at speed: C against the kept reference, one pass; as check().
   GemmCheckSummary compare(const GemmSpec& spec, const GemmAccumulation& acc, const void* c,

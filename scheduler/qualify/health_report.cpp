@@ -78,6 +78,8 @@ std::string health_npd_verdict(const HealthReport& report) {
   if (!report.applicable) return "OK: no NVIDIA GPU on this node";
   const int code = health_exit_code(report);
   if (code == 0) return "OK: " + std::to_string(report.gpus.size()) + " GPUs healthy";
+  if (code == 2 && !report.error.empty()) return npd_could_not_test(report.error);
+  if (code == 2 && report.gpus.empty()) return npd_could_not_test("NVML lists no GPU");
   std::string first;
   size_t count = 0;
   const ConditionState wanted = code == 1 ? ConditionState::kFault : ConditionState::kCouldNotTest;
@@ -86,8 +88,12 @@ std::string health_npd_verdict(const HealthReport& report) {
       if (c.state != wanted) continue;
       if (count++ == 0) first = code == 1 ? g.uuid + " health " + c.field : g.uuid + " " + c.field + ": " + c.detail;
     }
+    // Could not test with no condition that could not: nothing on it was judged.
+    if (code == 2 && first.empty() && g.verdict() == ConditionState::kCouldNotTest) {
+      first = g.uuid + ": no condition supported and tested";
+    }
   }
-  if (code == 2) return npd_could_not_test(report.error.empty() ? first : report.error);
+  if (code == 2) return npd_could_not_test(first);
   std::string line = "SDC: " + first + (count > 1 ? " +" + std::to_string(count - 1) + " more" : "");
   if (line.size() > kNpdVerdictMax) line.resize(kNpdVerdictMax);
   return line;

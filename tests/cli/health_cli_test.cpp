@@ -230,6 +230,18 @@ TEST_F(HealthCli, AnXidDuringTheWindowIsAFaultNamingIt) {
   EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
 }
 
+// The wait answers for the whole event set: its error, even "GPU is lost", leaves every GPU's XIDs
+// untested, never a fault that would drain every GPU; a lost GPU is named by its own reads.
+TEST_F(HealthCli, AnXidWaitErrorCouldNotTestOnEveryGpuNeverAFault) {
+  for (const char* wait : {"lost", "error"}) {
+    const Health h = health(std::string("FAKE_NVML_WAIT=") + wait, "--watch 0.05");
+    expect_could_not_test_on_b(h, "xid", "could not test: nvmlEventSetWait_v2: fake NVML error");
+    EXPECT_EQ(condition(h, 0, "xid").at("state"), "could_not_test") << wait;
+    EXPECT_EQ(h.json.at("gpus").at(0).at("verdict"), "could_not_test") << wait;
+    EXPECT_EQ(condition(h, 1, "row_remap").at("state"), "healthy") << wait;
+  }
+}
+
 TEST_F(HealthCli, ALinkBelowItsMaximumIsAFaultWithBothValues) {
   Health h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16,0'");
   expect_fault_on_b(h, "pcie_link_width", "x8 of x16: a degraded PCIe link");
@@ -276,6 +288,25 @@ TEST_F(HealthCli, NotSupportedIsSaidPerConditionAndJudgesTheOthers) {
   EXPECT_EQ(condition(all, 1, "pcie_link_gen").at("state"), "not_supported");
   EXPECT_NE(all.out.find("  recovery_action: not_supported: not supported by this GPU or driver"), std::string::npos)
       << all.out;
+}
+
+// A GPU whose every condition is not supported or not tested was not tested at all.
+TEST_F(HealthCli, AGpuWithNothingJudgedCouldNotTestNeverHealthy) {
+  const std::string none =
+      "FAKE_NVML_RECOVERY='GPU-b=unsupported' FAKE_NVML_REMAP='GPU-b=unsupported' FAKE_NVML_ECC='GPU-b=unsupported' "
+      "FAKE_NVML_RETIRED='GPU-b=unsupported' FAKE_NVML_REPLAYS='GPU-b=unsupported' FAKE_NVML_LINK='GPU-b=unsupported'";
+  const Health h = health(none);
+  EXPECT_EQ(h.code, 2) << h.out;
+  EXPECT_EQ(h.json.at("verdict"), "could_not_test");
+  EXPECT_EQ(h.json.at("gpus").at(0).at("verdict"), "healthy");
+  EXPECT_EQ(h.json.at("gpus").at(1).at("verdict"), "could_not_test");
+  EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
+  EXPECT_NE(h.out.find("health: COULD NOT TEST of 2 GPU(s)"), std::string::npos) << h.out;
+  const sdc::test::Outcome o =
+      sdc::test::run_command("( SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " FAKE_NVML='GPU-a=;GPU-b=' " +
+                             none + " " + SDC_BINARY_DIR + "/cli/sdcprobe health --format npd 2>/dev/null )");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out, "UNKNOWN: could not test: GPU-b: no condition supported and tested\n");
 }
 
 TEST_F(HealthCli, ADriverThatCannotBeReadCouldNotTest) {
@@ -360,6 +391,9 @@ TEST_F(HealthCli, NpdFormatPrintsTheVerdictAloneOnStdout) {
   o = npd("FAKE_NVML_INIT=fail");
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.out, "UNKNOWN: could not test: NVML error: nvmlInit_v2: Driver Not Loaded\n");
+  o = npd("FAKE_NVML=''");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.out, "UNKNOWN: could not test: NVML lists no GPU\n");
   o = npd("FAKE_NVML_REMAP='GPU-b=0,0,7,0'");
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.out.rfind("UNKNOWN: could not test: GPU-b row_remap: could not test: NVML answered pending", 0), 0u)

@@ -122,6 +122,25 @@ TEST(GemmBurn, EveryGemmIsSureToCatchAWrongElementOfTwiceTheRms) {
   EXPECT_LT(clean.params["max_ratio"].get<double>(), 1.0);
 }
 
+// The first GEMM generates the inputs and their check's reference, once: the checked rate leaves
+// both out, so the phases' busy time and both fit in the burn's elapsed time.
+TEST(GemmBurn, TheCheckedRateLeavesOutTheInputsAndTheirReference) {
+  auto devices = make_cpu_devices(1);
+  RunOptions o = burn_options(7, 1);
+  o.compute_bytes = uint64_t{512} * 512 * 18;  // n = 512: generation takes far longer than the loop's bookkeeping
+  const ProbeResult r = run_probe(*builtin_registry().find("gemm.burn.fp32"), *devices[0], o);
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  ASSERT_EQ(r.params.at("n").get<uint32_t>(), 512u);
+  const double generate_s = r.params.at("generate_s").get<double>();
+  const double reference_s = r.params.at("reference_s").get<double>();
+  EXPECT_GT(generate_s, 0.0);
+  EXPECT_GT(reference_s, 0.0);
+  const double busy_s =
+      r.params.at("sustained").at("busy_s").get<double>() + r.params.at("pulsed").at("busy_s").get<double>();
+  EXPECT_GT(busy_s, 0.0);
+  EXPECT_LE(busy_s + generate_s + reference_s, r.params.at("elapsed_s").get<double>());
+}
+
 TEST(GemmBurn, CleanBurnPassesBothPhasesAndSaysTheCpuHasNoConditions) {
   auto devices = make_cpu_devices(1);
   RunOptions o;

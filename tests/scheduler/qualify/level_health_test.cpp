@@ -2,12 +2,15 @@
 // (tests/scheduler/sweep/fake_nvml_health.cpp): a fault fails the level even when every probe
 // passed, an unreadable driver is could-not-test, and the CPU backend is not applicable. A sweep
 // pass does the same and writes the health metrics.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "host/backend.hpp"
@@ -38,7 +41,7 @@ class LevelHealth : public ::testing::Test {
   }
   void TearDown() override {
     for (const char* v : {"SDCPROBE_NVML_LIBRARY", "FAKE_NVML", "FAKE_NVML_INIT", "FAKE_NVML_REPLAYS", "FAKE_NVML_XID",
-                          "FAKE_NVML_REMAP", "FAKE_NVML_ECC"}) {
+                          "FAKE_NVML_REMAP", "FAKE_NVML_ECC", "FAKE_NVML_WAIT"}) {
       unsetenv(v);
     }
   }
@@ -130,6 +133,35 @@ TEST_F(LevelHealth, AHealthFaultFailsALevelWhoseProbesAllPassed) {
   const RunReport clean = passing(level_health({device("cuda", 0, "GPU-a"), device("cuda", 1, "GPU-b")}, [] {}));
   EXPECT_EQ(exit_code_of(clean), 0) << verdict_line(clean);
   EXPECT_EQ(report_json(clean).at("health").at("verdict"), "healthy");
+}
+
+// The XID wait answers for the event set, not for one GPU: its "GPU is lost" must not fail the level
+// with a fault on every GPU it tested.
+TEST_F(LevelHealth, AnXidWaitErrorCouldNotTestNeverFailsEveryGpu) {
+  setenv("FAKE_NVML_WAIT", "lost", 1);
+  const RunReport r = passing(level_health({device("cuda", 0, "GPU-a"), device("cuda", 1, "GPU-b")}, [] {}));
+  ASSERT_EQ(r.health->gpus.size(), 2u);
+  for (const GpuHealth& g : r.health->gpus) {
+    EXPECT_EQ(condition(g, "xid").state, ConditionState::kCouldNotTest) << g.uuid;
+    EXPECT_EQ(condition(g, "xid").detail, "could not test: nvmlEventSetWait_v2: fake NVML error") << g.uuid;
+  }
+  EXPECT_EQ(exit_code_of(r), 2) << verdict_line(r);
+  EXPECT_EQ(npd_verdict(r), "UNKNOWN: could not test: GPU health unreadable");
+}
+
+// A window that throws (a level's probes) still frees the event set its XIDs were watched on.
+TEST_F(LevelHealth, AWindowThatThrowsFreesTheEventSet) {
+  // Held open here, so the stand-in's count outlives each read's load of it.
+  const std::unique_ptr<void, int (*)(void*)> fake(dlopen(SDC_FAKE_NVML, RTLD_NOW | RTLD_LOCAL), dlclose);
+  ASSERT_NE(fake, nullptr) << dlerror();
+  const auto open_sets = reinterpret_cast<int (*)()>(dlsym(fake.get(), "fake_nvml_event_sets_open"));
+  ASSERT_NE(open_sets, nullptr);
+  const int before = open_sets();
+  EXPECT_THROW(read_gpu_health(SDC_FAKE_NVML, {"GPU-a"}, [] { throw std::runtime_error("probes failed"); }),
+               std::runtime_error);
+  EXPECT_EQ(open_sets(), before);
+  read_gpu_health(SDC_FAKE_NVML, {"GPU-a"}, [] {});
+  EXPECT_EQ(open_sets(), before);
 }
 
 // A sweep pass over a "GPU" whose worker tests the CPU (no GPU here): its health is read from the

@@ -9,6 +9,8 @@
 //   FAKE_NVML_REPLAYS   counter[,step]: each read adds step (-5: takes 5)
 //   FAKE_NVML_XID       XIDs, each delivered once to an event set the GPU is registered on
 //   FAKE_NVML_LINK      generation,max generation,width,max width,performance state   default 5,5,16,16,0
+// FAKE_NVML_WAIT=lost or error makes nvmlEventSetWait_v2 fail so, once the XIDs are delivered.
+// fake_nvml_event_sets_open() counts the event sets created and not freed.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,6 +61,7 @@ Spec spec(const char* variable, void* device, std::vector<unsigned long long> de
 std::map<size_t, unsigned> g_replay_reads;  // device -> reads so far
 std::deque<sdc::NvmlEventData> g_events;    // the registered GPUs' XIDs not yet delivered
 int g_event_set = 0;
+int g_event_sets_open = 0;
 
 int get(const char* variable, void* device, std::vector<unsigned long long> defaults, Spec& out) {
   out = spec(variable, device, std::move(defaults));
@@ -144,6 +147,7 @@ int nvmlDeviceGetMaxPcieLinkWidth(void* device, unsigned* v) { return link_value
 int nvmlDeviceGetPerformanceState(void* device, unsigned* v) { return link_value(device, 4, v); }
 int nvmlEventSetCreate(void** set) {
   *set = &g_event_set;
+  ++g_event_sets_open;
   return kSuccess;
 }
 int nvmlDeviceRegisterEvents(void* device, unsigned long long types, void* set) {
@@ -155,10 +159,19 @@ int nvmlDeviceRegisterEvents(void* device, unsigned long long types, void* set) 
 }
 int nvmlEventSetWait_v2(void* set, sdc::NvmlEventData* data, unsigned) {
   if (set != &g_event_set) return kInvalidArgument;
-  if (g_events.empty()) return kTimeout;
+  if (g_events.empty()) {
+    const char* wait = std::getenv("FAKE_NVML_WAIT");
+    const std::string fails = wait != nullptr ? wait : "";
+    return fails == "lost" ? kGpuIsLost : fails == "error" ? kUnknown : kTimeout;
+  }
   *data = g_events.front();
   g_events.pop_front();
   return kSuccess;
 }
-int nvmlEventSetFree(void* set) { return set == &g_event_set ? kSuccess : kInvalidArgument; }
+int nvmlEventSetFree(void* set) {
+  if (set != &g_event_set) return kInvalidArgument;
+  --g_event_sets_open;
+  return kSuccess;
+}
+int fake_nvml_event_sets_open() { return g_event_sets_open; }
 }
