@@ -259,8 +259,8 @@ open(sys.argv[2], "w").write(d["uuid"])
 print("kit: testing %s %s, sm %s, %.0f GiB" % (d["name"], d["uuid"], d["compute_capability"], d["memory_bytes"] / 2**30))
 PY
   check_exit "sdcprobe devices" $rc
-  # The GPUs' own counters through NVML (never read against a real driver before this step): a
-  # binding that misreads the driver shows here as exit 2, a misjudged counter as exit 1.
+  # The GPUs' own counters through NVML: a binding that misreads the driver shows here as exit 2,
+  # a misjudged counter as exit 1.
   echo "--- sdcprobe health --watch 2"
   step_within 8 "$SDC" health --watch 2 --json "$LOGS/health.json"
   check_exit "sdcprobe health" $?
@@ -738,8 +738,9 @@ case ${1:-} in
   build) kit_build ;;
   run) kit_run ;;
   find-cuobjdump) find_cuobjdump "${2:-nvcc}" || die "cuobjdump not found" ;;  # for tests/bundle/gpu_kit_test.sh
+  check-kernel-names) (set -e && check_kernel_names "${@:2}") ;;                # likewise, under the build's set -e
   *)
-    echo "usage: bench/gpu_kit.sh build|run|find-cuobjdump NVCC" >&2
+    echo "usage: bench/gpu_kit.sh build|run|find-cuobjdump NVCC|check-kernel-names CUOBJDUMP PROGRAM..." >&2
     exit 2
     ;;
 esac

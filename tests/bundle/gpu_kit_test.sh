@@ -268,4 +268,22 @@ found=$(find_cuobjdump PYTHONPATH="$work/wheel") || fail "cuobjdump: the wheel's
 [ "$found" = "$work/wheel/nvidia/cuda_cuobjdump/bin/cuobjdump" ] || fail "cuobjdump: found $found, not the wheel's"
 ! found=$(find_cuobjdump) || fail "cuobjdump: found $found where there is none"
 [[ $found == *"cuobjdump not found"* ]] || fail "cuobjdump: no reason given: $found"
+# The build's kernel-name check: a program without device code (cuobjdump exits non-zero on it)
+# lists no kernel and passes; a kernel outside namespace sdc, or no kernel in any program, fails.
+cat >"$work/fake-cuobjdump" <<'SH'
+#!/bin/sh
+case $2 in
+  *with-sdc) echo "STT_FUNC STO_ENTRY _ZN3sdc6kernelEv" ;;
+  *outside) echo "STT_FUNC STO_ENTRY _Z5otherv" ;;
+  *) echo "cuobjdump info: File does not contain device code" >&2; exit 255 ;;
+esac
+SH
+chmod +x "$work/fake-cuobjdump"
+names() { bash "$repo/bench/gpu_kit.sh" check-kernel-names "$work/fake-cuobjdump" "$@" 2>&1; }
+out=$(names prog-with-sdc prog-host-only) || fail "kernel names: a program without device code failed the build: $out"
+[[ $out == *"every kernel in the kit (1,"* ]] || fail "kernel names: not counted: $out"
+! out=$(names prog-with-sdc prog-outside) || fail "kernel names: a kernel outside namespace sdc passed"
+[[ $out == *"outside namespace sdc"* ]] || fail "kernel names: no reason given: $out"
+! out=$(names prog-host-only) || fail "kernel names: no kernel anywhere passed"
+[[ $out == *"lists no kernel"* ]] || fail "kernel names: no reason given: $out"
 echo "gpu_kit_test: passed"
