@@ -162,6 +162,20 @@ def device_identity(backend, device):
     return json.loads(buf.value.decode())
 
 
+def merge_group_verdicts(verdict, gathered):
+    """The job's verdict from every vote group's alarm (`gathered`: one entry per rank, None where
+    its group passed): "sdc" when any group decided, the suspects of decided groups first (the
+    first names suspect_rank, never a member of an undecided vote), each by rank, and the earliest
+    last good step."""
+    found = list({repr(v["suspects"]): v for v in gathered if v is not None}.values())  # one per group
+    ordered = sorted(((v["verdict"] != "sdc", s["rank"]), s) for v in found for s in v["suspects"])
+    return dict(verdict,
+                verdict="sdc" if any(v["verdict"] == "sdc" for v in found) else "inconclusive",
+                suspects=[s for _, s in ordered],
+                last_good_step=min(v["last_good_step"] for v in found),
+                groups=len(found))
+
+
 def detected_fields(verdict, check):
     """The sdc_detected event of a failing verdict. An undecided vote ("inconclusive": two replicas
     that differ, all suspect) names no suspect_rank or device: automation keyed on them would evict
@@ -645,13 +659,7 @@ class ReplicaCheck:
         attribution of the suspects is the verdict's; "not_hardware" makes the verdict that."""
         mine = verdict["verdict"] in ("sdc", "inconclusive")
         if alarm and self._world_agrees:
-            found = [v for v in self._gather_objects(verdict if mine else None, world=True) if v is not None]
-            found = list({repr(v["suspects"]): v for v in found}.values())  # one per vote group
-            verdict = dict(verdict,
-                           verdict="sdc" if any(v["verdict"] == "sdc" for v in found) else "inconclusive",
-                           suspects=sorted((s for v in found for s in v["suspects"]), key=lambda s: s["rank"]),
-                           last_good_step=min(v["last_good_step"] for v in found),
-                           groups=len(found))
+            verdict = merge_group_verdicts(verdict, self._gather_objects(verdict if mine else None, world=True))
         if alarm and verdict["suspects"]:
             verdict["attribution"] = min((s["attribution"] for s in verdict["suspects"]), key=ATTRIBUTIONS.index)
             if verdict["attribution"] == "not_hardware":

@@ -15,7 +15,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from sdcprobe import SDC_EXIT_STATUS, CanaryCheck, ReplicaCheck, SDCDetected  # noqa: E402
-from sdcprobe.replica import attribute, decided, state_digest  # noqa: E402
+from sdcprobe.replica import attribute, decided, merge_group_verdicts, state_digest  # noqa: E402
 from spawn_harness import (JobVerdictAssertions, init_gloo, read_events, run_job, run_log, sdc_loop,  # noqa: E402
                            write_outcome)
 
@@ -473,6 +473,21 @@ class OneRankTest(unittest.TestCase):
         self.assertEqual(attribute([1, 2], [3, 2], [0, 1]), {0: "transient", 1: "persistent"})
         # Within equivalence classes: the suspect's peers are its own class's.
         self.assertEqual(attribute([1, 1, 2, 9], [1, 1, 1, 8], [2], classes=["a", "a", "a", "b"]), {2: "transient"})
+
+    def test_the_job_verdict_names_a_suspect_of_a_decided_group(self):
+        # On a mesh, one group's vote of two stays undecided (ranks 0 and 2) while another's names
+        # rank 5: the job's verdict is "sdc" and its first suspect, the one named, is rank 5.
+        def group(verdict, ranks, last_good):
+            return {"verdict": verdict, "suspects": [{"rank": r} for r in ranks], "last_good_step": last_good}
+        undecided, decided_group = group("inconclusive", [0, 2], 10), group("sdc", [5], 20)
+        merged = merge_group_verdicts(dict(undecided, step=30),
+                                      [undecided, None, undecided, None, decided_group, decided_group])
+        self.assertEqual(merged["verdict"], "sdc")
+        self.assertEqual([s["rank"] for s in merged["suspects"]], [5, 0, 2])
+        self.assertEqual(merged["last_good_step"], 10)
+        self.assertEqual(merged["groups"], 2)
+        merged = merge_group_verdicts(dict(undecided, step=30), [undecided, None, undecided])
+        self.assertEqual(merged["verdict"], "inconclusive")
 
     def test_with_no_majority_the_reruns_decide(self):
         # Two replicas (a vote of two), every one a suspect. A transient fault on A: the re-runs
