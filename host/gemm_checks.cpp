@@ -466,6 +466,11 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, GemmReference& 
   const GemmSpec& s = in.spec;
   const GemmAccumulation& acc = ref.acc;
   GemmVerdict verdict;
+  const GemmBitsAt bits_at = [&](const std::vector<uint64_t>& index) {
+    std::vector<uint64_t> bits;
+    for (uint64_t idx : index) bits.push_back(gemm_output_bits(s.type, c, idx));
+    return bits;
+  };
   std::vector<uint64_t> invalid;
   const std::vector<int64_t> cint =
       gemm_inputs_exact(s.inputs) ? unscaled_outputs(in, c, threads, invalid) : std::vector<int64_t>{};
@@ -473,24 +478,16 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, GemmReference& 
     // Per element: the failing elements are the candidates, confirmed by the same O(k) recomputation.
     const auto t0 = std::chrono::steady_clock::now();
     CheckStats stats;
-    std::vector<uint64_t> candidates = element_compare(s, ref, static_cast<const float*>(c), threads, stats);
+    GemmCandidates candidates;
+    candidates.index = element_compare(s, ref, static_cast<const float*>(c), threads, stats);
+    candidates.element_checks = true;
     verdict.check_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     verdict.max_ratio = stats.max_ratio;
     verdict.check_tile = 1;
     verdict.detectable = stats.detectable;
     verdict.c_rms = std::sqrt(stats.c_square_sum / (static_cast<double>(s.m) * s.n));
-    verdict.flagged_checks = candidates.size();
-    const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
-    candidates.resize(candidates.size() - unconfirmed);
-    verdict.report = gemm_confirm_from_inputs(in, acc, c, candidates, threads);
-    verdict.report.checked = static_cast<uint64_t>(s.m) * s.n;
-    verdict.report.mismatches += unconfirmed;
-    if (verdict.report.mismatches == 0 && !candidates.empty()) {
-      // A failing element the recomputation clears still counts (the reference itself went wrong).
-      std::vector<uint64_t> bits;
-      for (uint64_t idx : candidates) bits.push_back(gemm_output_bits(s.type, c, idx));
-      gemm_keep_unconfirmed(verdict.report, s.type, candidates, bits);
-    }
+    verdict.flagged_checks = candidates.index.size();
+    verdict.report = gemm_confirm_capped(s, acc, &in, std::move(candidates), bits_at, threads);
     return verdict;
   }
   std::vector<uint8_t> row_flags, col_flags;
@@ -514,21 +511,9 @@ GemmVerdict verify_gemm(const GemmHostInputs& in, const void* c, GemmReference& 
   verdict.check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   verdict.flagged_checks += count_flags(col_flags);
   const uint32_t tile_c = verdict.check_tile, tile_r = gemm_check_tile(s, acc, true);
-  std::vector<uint64_t> candidates = gemm_candidates(s.m, s.n, tile_c, tile_r, row_flags, col_flags, invalid);
-
-  // Confirm each candidate by an O(k) recomputation (capped; the rest count as mismatches).
-  const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
-  candidates.resize(candidates.size() - unconfirmed);
-  verdict.report = gemm_confirm_from_inputs(in, acc, c, candidates, threads);
-  verdict.report.checked = static_cast<uint64_t>(s.m) * s.n;
-  verdict.report.mismatches += unconfirmed;
-  if (verdict.report.mismatches == 0) {
-    // A failed check whose element the location could not confirm still counts.
-    const std::vector<uint64_t> at = gemm_unconfirmed_checks(s.n, tile_c, row_flags);
-    std::vector<uint64_t> bits;
-    for (uint64_t idx : at) bits.push_back(gemm_output_bits(s.type, c, idx));
-    gemm_keep_unconfirmed(verdict.report, s.type, at, bits);
-  }
+  // Confirm each candidate by an O(k) recomputation.
+  verdict.report = gemm_confirm_capped(
+      s, acc, &in, gemm_candidates(s.m, s.n, tile_c, tile_r, row_flags, col_flags, invalid), bits_at, threads);
   return verdict;
 }
 

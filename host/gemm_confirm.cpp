@@ -54,11 +54,15 @@ uint32_t gemm_check_tile(const GemmSpec& s, const GemmAccumulation& acc, bool co
   return gemm_check_tile_of(s.inputs, acc, s.k, columns ? s.m : s.n);
 }
 
-std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, uint32_t tile_r,
-                                      const std::vector<uint8_t>& row_flags, const std::vector<uint8_t>& col_flags,
-                                      const std::vector<uint64_t>& invalid) {
+GemmCandidates gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, uint32_t tile_r,
+                               const std::vector<uint8_t>& row_flags, const std::vector<uint8_t>& col_flags,
+                               const std::vector<uint64_t>& invalid) {
   const uint32_t col_tiles = (n + tile_c - 1) / tile_c, row_tiles = (m + tile_r - 1) / tile_r;
-  std::vector<uint64_t> candidates = invalid;
+  GemmCandidates out;
+  out.n = n;
+  out.tile_c = tile_c;
+  std::vector<uint64_t>& candidates = out.index;
+  candidates = invalid;
   for (uint32_t i = 0; i < m; ++i) {
     for (uint32_t tt = 0; tt < col_tiles; ++tt) {
       if (!row_flags[static_cast<size_t>(i) * col_tiles + tt]) continue;
@@ -73,12 +77,14 @@ std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, u
       // far tighter than a tile's.
       if (candidates.size() == before) {
         for (uint32_t j = jlo; j < jhi; ++j) candidates.push_back(static_cast<uint64_t>(i) * n + j);
+        out.whole_tiles.push_back(static_cast<uint64_t>(i) * col_tiles + tt);
       }
     }
   }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  return candidates;
+  out.failed_at = gemm_unconfirmed_checks(n, tile_c, row_flags);
+  return out;
 }
 
 std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, uint32_t tile_c, const std::vector<uint8_t>& row_flags) {
@@ -190,8 +196,9 @@ MismatchReport gemm_confirm_candidates(const GemmSpec& s, const GemmAccumulation
       s, acc, index, [&](size_t q) { return observed[q]; }, dot, threads);
 }
 
-MismatchReport gemm_confirm_from_inputs(const GemmHostInputs& in, const GemmAccumulation& acc, const void* c,
-                                        const std::vector<uint64_t>& index, int threads) {
+MismatchReport gemm_confirm_from_inputs(const GemmHostInputs& in, const GemmAccumulation& acc,
+                                        const std::vector<uint64_t>& index, const std::vector<uint64_t>& observed,
+                                        int threads) {
   const GemmSpec& s = in.spec;
   const uint32_t k = s.k;
   const bool exact = gemm_inputs_exact(s.inputs);
@@ -218,7 +225,48 @@ MismatchReport gemm_confirm_from_inputs(const GemmHostInputs& in, const GemmAccu
         [&](uint32_t p) { return static_cast<double>(b32[brow + p]); });
   };
   return confirm(
-      s, acc, index, [&](size_t q) { return gemm_output_bits(s.type, c, index[q]); }, dot, threads);
+      s, acc, index, [&](size_t q) { return observed[q]; }, dot, threads);
+}
+
+MismatchReport gemm_confirm_capped(const GemmSpec& spec, const GemmAccumulation& acc, const GemmHostInputs* inputs,
+                                   GemmCandidates candidates, const GemmBitsAt& bits_at, int threads) {
+  std::vector<uint64_t>& index = candidates.index;
+  uint64_t unconfirmed = candidates.beyond;
+  if (index.size() > kGemmMaxConfirm) {
+    // Past the cap: a located element is likely wrong, one mismatch; a whole tile's elements stand
+    // for its one failed check (index is sorted, so each tile's elements are adjacent).
+    const std::vector<uint64_t>& whole = candidates.whole_tiles;
+    const uint64_t n = candidates.n;
+    uint64_t last_tile = UINT64_MAX;
+    for (size_t q = kGemmMaxConfirm; q < index.size(); ++q) {
+      if (!whole.empty()) {
+        const uint64_t col_tiles = (n + candidates.tile_c - 1) / candidates.tile_c;
+        const uint64_t tile = index[q] / n * col_tiles + index[q] % n / candidates.tile_c;
+        if (std::binary_search(whole.begin(), whole.end(), tile)) {
+          unconfirmed += tile != last_tile;
+          last_tile = tile;
+          continue;
+        }
+      }
+      ++unconfirmed;
+    }
+    index.resize(kGemmMaxConfirm);
+  }
+  const std::vector<uint64_t> bits = bits_at(index);
+  MismatchReport report = inputs ? gemm_confirm_from_inputs(*inputs, acc, index, bits, threads)
+                                 : gemm_confirm_candidates(spec, acc, index, bits, threads);
+  report.checked = static_cast<uint64_t>(spec.m) * spec.n;
+  report.mismatches += unconfirmed;
+  if (report.mismatches == 0) {
+    // A failed check whose element the location could not confirm still counts (per element: the
+    // recomputation cleared an element the reference failed, so the reference itself went wrong).
+    if (candidates.element_checks) {
+      gemm_keep_unconfirmed(report, spec.type, index, bits);
+    } else {
+      gemm_keep_unconfirmed(report, spec.type, candidates.failed_at, bits_at(candidates.failed_at));
+    }
+  }
+  return report;
 }
 
 void gemm_keep_unconfirmed(MismatchReport& report, GemmType type, const std::vector<uint64_t>& at,

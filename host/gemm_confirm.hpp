@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "host/gemm.hpp"
@@ -25,16 +26,29 @@ struct GemmVerdict {
 // Tile width of the row checks (columns = false) or of the column checks: gemm_check_tile_of.
 uint32_t gemm_check_tile(const GemmSpec& s, const GemmAccumulation& acc, bool columns);
 
-// Location: candidates (sorted, unique) are the elements whose row fails in its column tile
-// (row_flags, m x column tiles of tile_c) and whose column fails in its row tile (col_flags, n x row
-// tiles of tile_r), every element of a failed row tile where no column check in it fails, plus
-// `invalid`. A failed check no candidate confirms is recorded at its tile's first column
-// (gemm_unconfirmed_checks).
-std::vector<uint64_t> gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, uint32_t tile_r,
-                                      const std::vector<uint8_t>& row_flags, const std::vector<uint8_t>& col_flags,
-                                      const std::vector<uint64_t>& invalid);
+// What the failed checks point at, to confirm (gemm_confirm_capped).
+struct GemmCandidates {
+  std::vector<uint64_t> index;  // sorted, unique: i * n + j
+  // Row checks (i * column tiles + tile, sorted) no column check explains, every element of whose
+  // tile is in `index`; tiles tile_c wide in a C n wide.
+  std::vector<uint64_t> whole_tiles;
+  uint32_t n = 0, tile_c = 0;
+  uint64_t beyond = 0;  // failing elements `index` lacks (past a device's buffer)
+  // Where each failed check is kept when nothing confirms (gemm_unconfirmed_checks); per-element
+  // checks (each candidate its own failed check) keep the candidates instead.
+  std::vector<uint64_t> failed_at;
+  bool element_checks = false;
+};
+
+// Location: candidates are the elements whose row fails in its column tile (row_flags, m x column
+// tiles of tile_c) and whose column fails in its row tile (col_flags, n x row tiles of tile_r), every
+// element of a failed row tile where no column check in it fails, plus `invalid`. A failed check no
+// candidate confirms is recorded at its tile's first column (gemm_unconfirmed_checks).
+GemmCandidates gemm_candidates(uint32_t m, uint32_t n, uint32_t tile_c, uint32_t tile_r,
+                               const std::vector<uint8_t>& row_flags, const std::vector<uint8_t>& col_flags,
+                               const std::vector<uint64_t>& invalid);
 std::vector<uint64_t> gemm_unconfirmed_checks(uint32_t n, uint32_t tile_c, const std::vector<uint8_t>& row_flags);
-// At most this many candidates are confirmed; the rest count as mismatches without a record.
+// At most this many candidates are confirmed (gemm_confirm_capped).
 inline constexpr size_t kGemmMaxConfirm = size_t{1} << 18;
 
 // Confirms candidates (index i * n + j, observed output bits) by O(k) recomputations from the
@@ -45,8 +59,19 @@ MismatchReport gemm_confirm_candidates(const GemmSpec& spec, const GemmAccumulat
                                        int threads);
 // The same tests and bounds with the products recomputed from the inputs in memory, for output C
 // on the host (verify_gemm).
-MismatchReport gemm_confirm_from_inputs(const GemmHostInputs& in, const GemmAccumulation& acc, const void* c,
-                                        const std::vector<uint64_t>& index, int threads);
+MismatchReport gemm_confirm_from_inputs(const GemmHostInputs& in, const GemmAccumulation& acc,
+                                        const std::vector<uint64_t>& index, const std::vector<uint64_t>& observed,
+                                        int threads);
+
+// C's output bits at a list of indices (read on the host, or gathered from a device).
+using GemmBitsAt = std::function<std::vector<uint64_t>(const std::vector<uint64_t>& index)>;
+// A verdict's report from its candidates: the first kGemmMaxConfirm confirmed (from `inputs` when
+// given, else from the generators), the rest counted without a record, each a mismatch except those
+// of a whole tile, one per tile (its failed check: the tile's other elements are likely right), and
+// `beyond` more. When no mismatch results, each failed check is kept (gemm_keep_unconfirmed): a
+// result with a failed check never passes.
+MismatchReport gemm_confirm_capped(const GemmSpec& spec, const GemmAccumulation& acc, const GemmHostInputs* inputs,
+                                   GemmCandidates candidates, const GemmBitsAt& bits_at, int threads);
 
 // Counts each failed check at `at` (gemm_unconfirmed_checks), observed as `observed`, as a mismatch
 // with a record: for a verdict whose location confirmed no element.

@@ -431,11 +431,11 @@ GemmVerdict CudaGemmEngine::reference_verify(const GemmSpec& spec, const GemmAcc
   const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
   const auto* ref = ref_c_.as<int32_t>();
   const auto* ref_abs = ref_abs_.as<int32_t>();
-  auto* candidates = grow(ref_index_, kGemmMaxConfirm * sizeof(unsigned long long)).as<unsigned long long>();
+  auto* index_d = grow(ref_index_, kGemmMaxConfirm * sizeof(unsigned long long)).as<unsigned long long>();
   auto* summary = grow(summary_, sizeof(GemmCheckSummary)).as<GemmCheckSummary>();
   SDC_CUDA_TRY(cudaEventRecord(start_.get(), stream_));
   SDC_CUDA_TRY(launch_gemm_reference_check(acc, spec.type, spec.k, elements, static_cast<const float*>(c), ref, ref_abs,
-                                           candidates, kGemmMaxConfirm, summary, stream_));
+                                           index_d, kGemmMaxConfirm, summary, stream_));
   SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
   GemmCheckSummary out;
   download(&out, summary, sizeof out);
@@ -448,15 +448,14 @@ GemmVerdict CudaGemmEngine::reference_verify(const GemmSpec& spec, const GemmAcc
   verdict.flagged_checks = out.flagged;
   verdict.report.checked = elements;
   if (out.flagged == 0) return verdict;
-  std::vector<uint64_t> index(std::min<uint64_t>(out.flagged, kGemmMaxConfirm));
-  download(index.data(), candidates, index.size() * sizeof(uint64_t));
-  std::sort(index.begin(), index.end());
-  const std::vector<uint64_t> bits = gather(spec.type, c, index);
-  verdict.report = gemm_confirm_candidates(spec, acc, index, bits, host_threads());
-  verdict.report.checked = elements;
-  verdict.report.mismatches += out.flagged - index.size();
-  // A failing element the recomputation clears still counts (the reference itself went wrong).
-  if (verdict.report.mismatches == 0) gemm_keep_unconfirmed(verdict.report, spec.type, index, bits);
+  GemmCandidates candidates;
+  candidates.index.resize(std::min<uint64_t>(out.flagged, kGemmMaxConfirm));
+  download(candidates.index.data(), index_d, candidates.index.size() * sizeof(uint64_t));
+  std::sort(candidates.index.begin(), candidates.index.end());
+  candidates.beyond = out.flagged - candidates.index.size();
+  candidates.element_checks = true;
+  verdict.report =
+      gemm_confirm_capped(spec, acc, nullptr, std::move(candidates), bits_at(spec.type, c), host_threads());
   return verdict;
 }
 
@@ -486,18 +485,11 @@ GemmVerdict CudaGemmEngine::verify(const GemmSpec& spec, const GemmAccumulation&
   // (The row pass's flags came back with its failure; the column pass's only if it failed too.)
   const uint32_t tile_c = verdict.check_tile, tile_r = gemm_check_tile(spec, acc, true);
   if (col_flags.empty()) col_flags.assign(static_cast<size_t>(n) * ((m + tile_r - 1) / tile_r), 0);
-  std::vector<uint64_t> candidates = gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, invalid);
-  const uint64_t unconfirmed = candidates.size() > kGemmMaxConfirm ? candidates.size() - kGemmMaxConfirm : 0;
-  candidates.resize(candidates.size() - unconfirmed);
-  verdict.report = gemm_confirm_candidates(spec, acc, candidates, gather(spec.type, c, candidates), host_threads());
-  verdict.report.checked = static_cast<uint64_t>(m) * n;
+  GemmCandidates candidates = gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, invalid);
   // Invalid outputs past the recorded ones are wrong without confirmation.
-  verdict.report.mismatches += unconfirmed + (rows.invalid - invalid.size());
-  if (verdict.report.mismatches == 0) {
-    // A failed check whose element the location could not confirm still counts.
-    const std::vector<uint64_t> at = gemm_unconfirmed_checks(n, tile_c, row_flags);
-    gemm_keep_unconfirmed(verdict.report, spec.type, at, gather(spec.type, c, at));
-  }
+  candidates.beyond = rows.invalid - invalid.size();
+  verdict.report =
+      gemm_confirm_capped(spec, acc, nullptr, std::move(candidates), bits_at(spec.type, c), host_threads());
   return verdict;
 }
 

@@ -86,6 +86,9 @@ class CudaGemmEngine : public GemmEngine {
   static double elapsed_s(const Event& from, const Event& to);
   // The bits of output elements `index` (C stays on the device).
   std::vector<uint64_t> gather(GemmType type, const void* c, const std::vector<uint64_t>& index);
+  GemmBitsAt bits_at(GemmType type, const void* c) {
+    return [this, type, c](const std::vector<uint64_t>& index) { return gather(type, c, index); };
+  }
   Digest128 digest(const void* c, uint64_t bytes);
   // Counted copies, complete on return.
   void download(void* host, const void* device, size_t bytes);

@@ -392,7 +392,7 @@ TEST(GemmCheck, ConfirmingCandidatesFromTheGeneratorsMatchesVerifyGemm) {
     std::vector<uint8_t> row_flags(s.m, 0), col_flags(s.n, 0);
     row_flags[5] = 1;
     col_flags[17] = 1;
-    const std::vector<uint64_t> cand = gemm_candidates(s.m, s.n, s.n, s.m, row_flags, col_flags, {bad + 1});
+    const std::vector<uint64_t> cand = gemm_candidates(s.m, s.n, s.n, s.m, row_flags, col_flags, {bad + 1}).index;
     ASSERT_EQ(cand, (std::vector<uint64_t>{bad, bad + 1})) << name_of(f);
     std::vector<uint64_t> bits;
     for (uint64_t idx : cand) bits.push_back(gemm_output_bits(f.type, c.data(), idx));
@@ -415,14 +415,66 @@ TEST(GemmCheck, AFailedRowTileNoColumnCheckExplainsMakesEachOfItsElementsACandid
   const uint32_t m = 8, n = 12, tile_c = 4, tile_r = 4;  // 3 column tiles, 2 row tiles
   std::vector<uint8_t> row_flags(m * 3, 0), col_flags(n * 2, 0);
   row_flags[1 * 3 + 1] = 1;  // row 1, columns 4..7
-  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}),
+  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}).index,
             (std::vector<uint64_t>{1 * n + 4, 1 * n + 5, 1 * n + 6, 1 * n + 7}));
   col_flags[6 * 2 + 0] = 1;  // column 6, rows 0..3
-  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}), (std::vector<uint64_t>{1 * n + 6}));
+  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}).index, (std::vector<uint64_t>{1 * n + 6}));
   // Column 6 failing in rows 4..7 explains nothing of row 1.
   col_flags[6 * 2 + 0] = 0;
   col_flags[6 * 2 + 1] = 1;
-  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}).size(), 4u);
+  EXPECT_EQ(gemm_candidates(m, n, tile_c, tile_r, row_flags, col_flags, {}).index.size(), 4u);
+}
+
+// Past the confirmation cap, a whole tile's elements (a failed row check no column check explains)
+// count as that one check, not each as a wrong element; located elements past the cap count each.
+// Both confirmations (from the inputs, from the generators) give the same report, and a result whose
+// only failure lies past the cap still fails.
+TEST(GemmCheck, CandidatesPastTheCapCountAWholeTileAsOneFailedCheck) {
+  const GemmSpec s = spec_of({GemmType::kFp32, GemmInputs::kExact}, 640, 512, 8, 3);
+  const GemmAccumulation acc = fp32_or_fp64(s.type);
+  const GemmHostInputs in = generate_gemm_inputs(s, 2);
+  std::vector<uint8_t> c = reference_c(in);
+  const uint32_t tile_c = 256, tile_r = 640, tiles = 2;          // C is 640 x 2 tiles for the rows, 1 for the columns
+  ASSERT_EQ(uint64_t{s.m} * s.n - kGemmMaxConfirm, 128u * s.n);  // rows 512..639 lie past the cap
+  const GemmBitsAt bits_at = [&](const std::vector<uint64_t>& index) {
+    std::vector<uint64_t> bits;
+    for (uint64_t idx : index) bits.push_back(gemm_output_bits(s.type, c.data(), idx));
+    return bits;
+  };
+  auto both = [&](const GemmCandidates& cand) {
+    const MismatchReport host = gemm_confirm_capped(s, acc, &in, cand, bits_at, 2);
+    const MismatchReport dev = gemm_confirm_capped(s, acc, nullptr, cand, bits_at, 2);
+    EXPECT_EQ(host.mismatches, dev.mismatches);
+    EXPECT_EQ(host.records.size(), dev.records.size());
+    EXPECT_EQ(host.checked, uint64_t{s.m} * s.n);
+    return host;
+  };
+  // Every row check fails and no column check: every element a candidate, all right but one past
+  // the cap. The 256 tiles past the cap are 256 unconfirmed checks (not 65536 wrong elements).
+  std::vector<uint8_t> row_flags(s.m * tiles, 1), col_flags(s.n, 0);
+  flip(c, s.type, uint64_t{600} * s.n + 3, 30);
+  GemmCandidates cand = gemm_candidates(s.m, s.n, tile_c, tile_r, row_flags, col_flags, {});
+  ASSERT_EQ(cand.index.size(), uint64_t{s.m} * s.n);
+  ASSERT_EQ(cand.whole_tiles.size(), s.m * tiles);
+  MismatchReport r = both(cand);
+  EXPECT_EQ(r.mismatches, 256u);
+  EXPECT_TRUE(r.records.empty());
+  // A wrong element within the cap is confirmed and recorded besides.
+  flip(c, s.type, uint64_t{7} * s.n + 300, 30);
+  r = both(cand);
+  EXPECT_EQ(r.mismatches, 257u);
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].index, uint64_t{7} * s.n + 300);
+  // Located elements (row and column fail) past the cap count each: every column of column tile 0
+  // fails too (one row tile spans all rows), so past the cap rows 512..639 hold 128 x 256 located
+  // elements and 128 whole tiles. An invalid output in a whole tile counts with its tile.
+  std::fill(col_flags.begin(), col_flags.begin() + tile_c, 1);
+  cand = gemm_candidates(s.m, s.n, tile_c, tile_r, row_flags, col_flags, {uint64_t{600} * s.n + 400});
+  ASSERT_EQ(cand.index.size(), uint64_t{s.m} * s.n);
+  ASSERT_EQ(cand.whole_tiles.size(), s.m);
+  r = both(cand);
+  EXPECT_EQ(r.mismatches, 128u * 256 + 128 + 1);
+  EXPECT_EQ(r.records.size(), 1u);
 }
 
 // The row and column passes as the device runs them (shapes, strides, swapped generators, keys,
@@ -468,7 +520,7 @@ TEST(GemmCheck, DevicePassesFlagExactlyTheWrongElementsRowAndColumnTiles) {
       EXPECT_EQ(row_flags[f], f == row * rows.tiles + col / rows.tile) << what << " " << f;
     for (size_t f = 0; f < col_flags.size(); ++f)
       EXPECT_EQ(col_flags[f], f == col * cols.tiles + row / cols.tile) << what << " " << f;
-    EXPECT_EQ(gemm_candidates(s.m, s.n, rows.tile, cols.tile, row_flags, col_flags, {}),
+    EXPECT_EQ(gemm_candidates(s.m, s.n, rows.tile, cols.tile, row_flags, col_flags, {}).index,
               (std::vector<uint64_t>{uint64_t{row} * s.n + col}))
         << what;
   }
