@@ -1,12 +1,11 @@
 #include "host/nvml_conditions.hpp"
 
-#include <dlfcn.h>
-
 #include <cmath>
 #include <memory>
 #include <stdexcept>
 
 #include "host/nvml_abi.hpp"
+#include "host/nvml_library.hpp"
 
 namespace sdc {
 namespace {
@@ -14,33 +13,22 @@ namespace {
 class NvmlConditions {
  public:
   // Resolves every entry point and finds the GPU; throws std::runtime_error saying what failed.
-  NvmlConditions(const std::string& library, const std::string& uuid) {
-    handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) throw std::runtime_error("cannot load " + library + ": " + dlerror());
-    try {
-      auto init = required(kNvmlInit);
-      shutdown_ = required(kNvmlShutdown);
-      auto by_uuid = required(kNvmlDeviceGetHandleByUuid);
-      temperature_ = required(kNvmlDeviceGetTemperature);
-      clock_ = required(kNvmlDeviceGetClockInfo);
-      auto max_clock = required(kNvmlDeviceGetMaxClockInfo);
-      power_ = required(kNvmlDeviceGetPowerUsage);
-      limit_ = required(kNvmlDeviceGetEnforcedPowerLimit);
-      auto default_limit = required(kNvmlDeviceGetPowerManagementDefaultLimit);
-      // The event reasons' entry point before R535 had the "throttle" name.
-      reasons_ = optional(kNvmlDeviceGetCurrentClocksEventReasons);
-      if (reasons_ == nullptr) reasons_ = optional(kNvmlDeviceGetCurrentClocksThrottleReasons);
-      if (init() != kNvmlSuccess) throw std::runtime_error("nvmlInit_v2 failed");
-      initialised_ = true;
-      if (by_uuid(uuid.c_str(), &device_) != kNvmlSuccess) throw std::runtime_error("NVML has no GPU " + uuid);
-      max_sm_clock_mhz_ = read(max_clock, kNvmlClockSm);
-      default_limit_w_ = read(default_limit) / 1e3;
-    } catch (...) {
-      close();
-      throw;
-    }
+  NvmlConditions(const std::string& library, const std::string& uuid) : nvml_(library) {
+    auto by_uuid = nvml_.required(kNvmlDeviceGetHandleByUuid);
+    temperature_ = nvml_.required(kNvmlDeviceGetTemperature);
+    clock_ = nvml_.required(kNvmlDeviceGetClockInfo);
+    auto max_clock = nvml_.required(kNvmlDeviceGetMaxClockInfo);
+    power_ = nvml_.required(kNvmlDeviceGetPowerUsage);
+    limit_ = nvml_.required(kNvmlDeviceGetEnforcedPowerLimit);
+    auto default_limit = nvml_.required(kNvmlDeviceGetPowerManagementDefaultLimit);
+    // The event reasons' entry point before R535 had the "throttle" name.
+    reasons_ = nvml_.optional(kNvmlDeviceGetCurrentClocksEventReasons);
+    if (reasons_ == nullptr) reasons_ = nvml_.optional(kNvmlDeviceGetCurrentClocksThrottleReasons);
+    if (nvml_.init() != kNvmlSuccess) throw std::runtime_error("nvmlInit_v2 failed");
+    if (by_uuid(uuid.c_str(), &device_) != kNvmlSuccess) throw std::runtime_error("NVML has no GPU " + uuid);
+    max_sm_clock_mhz_ = read(max_clock, kNvmlClockSm);
+    default_limit_w_ = read(default_limit) / 1e3;
   }
-  ~NvmlConditions() { close(); }
   NvmlConditions(const NvmlConditions&) = delete;
   NvmlConditions& operator=(const NvmlConditions&) = delete;
 
@@ -63,16 +51,6 @@ class NvmlConditions {
   // (device, value): the power usage's and limits'.
   using ReadOne = decltype(kNvmlDeviceGetPowerUsage)::Fn;
   using Reasons = decltype(kNvmlDeviceGetCurrentClocksEventReasons)::Fn;
-  template <typename F>
-  F required(NvmlEntry<F> entry) {
-    const F f = optional(entry);
-    if (f == nullptr) throw std::runtime_error(std::string("NVML has no ") + entry.symbol);
-    return f;
-  }
-  template <typename F>
-  F optional(NvmlEntry<F> entry) {
-    return reinterpret_cast<F>(dlsym(handle_, entry.symbol));
-  }
   // A value the driver does not give is NaN.
   double read(ReadWhich fn, unsigned which) const {
     unsigned v = 0;
@@ -82,17 +60,8 @@ class NvmlConditions {
     unsigned v = 0;
     return fn(device_, &v) == kNvmlSuccess ? v : NAN;
   }
-  void close() {
-    if (initialised_) shutdown_();
-    initialised_ = false;
-    if (handle_ != nullptr) dlclose(handle_);
-    handle_ = nullptr;
-  }
-
-  void* handle_ = nullptr;
-  bool initialised_ = false;
+  NvmlLibrary nvml_;
   NvmlDevice device_ = nullptr;
-  decltype(kNvmlShutdown)::Fn shutdown_ = nullptr;
   ReadWhich temperature_ = nullptr;
   ReadWhich clock_ = nullptr;
   ReadOne power_ = nullptr;

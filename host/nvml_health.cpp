@@ -1,7 +1,5 @@
 #include "host/nvml_health.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -9,6 +7,7 @@
 
 #include "host/error.hpp"
 #include "host/nvml_abi.hpp"
+#include "host/nvml_library.hpp"
 #include "host/pci_inventory.hpp"
 
 namespace sdc {
@@ -52,27 +51,22 @@ struct Gpu {
 
 class Nvml {
  public:
-  explicit Nvml(void* handle) : handle_(handle) {
-    init_ = required(kNvmlInit);
-    shutdown_ = required(kNvmlShutdown);
-    error_string_ = required(kNvmlErrorString);
-    count_ = required(kNvmlDeviceGetCount);
-    handle_by_index_ = required(kNvmlDeviceGetHandleByIndex);
-    uuid_ = required(kNvmlDeviceGetUuid);
-    const NvmlReturn rc = init_();
-    if (rc != kNvmlSuccess) throw NvmlError(std::string("nvmlInit_v2: ") + error_string_(rc));
+  explicit Nvml(const std::string& library)
+      : nvml_(library),
+        count_(nvml_.required(kNvmlDeviceGetCount)),
+        handle_by_index_(nvml_.required(kNvmlDeviceGetHandleByIndex)),
+        uuid_(nvml_.required(kNvmlDeviceGetUuid)) {
+    nvml_.check(nvml_.init(), "nvmlInit_v2");
   }
   ~Nvml() {
     if (set_ != nullptr) free_(set_);  // a window that threw before collect()
-    shutdown_();
   }
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
 
   std::vector<Gpu> gpus() {
     unsigned count = 0;
-    const NvmlReturn rc = count_(&count);
-    if (rc != kNvmlSuccess) throw NvmlError(std::string("nvmlDeviceGetCount_v2: ") + error_string_(rc));
+    nvml_.check(count_(&count), "nvmlDeviceGetCount_v2");
     std::vector<Gpu> gpus(count);
     for (unsigned i = 0; i < count; ++i) {
       Gpu& g = gpus[i];
@@ -133,10 +127,10 @@ class Nvml {
 
   // Registers every GPU of `gpus` for critical XIDs on one event set.
   void watch(std::vector<Gpu*>& gpus) {
-    create_ = optional(kNvmlEventSetCreate);
-    register_ = optional(kNvmlDeviceRegisterEvents);
-    wait_ = optional(kNvmlEventSetWait);
-    free_ = optional(kNvmlEventSetFree);
+    create_ = nvml_.optional(kNvmlEventSetCreate);
+    register_ = nvml_.optional(kNvmlDeviceRegisterEvents);
+    wait_ = nvml_.optional(kNvmlEventSetWait);
+    free_ = nvml_.optional(kNvmlEventSetFree);
     Answer created;
     if (create_ == nullptr || register_ == nullptr || wait_ == nullptr || free_ == nullptr) {
       created.rc = kNvmlNotSupported;
@@ -164,7 +158,7 @@ class Nvml {
         for (Gpu* g : gpus) {
           if (g->events.rc != kNvmlSuccess) continue;
           g->events.rc = kWaitFailed;
-          g->events.error = std::string("nvmlEventSetWait_v2: ") + error_string_(rc);
+          g->events.error = nvml_.error("nvmlEventSetWait_v2", rc);
         }
         break;
       }
@@ -179,25 +173,15 @@ class Nvml {
   }
 
  private:
-  template <typename F>
-  F required(NvmlEntry<F> entry) {
-    void* address = dlsym(handle_, entry.symbol);
-    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + entry.symbol);
-    return reinterpret_cast<F>(address);
-  }
-  template <typename F>
-  F optional(NvmlEntry<F> entry) {
-    return reinterpret_cast<F>(dlsym(handle_, entry.symbol));
-  }
   // An entry point older drivers lack answers "not supported".
   template <typename F, typename... Args>
   NvmlReturn call(NvmlEntry<F> entry, Args... args) {
-    const F f = optional(entry);
+    const F f = nvml_.optional(entry);
     return f == nullptr ? kNvmlNotSupported : f(args...);
   }
   bool ok(Answer& a, NvmlReturn rc, const std::string& what) {
     a.rc = rc;
-    if (rc != kNvmlSuccess && rc != kNvmlNotSupported) a.error = what + ": " + error_string_(rc);
+    if (rc != kNvmlSuccess && rc != kNvmlNotSupported) a.error = nvml_.error(what, rc);
     return rc == kNvmlSuccess;
   }
   static void nonsense(Answer& a, const std::string& why) {
@@ -242,13 +226,10 @@ class Nvml {
     return a;
   }
 
-  void* handle_;
-  NvmlReturn (*init_)() = nullptr;
-  NvmlReturn (*shutdown_)() = nullptr;
-  const char* (*error_string_)(NvmlReturn) = nullptr;
-  NvmlReturn (*count_)(unsigned*) = nullptr;
-  NvmlReturn (*handle_by_index_)(unsigned, NvmlDevice*) = nullptr;
-  NvmlReturn (*uuid_)(NvmlDevice, char*, unsigned) = nullptr;
+  NvmlLibrary nvml_;
+  decltype(kNvmlDeviceGetCount)::Fn count_;
+  decltype(kNvmlDeviceGetHandleByIndex)::Fn handle_by_index_;
+  decltype(kNvmlDeviceGetUuid)::Fn uuid_;
   NvmlReturn (*create_)(NvmlEventSet*) = nullptr;
   NvmlReturn (*register_)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
   NvmlReturn (*wait_)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;
@@ -557,23 +538,23 @@ HealthReport read_gpu_health(const std::string& library, const std::vector<std::
                              const std::function<void()>& window) {
   HealthReport report;
   report.watched = static_cast<bool>(window);
-  std::unique_ptr<void, int (*)(void*)> handle(dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
   std::unique_ptr<Nvml> nvml;
   std::vector<Gpu> gpus;
   std::vector<Gpu*> chosen;
   try {
-    if (handle == nullptr) {
-      const std::string error = dlerror();
+    try {
+      nvml = std::make_unique<Nvml>(library);
+    } catch (const NvmlLoadError& e) {
       const size_t on_bus = gpus_on_bus(system_root()).size();
       // No driver and no NVIDIA GPU: nothing to read. GPUs without NVML: nobody can tell.
-      if (error.find("No such file") != std::string::npos && on_bus == 0) {
+      if (e.not_installed() && on_bus == 0) {
         report.applicable = false;
       } else {
-        report.error = "cannot load " + library + ": " + error +
-                       (on_bus > 0 ? " (" + std::to_string(on_bus) + " NVIDIA GPUs on the PCI bus)" : "");
+        report.error =
+            e.what() + (on_bus > 0 ? " (" + std::to_string(on_bus) + " NVIDIA GPUs on the PCI bus)" : std::string());
       }
-    } else {
-      nvml = std::make_unique<Nvml>(handle.get());
+    }
+    if (nvml != nullptr) {
       gpus = nvml->gpus();
       for (Gpu& g : gpus) {
         const bool wanted = select.empty() || std::any_of(select.begin(), select.end(),

@@ -1,36 +1,32 @@
 #include "host/nvml_processes.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
 #include "host/error.hpp"
 #include "host/nvml_abi.hpp"
+#include "host/nvml_library.hpp"
 
 namespace sdc {
 namespace {
 
 class Nvml {
  public:
-  // Resolves every entry point first, so that a failure leaves nothing to shut down.
-  explicit Nvml(void* handle) : handle_(handle) {
-    init_ = symbol(kNvmlInit);
-    shutdown_ = symbol(kNvmlShutdown);
-    error_string_ = symbol(kNvmlErrorString);
-    count_ = symbol(kNvmlDeviceGetCount);
-    handle_by_index_ = symbol(kNvmlDeviceGetHandleByIndex);
-    uuid_ = symbol(kNvmlDeviceGetUuid);
-    // The unversioned (v1) process lists, whose record is {pid, used memory}: the driver keeps them
-    // for existing programs, and sdcprobe reads only the pid.
-    compute_ = symbol(kNvmlDeviceGetComputeRunningProcesses);
-    graphics_ = symbol(kNvmlDeviceGetGraphicsRunningProcesses);
-    // Drivers before MIG (R450) have no MIG query, and so no GPU in MIG mode.
-    mig_mode_ = reinterpret_cast<MigMode>(dlsym(handle_, kNvmlDeviceGetMigMode.symbol));
-    check(init_(), "nvmlInit_v2");
+  // Resolves every entry point before NVML is initialised.
+  explicit Nvml(const std::string& library)
+      : nvml_(library),
+        count_(nvml_.required(kNvmlDeviceGetCount)),
+        handle_by_index_(nvml_.required(kNvmlDeviceGetHandleByIndex)),
+        uuid_(nvml_.required(kNvmlDeviceGetUuid)),
+        // The unversioned (v1) process lists, whose record is {pid, used memory}: the driver keeps
+        // them for existing programs, and sdcprobe reads only the pid.
+        compute_(nvml_.required(kNvmlDeviceGetComputeRunningProcesses)),
+        graphics_(nvml_.required(kNvmlDeviceGetGraphicsRunningProcesses)),
+        // Drivers before MIG (R450) have no MIG query, and so no GPU in MIG mode.
+        mig_mode_(nvml_.optional(kNvmlDeviceGetMigMode)) {
+    nvml_.check(nvml_.init(), "nvmlInit_v2");
   }
-  ~Nvml() { shutdown_(); }
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
 
@@ -38,12 +34,12 @@ class Nvml {
     GpuProcessList list;
     list.driver_present = true;
     unsigned count = 0;
-    check(count_(&count), "nvmlDeviceGetCount_v2");
+    nvml_.check(count_(&count), "nvmlDeviceGetCount_v2");
     for (unsigned i = 0; i < count; ++i) {
       NvmlDevice device = nullptr;
-      check(handle_by_index_(i, &device), "nvmlDeviceGetHandleByIndex_v2");
+      nvml_.check(handle_by_index_(i, &device), "nvmlDeviceGetHandleByIndex_v2");
       char uuid[kNvmlUuidBytes] = {};
-      check(uuid_(device, uuid, sizeof uuid), "nvmlDeviceGetUUID");
+      nvml_.check(uuid_(device, uuid, sizeof uuid), "nvmlDeviceGetUUID");
       list.gpus.push_back(uuid);
       if (mig_enabled(device)) list.mig_gpus.push_back(uuid);
       for (unsigned pid : pids(compute_, device, "nvmlDeviceGetComputeRunningProcesses")) add(list, uuid, pid);
@@ -59,22 +55,13 @@ class Nvml {
   using ProcessList = decltype(kNvmlDeviceGetComputeRunningProcesses)::Fn;
   using MigMode = decltype(kNvmlDeviceGetMigMode)::Fn;
 
-  template <typename F>
-  F symbol(NvmlEntry<F> entry) {
-    void* address = dlsym(handle_, entry.symbol);
-    if (address == nullptr) throw NvmlError(std::string("NVML has no ") + entry.symbol);
-    return reinterpret_cast<F>(address);
-  }
-  void check(NvmlReturn rc, const char* call) {
-    if (rc != kNvmlSuccess) throw NvmlError(std::string(call) + ": " + error_string_(rc));
-  }
   // A GPU that cannot have MIG answers "not supported".
   bool mig_enabled(NvmlDevice device) {
     if (mig_mode_ == nullptr) return false;
     unsigned current = 0, pending = 0;
     const NvmlReturn rc = mig_mode_(device, &current, &pending);
     if (rc == kNvmlNotSupported) return false;
-    check(rc, "nvmlDeviceGetMigMode");
+    nvml_.check(rc, "nvmlDeviceGetMigMode");
     return current == kNvmlMigEnable;
   }
   // The list can grow between the call that sizes it and the one that fills it: ask again.
@@ -90,7 +77,7 @@ class Nvml {
         continue;
       }
       if (rc != kNvmlSuccess && rc == empty_on) return {};
-      check(rc, call);
+      nvml_.check(rc, call);
       std::vector<unsigned> out;
       for (unsigned i = 0; i < count && i < infos.size(); ++i) out.push_back(infos[i].pid);
       return out;
@@ -104,16 +91,13 @@ class Nvml {
     list.processes.push_back({uuid, pid});
   }
 
-  void* handle_;
-  NvmlReturn (*init_)() = nullptr;
-  NvmlReturn (*shutdown_)() = nullptr;
-  const char* (*error_string_)(NvmlReturn) = nullptr;
-  NvmlReturn (*count_)(unsigned*) = nullptr;
-  NvmlReturn (*handle_by_index_)(unsigned, NvmlDevice*) = nullptr;
-  NvmlReturn (*uuid_)(NvmlDevice, char*, unsigned) = nullptr;
-  ProcessList compute_ = nullptr;
-  ProcessList graphics_ = nullptr;
-  MigMode mig_mode_ = nullptr;
+  NvmlLibrary nvml_;
+  decltype(kNvmlDeviceGetCount)::Fn count_;
+  decltype(kNvmlDeviceGetHandleByIndex)::Fn handle_by_index_;
+  decltype(kNvmlDeviceGetUuid)::Fn uuid_;
+  ProcessList compute_;
+  ProcessList graphics_;
+  MigMode mig_mode_;
 };
 
 }  // namespace
@@ -124,15 +108,15 @@ std::string nvml_library_name() {
 }
 
 GpuProcessList nvml_gpu_processes(const std::string& library) {
-  std::unique_ptr<void, int (*)(void*)> handle(dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL), dlclose);
-  if (handle == nullptr) {
-    const std::string error = dlerror();
+  std::unique_ptr<Nvml> nvml;
+  try {
+    nvml = std::make_unique<Nvml>(library);
+  } catch (const NvmlLoadError& e) {
     // Not installed: no driver, so no NVIDIA GPU to be in use. Any other failure is an answer nobody has.
-    if (error.find("No such file") != std::string::npos) return {};
-    throw NvmlError("cannot load " + library + ": " + error);
+    if (e.not_installed()) return {};
+    throw;
   }
-  Nvml nvml(handle.get());
-  return nvml.processes();
+  return nvml->processes();
 }
 
 }  // namespace sdc
