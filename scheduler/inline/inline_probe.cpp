@@ -100,7 +100,10 @@ int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_de
   }
   if (ranks < 1) throw std::invalid_argument("choose_probe_every: ranks must be >= 1");
   const double sdc_per_s = sdc_per_device_day * static_cast<double>(ranks) / kSecondsPerDay;
-  const double optimal_s = goodput::optimal_probe_interval(sdc_per_s, probe_cost_s);
+  // A rate so small that it underflows to 0 per second has no finite optimum (never 0, which
+  // would leave the interval to the budget and make fewer ranks probe more often than more).
+  const double optimal_s = sdc_per_s > 0 ? goodput::optimal_probe_interval(sdc_per_s, probe_cost_s)
+                                         : std::numeric_limits<double>::infinity();
   const double budget_steps = probe_cost_s / (kBudgetMargin * budget_fraction * step_s);
   const double steps = std::max(std::ceil(optimal_s / step_s), std::ceil(budget_steps));
   return static_cast<int64_t>(std::clamp(steps, 1.0, 1e15));

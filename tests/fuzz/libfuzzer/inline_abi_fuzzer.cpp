@@ -51,23 +51,33 @@ void check_event(const std::string& text) {
   }
 }
 
+// The four numbers of sdc_choose_every, then the job's ranks (1 where the input ends first).
 void check_cadence(const uint8_t* data, size_t size) {
   double a[4] = {0, 0, 0, 0};
+  int64_t ranks = 1;
   std::memcpy(a, data, std::min(size, sizeof a));
-  int64_t every = -7;
-  const sdc_status status = sdc_choose_every(a[0], a[1], a[2], a[3], &every);
+  if (size > sizeof a) std::memcpy(&ranks, data + sizeof a, std::min(size - sizeof a, sizeof ranks));
+  int64_t every = -7, one_rank = -7;
+  const sdc_status status = sdc_choose_job_every(a[0], a[1], a[2], a[3], ranks, &every);
   const bool valid = a[0] > 0 && std::isfinite(a[0]) && a[1] > 0 && std::isfinite(a[1]) && a[2] >= 0 &&
-                     std::isfinite(a[2]) && a[3] > 0 && a[3] <= 1;
+                     std::isfinite(a[2]) && a[3] > 0 && a[3] <= 1 && ranks >= 1;
   SDC_FUZZ_CHECK((status == SDC_OK) == valid, sdc_last_error());
-  if (status == SDC_OK) SDC_FUZZ_CHECK(every >= 1, std::to_string(every));
-  if (status != SDC_OK) SDC_FUZZ_CHECK(every == -7 && *sdc_last_error() != '\0', "changed on error");
+  if (status != SDC_OK) {
+    SDC_FUZZ_CHECK(every == -7 && *sdc_last_error() != '\0', "changed on error");
+    return;
+  }
+  SDC_FUZZ_CHECK(every >= 1, std::to_string(every));
+  // N ranks have N times one device's SDC rate: never a longer interval than one rank's.
+  SDC_FUZZ_CHECK(sdc_choose_every(a[0], a[1], a[2], a[3], &one_rank) == SDC_OK, sdc_last_error());
+  SDC_FUZZ_CHECK(every <= one_rank, std::to_string(every) + " for " + std::to_string(ranks) + " ranks, " +
+                                        std::to_string(one_rank) + " for one");
 }
 
 void check_config(const uint8_t* data, size_t size) {
   // Numbers first, then the strings, separated by NULs: probes, inject, backend.
   struct {
     double budget_fraction, sdc_rate;
-    int64_t every;
+    int64_t every, ranks;
     int32_t device;
   } numbers{};
   if (size < sizeof numbers) return;
@@ -84,6 +94,7 @@ void check_config(const uint8_t* data, size_t size) {
   c.budget_fraction = numbers.budget_fraction;
   c.sdc_rate_per_device_day = numbers.sdc_rate;
   c.every = numbers.every;
+  c.ranks = numbers.ranks;
   c.device = numbers.device;
   c.probes = fields[0].c_str();
   c.inject = fields[1].empty() ? nullptr : fields[1].c_str();

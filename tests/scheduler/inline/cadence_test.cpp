@@ -89,5 +89,13 @@ TEST(InlineSizing, GemmProbesRunAtTheInlineWorkingSet) {
   EXPECT_EQ(n["gemm.exact.e4m3"], 2048);
 }
 
+TEST(Cadence, ARateThatUnderflowsToZeroPerSecondHasNoFiniteOptimum) {
+  // 1e-320 per device-day is 0 per second in doubles: one rank's interval is the cap, never the
+  // budget's bound, so that more ranks never probe less often than one (found by inline_abi_fuzzer).
+  const int64_t one = choose_probe_every(0.1, 0.01, 1e-320, 0.01, 1);
+  EXPECT_EQ(one, int64_t{1000000000000000});
+  EXPECT_LE(choose_probe_every(0.1, 0.01, 1e-320, 0.01, int64_t{1} << 20), one);
+}
+
 }  // namespace
 }  // namespace sdc
