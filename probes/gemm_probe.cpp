@@ -59,6 +59,18 @@ GemmSpec gemm_probe_spec(const GemmProbeConfig& cfg, const ProbeContext& ctx) {
   return spec;
 }
 
+nlohmann::json gemm_shape_params(const GemmSpec& spec) {
+  return {{"type", gemm_type_name(spec.type)},
+          {"inputs", gemm_inputs_name(spec.inputs)},
+          {"path", spec.path == GemmPath::kSimt ? "simt" : "library"},
+          {"m", spec.m},
+          {"n", spec.n},
+          {"k", spec.k},
+          {"ldc", spec.n},
+          {"record_index", "row * ldc + column"},
+          {"lane", "column % 32"}};
+}
+
 void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result) {
   if (!gemm_device_has(cfg, ctx.device.identity())) throw std::runtime_error("this device has no such GEMM data type");
   GemmEngine* engine = ctx.device.gemm();
@@ -72,30 +84,22 @@ void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& 
                   static_cast<uint64_t>(spec.m) * spec.n * gemm_output_bytes(spec.type)) *
                  spec.repeats;
   const GemmAccumulation acc = spec.model ? *spec.model : engine->accumulation(spec.type, spec.path);
-  nlohmann::json p = {{"type", gemm_type_name(spec.type)},
-                      {"inputs", gemm_inputs_name(spec.inputs)},
-                      {"path", spec.path == GemmPath::kSimt ? "simt" : "library"},
-                      {"m", spec.m},
-                      {"n", spec.n},
-                      {"k", spec.k},
-                      {"ldc", spec.n},
-                      {"record_index", "row * ldc + column"},
-                      {"lane", "column % 32"},
-                      {"repeats", spec.repeats},
-                      {"gflops", run.gemm_s > 0 ? flops / run.gemm_s / 1e9 : 0.0},
-                      {"gemm_s", run.gemm_s},
-                      {"verify_s", run.verify_s},
-                      {"generate_s", run.generate_s},
-                      {"verify_fraction", run.gemm_s > 0 ? run.verify_s / run.gemm_s : 0.0},
-                      {"check_s", run.check_s},
-                      // The check's reference (0 when the engine kept it from the previous run), and
-                      // the whole check's time for these inputs, reference included, per GEMM time.
-                      {"reference_s", run.reference_s},
-                      {"check_fraction", run.gemm_s > 0 ? (run.check_s + run.reference_s) / run.gemm_s : 0.0},
-                      {"check_tile", run.check_tile},
-                      {"flagged_checks", run.flagged_checks},
-                      {"algorithm", run.algorithm},
-                      {"library_version", run.library_version}};
+  nlohmann::json p = gemm_shape_params(spec);
+  p.update({{"repeats", spec.repeats},
+            {"gflops", run.gemm_s > 0 ? flops / run.gemm_s / 1e9 : 0.0},
+            {"gemm_s", run.gemm_s},
+            {"verify_s", run.verify_s},
+            {"generate_s", run.generate_s},
+            {"verify_fraction", run.gemm_s > 0 ? run.verify_s / run.gemm_s : 0.0},
+            {"check_s", run.check_s},
+            // The check's reference (0 when the engine kept it from the previous run), and
+            // the whole check's time for these inputs, reference included, per GEMM time.
+            {"reference_s", run.reference_s},
+            {"check_fraction", run.gemm_s > 0 ? (run.check_s + run.reference_s) / run.gemm_s : 0.0},
+            {"check_tile", run.check_tile},
+            {"flagged_checks", run.flagged_checks},
+            {"algorithm", run.algorithm},
+            {"library_version", run.library_version}});
   if (spec.inputs == GemmInputs::kRandom) {
     p["max_ratio"] = run.max_ratio;  // largest |r| / tau: the headroom the bound leaves
     // The smallest change of one element every row check was sure to catch, per rms of C.

@@ -32,6 +32,8 @@ inline constexpr uint32_t kGemmFp8ExactK = 512;
 uint32_t gemm_probe_k(const GemmProbeConfig& cfg, uint32_t n);
 // The engine's spec for `cfg` on ctx's device: its size, seed, accumulation model and repeats.
 GemmSpec gemm_probe_spec(const GemmProbeConfig& cfg, const ProbeContext& ctx);
+// The report params every GEMM probe shares: type, inputs, path, shape and how a record names its element.
+nlohmann::json gemm_shape_params(const GemmSpec& spec);
 void run_gemm_probe(const GemmProbeConfig& cfg, ProbeContext& ctx, ProbeResult& result);
 
 }  // namespace sdc
