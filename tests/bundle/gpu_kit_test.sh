@@ -257,6 +257,8 @@ expect failed 'setup=passed' '*=not run' 'devices=failed' 'coverage=passed' \
 
 # The build's cuobjdump where the toolkit has nvcc alone: found in a Python package (the
 # nvidia-cuda-cuobjdump wheel's layout); with none anywhere the lookup fails, and the build with it.
+# The machine's own cuobjdump (/usr/local/bin on some images) is taken off the PATH used here.
+rm -f "$work/no-xz/cuobjdump"
 mkdir -p "$work/nvcc-only/bin" "$work/wheel/nvidia/cuda_cuobjdump/bin"
 printf '#!/bin/sh\n' | tee "$work/nvcc-only/bin/nvcc" >"$work/wheel/nvidia/cuda_cuobjdump/bin/cuobjdump"
 chmod +x "$work/nvcc-only/bin/nvcc" "$work/wheel/nvidia/cuda_cuobjdump/bin/cuobjdump"
