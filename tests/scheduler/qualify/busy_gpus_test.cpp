@@ -31,24 +31,24 @@ DeviceIdentity cpu() {
 const GpuSight kSeesAll{{100, 101}, true, false};
 
 TEST(BusyGpus, AnotherProcessOnATestedGpuIsBusyNotTestedAndNamed) {
-  const GpuProcessList list{true, {"GPU-a", "GPU-b"}, {{"GPU-b", 41}, {"GPU-b", 42}, {"GPU-a", 100}}};
+  const GpuProcessList list{true, {"GPU-a", "GPU-b"}, {{"GPU-b", 41}, {"GPU-b", 42}, {"GPU-a", 100}}, {}};
   EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a"), gpu(1, "GPU-b")}, list, kSeesAll),
             "busy: 2 other processes on cuda1 [GPU-b] (pid 41, pid 42): not tested, as a level takes most of a "
             "GPU's free memory");
-  const GpuProcessList both{true, {"GPU-a", "GPU-b"}, {{"GPU-a", 7}, {"GPU-b", 8}}};
+  const GpuProcessList both{true, {"GPU-a", "GPU-b"}, {{"GPU-a", 7}, {"GPU-b", 8}}, {}};
   EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a"), gpu(1, "GPU-b")}, both, kSeesAll),
             "busy: 1 other process on cuda0 [GPU-a] (pid 7); 1 other process on cuda1 [GPU-b] (pid 8): not tested, "
             "as a level takes most of a GPU's free memory");
 }
 
 TEST(BusyGpus, FreeGpusAndThisRunsOwnProcessesProceed) {
-  const GpuProcessList list{true, {"GPU-a", "GPU-b"}, {{"GPU-a", 100}, {"GPU-a", 101}}};
+  const GpuProcessList list{true, {"GPU-a", "GPU-b"}, {{"GPU-a", 100}, {"GPU-a", 101}}, {}};
   EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a"), gpu(1, "GPU-b")}, list, kSeesAll), "");
 }
 
 TEST(BusyGpus, OnlyTheTestedGpusCount) {
   // --device 0, or one MPI rank's GPU: a job on another GPU does not stop this one.
-  const GpuProcessList list{true, {"GPU-a", "GPU-b"}, {{"GPU-b", 41}}};
+  const GpuProcessList list{true, {"GPU-a", "GPU-b"}, {{"GPU-b", 41}}, {}};
   EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a")}, list, kSeesAll), "");
   // A GPU that did not open is a device_error already, not a reason to test nothing.
   DeviceIdentity failed = gpu(1, "GPU-b");
@@ -57,19 +57,19 @@ TEST(BusyGpus, OnlyTheTestedGpusCount) {
 }
 
 TEST(BusyGpus, CpuDevicesNeverNeedNvml) {
-  const GpuProcessList busy{true, {"GPU-a"}, {{"GPU-a", 41}}};
+  const GpuProcessList busy{true, {"GPU-a"}, {{"GPU-a", 41}}, {}};
   EXPECT_EQ(busy_gpu_refusal({cpu()}, busy, {{}, false, false}), "");
   EXPECT_EQ(busy_gpu_refusal({cpu()}, {}, {{}, false, false}), "");
 }
 
 TEST(BusyGpus, OutsideTheHostsPidNamespaceItCannotSeeUnlessTheGpusAreAllocated) {
-  const GpuProcessList free{true, {"GPU-a"}, {}};
+  const GpuProcessList free{true, {"GPU-a"}, {}, {}};
   const std::string why = busy_gpu_refusal({gpu(0, "GPU-a")}, free, {{}, false, false});
   EXPECT_EQ(why.rfind("cannot see other containers' GPU processes", 0), 0u) << why;
   EXPECT_NE(why.find("hostPID: true"), std::string::npos) << why;
   EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a")}, free, {{}, false, true}), "");
   // Allocated or not, a process NVML does list is never shared with.
-  const GpuProcessList busy{true, {"GPU-a"}, {{"GPU-a", 41}}};
+  const GpuProcessList busy{true, {"GPU-a"}, {{"GPU-a", 41}}, {}};
   EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a")}, busy, {{}, false, true}).rfind("busy: 1 other process", 0), 0u);
 }
 
@@ -80,7 +80,7 @@ TEST(BusyGpus, GpusWithoutNvmlCannotBeSeen) {
 }
 
 TEST(BusyGpus, AGpuInMigModeIsRefusedEvenWhenAllocated) {
-  GpuProcessList list{true, {"GPU-a", "GPU-b"}, {}};
+  GpuProcessList list{true, {"GPU-a", "GPU-b"}, {}, {}};
   list.mig_gpus = {"GPU-b"};
   const GpuSight allocated{{}, true, true};
   EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a"), gpu(1, "GPU-b")}, list, allocated),
@@ -93,7 +93,7 @@ TEST(BusyGpus, AGpuInMigModeIsRefusedEvenWhenAllocated) {
 
 TEST(BusyGpus, ACudaDeviceNvmlDoesNotListIsAMigInstance) {
   // CUDA lists a MIG GPU's instances, whose UUIDs are none of NVML's GPUs.
-  GpuProcessList list{true, {"GPU-a"}, {}};
+  GpuProcessList list{true, {"GPU-a"}, {}, {}};
   list.mig_gpus = {"GPU-a"};
   EXPECT_EQ(mig_refusal({gpu(0, "GPU-1234")}, list),
             "MIG mode is enabled on GPU GPU-a (CUDA lists its instance cuda0 [GPU-1234]): sdcprobe tests whole "
