@@ -1,7 +1,7 @@
 // The C ABI over InlineProbe. Every entry point catches everything: no C++ exception crosses it.
-#include <cmath>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -199,18 +199,12 @@ sdc_status sdc_choose_job_every(double step_s, double check_s, double sdc_rate_p
                                 int64_t ranks, int64_t* every) {
   if (every == nullptr) return fail(SDC_ERR_INVALID_ARGUMENT, "every must not be NULL");
   return guarded([&] {
-    if (!(step_s > 0) || !(check_s > 0) || !std::isfinite(step_s) || !std::isfinite(check_s)) {
-      return fail(SDC_ERR_INVALID_ARGUMENT, "step_s and check_s must be positive and finite");
-    }
-    if (!(budget_fraction > 0 && budget_fraction <= 1)) {
-      return fail(SDC_ERR_INVALID_ARGUMENT, "budget_fraction must be in (0, 1]");
-    }
     if (sdc_rate_per_device_day == 0) sdc_rate_per_device_day = sdc::kDefaultSdcRatePerDeviceDay;
-    if (!(sdc_rate_per_device_day > 0) || !std::isfinite(sdc_rate_per_device_day)) {
-      return fail(SDC_ERR_INVALID_ARGUMENT, "sdc_rate_per_device_day must be finite and >= 0");
+    try {
+      *every = sdc::choose_probe_every(step_s, check_s, sdc_rate_per_device_day, budget_fraction, ranks);
+    } catch (const std::invalid_argument& e) {  // the planner's own bounds, one place
+      return fail(SDC_ERR_INVALID_ARGUMENT, e.what());
     }
-    if (ranks < 1) return fail(SDC_ERR_INVALID_ARGUMENT, "ranks must be >= 1");
-    *every = sdc::choose_probe_every(step_s, check_s, sdc_rate_per_device_day, budget_fraction, ranks);
     return SDC_OK;
   });
 }

@@ -92,13 +92,13 @@ nlohmann::json parse_event_json(std::string_view text) {
 int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction,
                            int64_t ranks) {
   if (!(step_s > 0) || !(probe_cost_s > 0) || !std::isfinite(step_s) || !std::isfinite(probe_cost_s)) {
-    throw std::invalid_argument("choose_probe_every: times must be positive and finite");
+    throw std::invalid_argument("the step's and the check's times (step_s, check_s) must be positive and finite");
   }
-  if (!(sdc_per_device_day > 0) || !std::isfinite(sdc_per_device_day) ||
-      !(budget_fraction > 0 && budget_fraction <= 1)) {
-    throw std::invalid_argument("choose_probe_every: the SDC rate must be positive and finite, the budget in (0, 1]");
+  if (!(sdc_per_device_day > 0) || !std::isfinite(sdc_per_device_day)) {
+    throw std::invalid_argument("sdc_rate_per_device_day must be positive and finite");
   }
-  if (ranks < 1) throw std::invalid_argument("choose_probe_every: ranks must be >= 1");
+  if (!(budget_fraction > 0 && budget_fraction <= 1)) throw std::invalid_argument("budget_fraction must be in (0, 1]");
+  if (ranks < 1) throw std::invalid_argument("ranks must be >= 1");
   const double sdc_per_s = sdc_per_device_day * static_cast<double>(ranks) / kSecondsPerDay;
   // A rate so small that it underflows to 0 per second has no finite optimum (never 0, which
   // would leave the interval to the budget and make fewer ranks probe more often than more).

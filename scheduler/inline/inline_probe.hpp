@@ -57,6 +57,7 @@ struct InlineConfig {
 // `budget_fraction` of step time on probes. A job of `ranks` devices that all probe at the same
 // step: a fault on any of them corrupts the model through the reductions, so the rate is `ranks`
 // times one device's and the optimum sqrt(ranks) times shorter, while the probe costs one probe time.
+// Throws std::invalid_argument naming the argument out of range.
 int64_t choose_probe_every(double step_s, double probe_cost_s, double sdc_per_device_day, double budget_fraction,
                            int64_t ranks = 1);
 

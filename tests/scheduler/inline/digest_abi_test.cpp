@@ -139,6 +139,14 @@ TEST(DigestAbi, ChooseEveryKeepsTheCheckWithinTheBudget) {
   EXPECT_EQ(sdc_choose_every(0.1, 1.0, 0, 1.5, &every), SDC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(sdc_choose_every(0.1, 1.0, -1, 0.01, &every), SDC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(sdc_choose_every(0.1, 1.0, 0, 0.01, nullptr), SDC_ERR_INVALID_ARGUMENT);
+  // Each refusal names the argument.
+  auto refusal = [&every](double step_s, double rate, double budget) {
+    EXPECT_EQ(sdc_choose_every(step_s, 1.0, rate, budget, &every), SDC_ERR_INVALID_ARGUMENT);
+    return std::string(sdc_last_error());
+  };
+  EXPECT_NE(refusal(0, 0, 0.01).find("step_s"), std::string::npos);
+  EXPECT_NE(refusal(0.1, 0, 1.5).find("budget_fraction"), std::string::npos);
+  EXPECT_NE(refusal(0.1, -1, 0.01).find("sdc_rate_per_device_day"), std::string::npos);
 }
 
 TEST(DigestAbi, ChooseJobEveryScalesTheRateWithTheRanks) {
