@@ -264,6 +264,11 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
 
 std::string_view event_name(EventKind kind) { return kNames[static_cast<size_t>(kind)]; }
 
+bool is_restart(EventKind kind) {
+  return kind == EventKind::kProcessStart || kind == EventKind::kAllocGranted || kind == EventKind::kTeardownEnd ||
+         kind == EventKind::kInitBegin || kind == EventKind::kRestoreBegin;
+}
+
 std::optional<EventKind> event_kind(std::string_view name) { return kind_at_front(name, 0); }
 
 Event parse_event(std::string_view line) {

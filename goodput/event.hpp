@@ -42,6 +42,8 @@ enum class EventKind : uint8_t {
 
 // The wire name of an event kind ("step_begin").
 std::string_view event_name(EventKind kind);
+// Rank 0 events that start over after an incident.
+bool is_restart(EventKind kind);
 // The kind named `name`, or nothing when the name is unknown.
 std::optional<EventKind> event_kind(std::string_view name);
 

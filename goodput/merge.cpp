@@ -84,12 +84,6 @@ bool is_progress(EventKind kind) {
   }
 }
 
-// Rank 0 events that start over after an incident.
-bool is_restart(EventKind kind) {
-  return kind == EventKind::kProcessStart || kind == EventKind::kAllocGranted || kind == EventKind::kTeardownEnd ||
-         kind == EventKind::kInitBegin || kind == EventKind::kRestoreBegin;
-}
-
 constexpr size_t kScheduler = SIZE_MAX;  // Entry::file of the events made from Slurm's records
 constexpr int64_t kNsPerS = 1'000'000'000;
 // Slurm's End is the moment it ends the job (a requeue, a cancel, its time limit); the job's

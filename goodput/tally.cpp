@@ -47,11 +47,14 @@ void TallyCounter::add(const Event& e) {
   // Only the first event's "rank" says whose file it is (as in the merge).
   if (first_event_ && e.rank) rank_ = *e.rank;
   first_event_ = false;
+  const bool rank0 = rank_ == 0 || (rank_ < 0 && only_file_);
   if (e.kind == EventKind::kFaultDetected || e.kind == EventKind::kSdcDetected) {
     faults_.push_back(e.t);
-  } else if (rank_ != 0 && !(rank_ < 0 && only_file_)) {
+    if (!rank0) other_faults_.push_back(e.t);
+  } else if (!rank0) {
     return;  // another rank's activity: the job's is rank 0's
   }
+  if (is_restart(e.kind)) restarts_.push_back(e.t);
   switch (e.kind) {
     case EventKind::kCkptBegin: save_begin_ = e.t; break;
     case EventKind::kCkptEnd:
@@ -90,8 +93,21 @@ void TallyCounter::end_file() {
 
 Tally TallyCounter::finish() {
   // Each file's are in time order: one file's need no sort.
-  if (!std::is_sorted(faults_.begin(), faults_.end())) std::sort(faults_.begin(), faults_.end());
-  if (!std::is_sorted(step_ends_.begin(), step_ends_.end())) std::sort(step_ends_.begin(), step_ends_.end());
+  for (auto* times : {&faults_, &step_ends_, &other_faults_, &restarts_}) {
+    if (!std::is_sorted(times->begin(), times->end())) std::sort(times->begin(), times->end());
+  }
+  // As in the merge, a fault on another rank stops the job: rank 0's steps after it and before its
+  // next start belong to the dying attempt and are no progress.
+  auto last_before = [](const std::vector<int64_t>& times, int64_t t) {
+    const auto it = std::lower_bound(times.begin(), times.end(), t);
+    return it == times.begin() ? int64_t{-1} : *(it - 1);
+  };
+  step_ends_.erase(std::remove_if(step_ends_.begin(), step_ends_.end(),
+                                  [&](int64_t t) {
+                                    const int64_t fault = last_before(other_faults_, t);
+                                    return fault >= 0 && last_before(restarts_, t) < fault;
+                                  }),
+                   step_ends_.end());
   tally_.incidents = 0;
   for (size_t i = 0; i < faults_.size(); ++i) {
     // A new incident unless the previous report came after the last step that ended before this one.

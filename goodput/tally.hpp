@@ -25,8 +25,9 @@ struct Tally {
   // time from an attempt's last save to the next attempt's first (a crash, a requeue) is not an
   // interval the loop chose.
   int64_t save_interval_ns = 0;
-  // Faults and SDC detections, one per incident: reports by several ranks with no step_end between
-  // them are one incident.
+  // Faults and SDC detections, one per incident: reports by several ranks with no step_end of rank 0
+  // between them are one incident; a step_end after another rank's fault and before rank 0 starts
+  // over is the dying attempt's (as in the merge), not progress.
   int64_t incidents = 0;
 };
 
@@ -51,6 +52,7 @@ class TallyCounter {
  private:
   Tally tally_;
   std::vector<int64_t> faults_, step_ends_;
+  std::vector<int64_t> other_faults_, restarts_;  // other ranks' faults; rank 0's starts (is_restart)
   // The file being counted: the begin time of each open activity (-1: none), and its saves.
   int64_t save_begin_ = -1, wait_begin_ = -1, eval_begin_ = -1, probe_begin_ = -1;
   int64_t saves_ = 0;

@@ -29,21 +29,94 @@ def _current_stream():
     return None
 
 
-def step_probe(probe, step, on_sdc, reported):
-    """probe.step(step) on the job's stream; on the first failing verdict (when not yet `reported`)
-    acts as `on_sdc` says ("raise", or a callable(verdict)). Returns whether a failure has been
-    reported."""
+# In a job of several ranks, the steps between two agreements on the inline probes' verdicts.
+JOB_AGREEMENT_EVERY = 10
+
+
+class JobAgreement:
+    """The inline probes' verdicts of a job's ranks, agreed over torch.distributed's world, so that
+    every rank acts on a failure at the same step: each probe tests its own rank's device, and a rank
+    that stopped alone would leave the others to fail, or wait, in their next collective. The ranks
+    agree on every JOB_AGREEMENT_EVERY-th global step (one 8-byte all-reduce) and at the end of
+    training; a failure waits for the next agreement. Off a job (no process group, or a world of
+    one) there is nothing to agree: a failure is acted on at once."""
+
+    def __init__(self, every=JOB_AGREEMENT_EVERY):
+        self.every = every
+        self.reported = False  # a failure has been acted on
+        self._exchange = None
+        self._agreed_step = None
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            return
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            from sdcprobe._exchange import Exchange
+            self._exchange = Exchange(dist)
+
+    @property
+    def rank(self):
+        return self._exchange.rank if self._exchange is not None else 0
+
+    def due(self, step):
+        return self._exchange is None or (step % self.every == 0 and step != self._agreed_step)
+
+    def failure(self, step, verdict):
+        """The failing verdict the ranks agree on at `step` (the lowest failing rank's, with its
+        "rank"), else None. Every rank calls it at the same steps, step=None at the end of training."""
+        failed = verdict["verdict"] == "fail"
+        if self._exchange is None:
+            return dict(verdict, rank=0) if failed else None
+        self._agreed_step = step
+        if not self._exchange.maximum([int(failed)], world=True)[0]:
+            return None
+        verdicts = self._exchange.gather_objects(verdict if failed else None, world=True)
+        rank = next(r for r, v in enumerate(verdicts) if v is not None)
+        return dict(verdicts[rank], rank=rank)
+
+
+def stop_message(failure):
+    """SDCStop's message for the job's agreed inline-probe failure."""
+    return "the inline probe failed on rank %d, %s (last good step %s)" % (
+        failure["rank"], failure["device"], failure["last_good_step"])
+
+
+def _act(probe, verdict, failure, on_sdc, log):
+    """Acts as `on_sdc` says ("raise", or a callable(verdict)) on the job's agreed `failure`. A rank
+    whose own probe did not fail (its `verdict`) first logs the failing rank's sdc_detected, when
+    `log`: each probe logged its own."""
+    if log and verdict["verdict"] != "fail":
+        probe.log_event("sdc_detected", device=failure["device"], step=failure["last_step"],
+                        last_good_step=failure["last_good_step"], suspect_rank=failure["rank"])
+    if on_sdc == "raise":
+        raise SDCDetected("silent data corruption: " + stop_message(failure))
+    on_sdc(failure)
+
+
+def step_probe(probe, step, on_sdc, job, log=False):
+    """probe.step(step) on the job's stream; when the job agrees (JobAgreement) that a probe failed,
+    the first time, acts as `on_sdc` says (_act)."""
     # The stream goes to a CUDA probe only: the CPU backend reads a stream as a device id.
     stream = _current_stream() if probe.backend == "cuda" else None
     probe.step(step, stream)
+    if not job.reported and job.due(step):
+        _agree(probe, step, on_sdc, job, log)
+
+
+def final_probe(probe, on_sdc, job, log=False):
+    """At the end of training, on every rank: closes the probe (the one in flight finishes) and acts
+    on a failure that its final verdict, or another rank's, holds, unless one was acted on."""
+    probe.close()
+    if not job.reported:
+        _agree(probe, None, on_sdc, job, log)
+
+
+def _agree(probe, step, on_sdc, job, log):
     verdict = probe.verdict
-    if verdict["verdict"] != "fail" or reported:
-        return reported
-    if on_sdc == "raise":
-        raise SDCDetected("silent data corruption on %s (last good step %s)"
-                          % (verdict["device"], verdict["last_good_step"]))
-    on_sdc(verdict)
-    return True
+    failure = job.failure(step, verdict)
+    if failure is not None:
+        job.reported = True
+        _act(probe, verdict, failure, on_sdc, log)
 
 
 class SDCCallback(_lightning_callback()):
@@ -51,7 +124,8 @@ class SDCCallback(_lightning_callback()):
 
     on_sdc: "raise" raises SDCDetected; "stop" ends the fit, and the process, with SDCStop (exit
     status SDC_EXIT_STATUS, 75), after logging fault_detected with kind "SDCStop" in the probe's
-    event_log (after its sdc_detected); or a callable(verdict).
+    event_log (after its sdc_detected); or a callable(verdict), the failing rank's verdict with its
+    "rank". In a job of several ranks every rank acts at the same step (JobAgreement).
     """
 
     def __init__(self, on_sdc="raise", **probe_options):
@@ -60,19 +134,23 @@ class SDCCallback(_lightning_callback()):
         self.probe = InlineProbe(**probe_options)
         self.on_sdc = self._stop if on_sdc == "stop" else on_sdc
         self._logs = probe_options.get("event_log") is not None
-        self._reported = False
+        self._job = None  # made at the first step, once the process group is
 
-    def _stop(self, verdict):
+    def _stop(self, failure):
         if self._logs:
             self.probe.log_event("fault_detected", kind="SDCStop")
-        raise SDCStop("the inline probe failed on %s (last good step %s)"
-                      % (verdict["device"], verdict["last_good_step"]))
+        raise SDCStop(stop_message(failure))
+
+    def _agreement(self):
+        if self._job is None:
+            self._job = JobAgreement()
+        return self._job
 
     def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None, *args):
-        self._reported = step_probe(self.probe, int(trainer.global_step), self.on_sdc, self._reported)
+        step_probe(self.probe, int(trainer.global_step), self.on_sdc, self._agreement(), self._logs)
 
     def on_train_end(self, trainer=None, pl_module=None):
-        self.probe.close()
+        final_probe(self.probe, self.on_sdc, self._agreement(), self._logs)
 
     def on_exception(self, trainer=None, pl_module=None, exception=None):
         self.probe.close()

@@ -188,8 +188,8 @@ class CanaryCheck(ReplicaCheck):
             identity = device_identity("cuda", device.index)
             me = dict(self.members[self.ranks.index(self.rank)], device=identity["uuid"],
                       pci_bus_id=identity["pci_bus_id"])
-            self.members = self._gather_objects(me)
-        self.classes = self._gather_objects(equivalence_class(self._backend, self._device))  # in group order
+            self.members = self._exchange.gather_objects(me)
+        self.classes = self._exchange.gather_objects(equivalence_class(self._backend, self._device))  # in group order
         self.disabled = None  # the reason, once the canary is off
         self._checked_step = None
         self._cadence_step = None  # the last check due by the cadence (not by a restore or a save)
@@ -215,7 +215,7 @@ class CanaryCheck(ReplicaCheck):
         own batch), so the canary runs every replica on the same ones."""
         copies = [b.detach().clone() for b in self._buffers]
         for c in copies:
-            self._collective(self._dist.broadcast, c, src=self.ranks[0])
+            self._exchange.collective(self._dist.broadcast, c, src=self.ranks[0])
         return copies
 
     def _run(self, buffers):
@@ -330,7 +330,7 @@ class CanaryCheck(ReplicaCheck):
                                                            self._failure(error)])
         if self._world_agrees:
             self._raise_failure(step, "canary", error, failed)
-        gathered = self._gather([_signed(out[0]), _signed(out[1]), _signed(inputs[0]), _signed(inputs[1]),
+        gathered = self._exchange.gather([_signed(out[0]), _signed(out[1]), _signed(inputs[0]), _signed(inputs[1]),
                                  proposal, int(differs is not None), self._failure(error)])
         self._raise_failure(step, "canary", error, max(w[6] for w in gathered))
         self.every = max(w[4] for w in gathered)
@@ -405,7 +405,7 @@ class CanaryCheck(ReplicaCheck):
                 tied.append(positions)
         failures, inconclusive = [], []
         if tied:  # every replica tests its own device, and they share the results
-            failed = {i for i, (flag,) in enumerate(self._gather([int(self._probe_catalogue_fails())])) if flag}
+            failed = {i for i, (flag,) in enumerate(self._exchange.gather([int(self._probe_catalogue_fails())])) if flag}
             for positions in tied:
                 blamed = [i for i in positions if i in failed]
                 failures += blamed
@@ -419,7 +419,7 @@ class CanaryCheck(ReplicaCheck):
 
     def _disable(self, step, differs, positions, start):
         """Turns the canary off on every replica: some replica's two runs differed."""
-        names = self._gather_objects(differs)
+        names = self._exchange.gather_objects(differs)
         where = "; ".join("rank %d (%s, %s) first in %s" % (self.members[i]["rank"], self.members[i]["host"],
                                                              self.members[i]["device"], names[i]) for i in positions)
         where = where or "a rank of another vote group of the mesh"

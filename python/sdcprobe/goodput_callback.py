@@ -12,7 +12,7 @@ Then `sdcprobe goodput 'events.rank*.jsonl'` merges the recorder's and the probe
 import os
 import re
 
-from sdcprobe.callback import _lightning_callback, step_probe
+from sdcprobe.callback import JobAgreement, _lightning_callback, final_probe, step_probe, stop_message
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.inline import InlineProbe, SDCStop
 
@@ -77,7 +77,7 @@ class GoodputCallback(_lightning_callback()):
         self._step = None  # (step number, its context) while a step runs
         self._save = None  # (step number, its context) from on_save_checkpoint to the next hook
         self._eval = None
-        self._reported = False
+        self._job = None  # the ranks' agreement on the probe's verdicts, made at the first step
 
     # -- opening and closing --------------------------------------------------------------------
 
@@ -167,8 +167,7 @@ class GoodputCallback(_lightning_callback()):
             self.replica_check.step(step, pl_module.parameters())
             self._stop_if_asked()
         if self.probe is not None:
-            on_sdc = self._stop_for_probe if self.on_sdc == "stop" else self.on_sdc
-            self._reported = step_probe(self.probe, step, on_sdc, self._reported)
+            step_probe(self.probe, step, self._probe_on_sdc(), self._agreement(), log=True)
 
     def _stop_if_asked(self):
         """A replica check made with on_sdc="stop" asks to stop: under Lightning that ends the
@@ -179,10 +178,17 @@ class GoodputCallback(_lightning_callback()):
                           % (v.get("step"), v.get("last_good_step"), v.get("attribution", "not re-run"),
                              ", ".join("rank %d" % s["rank"] for s in v.get("suspects", []))))
 
+    def _probe_on_sdc(self):
+        return self._stop_for_probe if self.on_sdc == "stop" else self.on_sdc
+
     @staticmethod
-    def _stop_for_probe(verdict):
-        raise SDCStop("the inline probe failed on %s (last good step %s)"
-                      % (verdict["device"], verdict["last_good_step"]))
+    def _stop_for_probe(failure):
+        raise SDCStop(stop_message(failure))
+
+    def _agreement(self):
+        if self._job is None:
+            self._job = JobAgreement()
+        return self._job
 
     def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
         """Called on every rank before Lightning writes the file: the replica check of the state
@@ -220,7 +226,7 @@ class GoodputCallback(_lightning_callback()):
             return
         self._finish_save()
         if self.probe is not None:
-            self.probe.close()
+            final_probe(self.probe, self._probe_on_sdc(), self._agreement(), log=True)
         self.recorder.job_end()
         self._close()
 

@@ -18,13 +18,13 @@ import collections.abc
 import ctypes
 import json
 import os
-import pickle
 import socket
 import statistics
 import sys
 import time
 
 from sdcprobe import _library
+from sdcprobe._exchange import Exchange
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.inline import (INT64_MAX, InlineProbe, SDCDetected, SDCProbeError, _check, _int_in,
                              _library_handle)
@@ -37,12 +37,6 @@ CALIBRATION_STEPS = 5
 STEP_WINDOW = 64
 COST_WINDOW = 4
 BUDGET_MARGIN = 0.9  # kBudgetMargin: the budget is aimed at with this margin
-
-# How long a collective's tensors stay held after it ends (_hold): the last HELD_LAST always, the
-# others HELD_S seconds, at most HELD_MOST in all.
-HELD_LAST = 4
-HELD_S = 2.0
-HELD_MOST = 256
 
 # One row per tensor in the combined table: the digest's two words and the byte count.
 _ROW_WORDS = 3
@@ -372,13 +366,10 @@ class ReplicaCheck:
         self.budget = budget
         self.sdc_rate = sdc_rate
         self.probe_options = dict(probe_options or {})
-        self.rank = dist.get_rank()
-        self.ranks = list(dist.get_process_group_ranks(group)) if group is not None else list(
-            range(dist.get_world_size()))
-        # NCCL exchanges device tensors; gloo host tensors.
-        self._cuda = "nccl" in str(dist.get_backend(group))
-        self._exchange_device = torch.device("cuda", torch.cuda.current_device()) if self._cuda else torch.device("cpu")
-        if self._cuda:
+        self._exchange = Exchange(dist, group)
+        self.rank = self._exchange.rank
+        self.ranks = self._exchange.ranks
+        if self._exchange.cuda:
             self._backend, self._device = "cuda", torch.cuda.current_device()
         else:
             self._backend, self._device = "cpu", 0
@@ -387,8 +378,7 @@ class ReplicaCheck:
               "pci_bus_id": identity["pci_bus_id"]}
         if coordinate is not None:
             me["mesh"] = coordinate
-        self._held = collections.deque()  # recent collectives' works and tensors: see _hold
-        self.members = self._gather_objects(me)  # in group order: who each replica is
+        self.members = self._exchange.gather_objects(me)  # in group order: who each replica is
         self._log = GoodputLog(event_log, rank=self.rank) if isinstance(event_log, (str, os.PathLike)) else event_log
         self._owns_log = isinstance(event_log, (str, os.PathLike))
         self._next_due = None  # unknown until the first step(): see _align
@@ -443,46 +433,12 @@ class ReplicaCheck:
 
     # ---- the check -------------------------------------------------------------------------------
 
-    def _gather(self, words, world=False):
-        """Every replica's int64 words, in group order (all_gather_into_tensor, or all_gather where
-        the backend lacks it, e.g. gloo on older torch); world=True: every rank's, in rank order."""
-        torch = _torch()
-        n = self._dist.get_world_size() if world else len(self.ranks)
-        mine = torch.tensor(words, dtype=torch.int64, device=self._exchange_device)
-        out = torch.empty(n * len(words), dtype=torch.int64, device=self._exchange_device)
-        try:
-            self._collective(self._dist.all_gather_into_tensor, out, mine, world=world)
-        except (AttributeError, RuntimeError, NotImplementedError):
-            parts = [torch.empty_like(mine) for _ in range(n)]
-            self._collective(self._dist.all_gather, parts, mine, world=world)
-            out = torch.cat(parts)
-        return [[int(v) for v in out[i * len(words):(i + 1) * len(words)].tolist()] for i in range(n)]
-
-    def _gather_objects(self, obj, world=False):
-        """Every replica's picklable `obj`, in group order (world=True: every rank's): all_gather_object
-        through _collective, whose tensors are kept (all_gather_object's are not, and a process whose
-        last exchange it was could hang at exit as _collective says: seen on torch 1.13)."""
-        torch = _torch()
-        data = pickle.dumps(obj)
-        sizes = [n for n, in self._gather([len(data)], world=world)]
-        mine = torch.zeros(max(sizes), dtype=torch.uint8)
-        mine[:len(data)] = torch.tensor(list(data), dtype=torch.uint8)
-        mine = mine.to(self._exchange_device)
-        parts = [torch.empty_like(mine) for _ in sizes]
-        self._collective(self._dist.all_gather, parts, mine, world=world)
-        return [pickle.loads(bytes(p[:n].tolist())) for p, n in zip(parts, sizes)]
-
     def _agreed(self, words):
         """The element-wise maximum of `words` over the world when the check runs on a mesh (every
         vote group adopts the same cadence and decisions), else `words`."""
         if not self._world_agrees:
             return words
-        torch = _torch()
-        t = torch.tensor(words, dtype=torch.int64, device=self._exchange_device)
-        work = self._dist.all_reduce(t, op=self._dist.ReduceOp.MAX, async_op=True)
-        work.wait()
-        self._hold(work, (t,))
-        return [int(v) for v in t.tolist()]
+        return self._exchange.maximum(words, world=True)
 
     def _failure(self, error):
         """This rank's word in the agreement on failures: its rank + 1 when its part of the check
@@ -501,27 +457,6 @@ class ReplicaCheck:
             raise error
         raise SDCProbeError("the %s check at step %d failed on rank %d (its own error says why): every rank "
                             "stops with it" % (probe, step, failed - 1))
-
-    def _collective(self, op, *tensors, world=False, **options):
-        """op(*tensors) over the group (world=True: the world), waited on here; its work and tensors
-        are held (_hold)."""
-        work = op(*tensors, group=None if world else self.group, async_op=True, **options)
-        work.wait()
-        self._hold(work, tensors)
-
-    def _hold(self, work, tensors):
-        """Keeps a finished collective's work and tensors referenced, so that their last reference
-        is dropped on this thread. Gloo's worker thread drops its own only after the work completes,
-        and were it the last, freeing a tensor whose Python object has gone needs the GIL, which the
-        main thread holds while it joins that thread when the process group is destroyed
-        (~ProcessGroupGloo, from DDP's reducer at exit): the process would never exit (seen on torch
-        1.13, with the sizes of _gather_objects dropped on its next collective). The worker drops
-        its references within moments of the work's end, so each collective is kept HELD_S seconds,
-        and the last HELD_LAST whatever their age (a job that ends right after its check)."""
-        now = time.monotonic()
-        self._held.append((now, work, tensors))
-        while len(self._held) > HELD_LAST and (now - self._held[0][0] > HELD_S or len(self._held) > HELD_MOST):
-            self._held.popleft()
 
     def _probe_catalogue_fails(self):
         """Runs the inline probe catalogue once on this rank's device; True if it found a fault."""
@@ -550,7 +485,7 @@ class ReplicaCheck:
         if n > second:
             return "sdc", [i for i, d in enumerate(digests) if d != top], []
         # No majority: every replica tests its own device, and they share the results.
-        failed = [i for i, (flag,) in enumerate(self._gather([int(self._probe_catalogue_fails())])) if flag]
+        failed = [i for i, (flag,) in enumerate(self._exchange.gather([int(self._probe_catalogue_fails())])) if flag]
         if failed:
             return "sdc", failed, failed
         return "inconclusive", list(range(len(digests))), []
@@ -596,7 +531,7 @@ class ReplicaCheck:
         proposal, failed = self._agreed([self._proposal(), self._failure(error)])
         if self._world_agrees:
             self._raise_failure(step, "replica", error, failed)
-        gathered = self._gather([_signed(lo), _signed(hi), proposal, self._failure(error)])
+        gathered = self._exchange.gather([_signed(lo), _signed(hi), proposal, self._failure(error)])
         self._raise_failure(step, "replica", error, max(w[3] for w in gathered))
         digests = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         self.every = max(w[2] for w in gathered)
@@ -647,7 +582,7 @@ class ReplicaCheck:
         failed = self._agreed([self._failure(error)])[0]
         if self._world_agrees:
             self._raise_failure(step, probe, error, failed)
-        gathered = self._gather([_signed(again_digest[0]), _signed(again_digest[1]), self._failure(error)])
+        gathered = self._exchange.gather([_signed(again_digest[0]), _signed(again_digest[1]), self._failure(error)])
         self._raise_failure(step, probe, error, max(w[2] for w in gathered))
         reruns = [(_as_uint64(w[0]), _as_uint64(w[1])) for w in gathered]
         return attribute(digests, reruns, suspects, classes), time.perf_counter() - start
@@ -659,7 +594,7 @@ class ReplicaCheck:
         attribution of the suspects is the verdict's; "not_hardware" makes the verdict that."""
         mine = verdict["verdict"] in ("sdc", "inconclusive")
         if alarm and self._world_agrees:
-            verdict = merge_group_verdicts(verdict, self._gather_objects(verdict if mine else None, world=True))
+            verdict = merge_group_verdicts(verdict, self._exchange.gather_objects(verdict if mine else None, world=True))
         if alarm and verdict["suspects"]:
             verdict["attribution"] = min((s["attribution"] for s in verdict["suspects"]), key=ATTRIBUTIONS.index)
             if verdict["attribution"] == "not_hardware":

@@ -24,6 +24,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 STEPS = 40
 SAVE_EVERY = 10
 CRASH_AFTER = 14  # the "crash" run raises in the step after this one
+JOB_RANKS = 3  # the job_sdc runs: rank SDC_RANK's probe fails from its SDC_AFTER-th probe on
+SDC_RANK = 1
+SDC_AFTER = 3
 
 
 def fit(mode, out):
@@ -66,6 +69,23 @@ def fit(mode, out):
                                                     inject="model=bitflip,mode=permanent",
                                                     event_log=os.path.join(out, "inline.jsonl"))])
         trainer.fit(Model(), loader(800 * STEPS, 1))
+        return
+    if mode.startswith("job_sdc_"):
+        # Three ranks, the inline probe failing on rank SDC_RANK alone from its SDC_AFTER-th probe:
+        # every rank acts on the job's agreement (on_sdc "stop" or "raise", from the mode).
+        rank = int(os.environ.get("LOCAL_RANK", "0"))
+        probe = {"backend": "cpu", "every": 1, "probes": "alu.int64"}
+        if rank == SDC_RANK:
+            probe["inject"] = "model=bitflip,mode=permanent,after=%d" % SDC_AFTER
+        callback = GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl"), probe=probe,
+                                   on_sdc=mode[len("job_sdc_"):])
+        trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", devices=JOB_RANKS, strategy="ddp", logger=False,
+                             enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                             default_root_dir=out,
+                             callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=os.path.join(out, "ckpt"),
+                                                                               every_n_train_steps=SAVE_EVERY,
+                                                                               save_top_k=-1)])
+        trainer.fit(Model(), loader(8 * STEPS, 1 + rank))
         return
     ddp = mode == "ddp"
     callback = GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl"),
@@ -213,6 +233,61 @@ class LightningTest(unittest.TestCase):
         kinds = [e["event"] for e in events]
         self.assertEqual([e["kind"] for e in events if e["event"] == "fault_detected"], ["SDCStop"])
         self.assertIn("sdc_detected", kinds[:kinds.index("fault_detected")])
+
+    def assert_job_stopped(self, out, kind):
+        """Every rank of a job_sdc run ended at the same step, the job's agreement step after rank
+        SDC_RANK's probe failed, with the fault `kind`; rank SDC_RANK's probe log has its probe's
+        sdc_detected, each other rank's one naming SDC_RANK (suspect_rank); no save after the
+        failure; `sdcprobe goodput` over the files counts one incident, attributed to SDC."""
+        import lightning_harness  # noqa: F401  (sdcprobe imports Lightning)
+        from sdcprobe.callback import JOB_AGREEMENT_EVERY
+
+        # Its probe logs each probe that fails, from the first.
+        failing = [e for e in read_events(os.path.join(out, "events.rank%d.inline.jsonl" % SDC_RANK))
+                   if e["event"] == "sdc_detected"]
+        self.assertTrue(failing)
+        self.assertFalse([e for e in failing if "suspect_rank" in e])
+        found = failing[0]["step"]
+        ended = set()
+        for rank in range(JOB_RANKS):
+            events = read_events(os.path.join(out, "events.rank%d.jsonl" % rank))
+            self.assertEqual([e["kind"] for e in events if e["event"] == "fault_detected"], [kind], "rank %d" % rank)
+            self.assertNotIn("job_end", [e["event"] for e in events])
+            ended.add(max(e["step"] for e in events if e["event"] == "step_end"))
+            sdc = [e for e in read_events(os.path.join(out, "events.rank%d.inline.jsonl" % rank))
+                   if e["event"] == "sdc_detected"]
+            if rank != SDC_RANK:
+                self.assertEqual(len(sdc), 1, "rank %d: %r" % (rank, sdc))
+                self.assertEqual((sdc[0]["suspect_rank"], sdc[0]["device"], sdc[0]["last_good_step"]),
+                                 (SDC_RANK, failing[0]["device"], failing[0]["last_good_step"]))
+        self.assertEqual(len(ended), 1, ended)
+        stop = ended.pop()
+        # The agreement step at or after the failing probe's verdict, which comes a step or so later.
+        self.assertEqual(stop % JOB_AGREEMENT_EVERY, 0)
+        self.assertTrue(found <= stop < found + 2 * JOB_AGREEMENT_EVERY, (found, stop))
+        for rank in range(JOB_RANKS):
+            commits = [e["step"] for e in read_events(os.path.join(out, "events.rank%d.jsonl" % rank))
+                       if e["event"] == "ckpt_commit"]
+            self.assertTrue(all(step < stop for step in commits), (rank, commits, stop))
+        report = self.goodput(os.path.join(out, "events.rank*.jsonl"))
+        self.assertEqual(report["measured"]["incidents"], 1)
+        for category in ("detection_teardown", "rework"):
+            self.assertEqual(report["categories"][category]["sdc_ns"], report["categories"][category]["ns"])
+        self.assertGreater(report["categories"]["detection_teardown"]["ns"], 0)
+
+    def test_inline_sdc_on_one_rank_stops_every_rank_at_one_step(self):
+        import lightning_harness  # noqa: F401  (sdcprobe imports Lightning)
+        from sdcprobe import SDC_EXIT_STATUS
+
+        out = self.run_fit("job_sdc_stop", SDC_EXIT_STATUS)
+        self.assertIn("the inline probe failed on rank %d" % SDC_RANK, self.stderr)
+        self.assert_job_stopped(out, "SDCStop")
+
+    def test_inline_sdc_on_one_rank_raises_on_every_rank_at_one_step(self):
+        out = self.run_fit("job_sdc_raise", 1)
+        self.assertIn("SDCDetected: silent data corruption: the inline probe failed on rank %d" % SDC_RANK,
+                      self.stderr)
+        self.assert_job_stopped(out, "SDCDetected")
 
     def test_ddp_on_two_processes(self):
         out = self.run_fit("ddp")

@@ -400,11 +400,14 @@ void InlineProbe::collect(Done done) {
   probe_costs_.push_back(done.seconds);
   last_results_ = std::move(done.results);
   if (done.fault) {
-    ++failures_;
+    // One detection: the first failing probe starts the incident (the ledger reads sdc_detected so);
+    // later ones show in their probe_end and in the verdict's failures.
+    if (++failures_ == 1) {
+      nlohmann::json event = {{"event", "sdc_detected"}, {"device", device_->identity().uuid}, {"step", done.step}};
+      if (last_good_step_ >= 0) event["last_good_step"] = last_good_step_;
+      log_.append(event, /*durable=*/true);
+    }
     verdict_ = "fail";
-    nlohmann::json event = {{"event", "sdc_detected"}, {"device", device_->identity().uuid}, {"step", done.step}};
-    if (last_good_step_ >= 0) event["last_good_step"] = last_good_step_;
-    log_.append(event, /*durable=*/true);
   } else if (done.skipped) {
     if (verdict_ != "fail") verdict_ = "error";
   } else {

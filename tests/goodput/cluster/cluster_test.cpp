@@ -383,6 +383,32 @@ TEST(ClusterLedger, TallyOfTheLogs) {
   EXPECT_EQ(alone.incidents, merged.incidents);
 }
 
+// A fault on another rank stops the job: rank 0's steps after it, until rank 0 starts over, are the
+// dying attempt's (as in the merge), so the stop they end in is the same incident (an inline probe's
+// sdc_detected, and the stop the job's agreement on it makes some steps later). After a start over,
+// a fault is a new incident.
+TEST(ClusterLedger, StepsAfterAnotherRanksFaultAreNoProgress) {
+  TempDir dir;
+  auto line = [](int64_t t, const char* event, const std::string& extra = "") {
+    return "{\"t\":" + std::to_string(t) + ",\"event\":\"" + event + "\"" + extra + "}\n";
+  };
+  auto steps = [&](int64_t from) {
+    return line(from, "step_begin", ",\"step\":" + std::to_string(from)) +
+           line(from + 5, "step_end", ",\"step\":" + std::to_string(from));
+  };
+  const std::string rank1 = dir.file("events.rank1.jsonl", line(35, "sdc_detected", ",\"rank\":1"));
+  const std::string dying = dir.file("events.rank0.jsonl", line(0, "process_start") + steps(10) + steps(30) +
+                                                               steps(40) + steps(50) + line(70, "fault_detected"));
+  goodput::Tally t;
+  goodput::analyze_files({dying, rank1}, {}, false, nullptr, "", &t);
+  EXPECT_EQ(t.incidents, 1);
+  const std::string restarted =
+      dir.file("restarted.rank0.jsonl", line(0, "process_start") + steps(10) + steps(30) + line(45, "process_start") +
+                                            steps(50) + line(70, "fault_detected"));
+  goodput::analyze_files({restarted, rank1}, {}, false, nullptr, "", &t);
+  EXPECT_EQ(t.incidents, 2);
+}
+
 void expect_error(const ClusterInputs& in, const std::string& needle) {
   try {
     compute_cluster(in);
