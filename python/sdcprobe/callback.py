@@ -54,10 +54,6 @@ class JobAgreement:
             from sdcprobe._exchange import Exchange
             self._exchange = Exchange(dist)
 
-    @property
-    def rank(self):
-        return self._exchange.rank if self._exchange is not None else 0
-
     def due(self, step):
         return self._exchange is None or (step % self.every == 0 and step != self._agreed_step)
 

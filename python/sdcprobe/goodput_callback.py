@@ -39,8 +39,10 @@ class GoodputCallback(_lightning_callback()):
     check_before_commit: with a replica check, check the parameters before each save is committed
         (on_save_checkpoint); a mismatch raises there, so the save is never written or committed.
     on_sdc: what a failing inline-probe verdict does: "raise" raises SDCDetected, "stop" ends fit
-        and the process with SDCStop (exit status SDC_EXIT_STATUS, 75), or a callable(verdict). A
-        replica check made with on_sdc="stop" ends them the same way.
+        and the process with SDCStop (exit status SDC_EXIT_STATUS, 75), or a callable(verdict). In a
+        job of several ranks every rank acts on one rank's failure at the same step (the ranks agree
+        their verdicts every few steps: sdcprobe.callback.JobAgreement). A replica check made with
+        on_sdc="stop" ends them the same way.
 
     Step N is the optimizer step after which trainer.global_step is N (Lightning's
     every_n_train_steps counts the same way, so checks on multiples of N fall on the saved steps). It
