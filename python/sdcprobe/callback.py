@@ -38,7 +38,7 @@ class JobAgreement:
     every rank acts on a failure at the same step: each probe tests its own rank's device, and a rank
     that stopped alone would leave the others to fail, or wait, in their next collective. The ranks
     agree on every JOB_AGREEMENT_EVERY-th global step (one 8-byte all-reduce) and at the end of
-    training; a failure waits for the next agreement. Off a job (no process group, or a world of
+    training, and before each save; a failure waits for the next agreement. Off a job (no process group, or a world of
     one) there is nothing to agree: a failure is acted on at once."""
 
     def __init__(self, every=JOB_AGREEMENT_EVERY):
@@ -99,6 +99,14 @@ def step_probe(probe, step, on_sdc, job, log=False):
         _agree(probe, step, on_sdc, job, log)
 
 
+def before_save(probe, step, on_sdc, job, log=False):
+    """Before a save is written, on every rank: acts on a failure any rank's probe has found, so
+    that no save holds a state known to be corrupt (raising there keeps the file from being
+    written)."""
+    if not job.reported:
+        _agree(probe, step, on_sdc, job, log)
+
+
 def final_probe(probe, on_sdc, job, log=False):
     """At the end of training, on every rank: closes the probe (the one in flight finishes) and acts
     on a failure that its final verdict, or another rank's, holds, unless one was acted on."""
@@ -144,6 +152,9 @@ class SDCCallback(_lightning_callback()):
 
     def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None, *args):
         step_probe(self.probe, int(trainer.global_step), self.on_sdc, self._agreement(), self._logs)
+
+    def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
+        before_save(self.probe, int(trainer.global_step), self.on_sdc, self._agreement(), self._logs)
 
     def on_train_end(self, trainer=None, pl_module=None):
         final_probe(self.probe, self.on_sdc, self._agreement(), self._logs)

@@ -12,7 +12,8 @@ Then `sdcprobe goodput 'events.rank*.jsonl'` merges the recorder's and the probe
 import os
 import re
 
-from sdcprobe.callback import JobAgreement, _lightning_callback, final_probe, step_probe, stop_message
+from sdcprobe.callback import (JobAgreement, _lightning_callback, before_save, final_probe, step_probe,
+                               stop_message)
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.inline import InlineProbe, SDCStop
 
@@ -194,7 +195,9 @@ class GoodputCallback(_lightning_callback()):
 
     def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
         """Called on every rank before Lightning writes the file: the replica check of the state
-        about to be saved (check before commit), then the blocking save, committed at the next hook."""
+        about to be saved (check before commit) and the ranks' agreement on the inline probe's
+        verdicts (either raises on a failure, so the file is not written), then the blocking save,
+        committed at the next hook."""
         if not self._live():
             return
         self._finish_save()
@@ -205,6 +208,8 @@ class GoodputCallback(_lightning_callback()):
         if self.check_before_commit and before_commit is not None:
             before_commit(step, pl_module.parameters())
             self._stop_if_asked()
+        if self.probe is not None:
+            before_save(self.probe, step, self._probe_on_sdc(), self._agreement(), log=True)
         span = self.recorder.checkpoint(step)
         span.__enter__()
         self._save = (step, span)
