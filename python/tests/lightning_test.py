@@ -237,16 +237,16 @@ class LightningTest(unittest.TestCase):
     def assert_job_stopped(self, out, kind):
         """Every rank of a job_sdc run ended at the same step, the job's agreement step after rank
         SDC_RANK's probe failed, with the fault `kind`; rank SDC_RANK's probe log has its probe's
-        sdc_detected, each other rank's one naming SDC_RANK (suspect_rank); no save after the
-        failure; `sdcprobe goodput` over the files counts one incident, attributed to SDC."""
+        sdc_detected, each other rank's one naming SDC_RANK (suspect_rank); no save at or after the
+        stop; `sdcprobe goodput` over the files counts one incident, attributed to SDC."""
         import lightning_harness  # noqa: F401  (sdcprobe imports Lightning)
         from sdcprobe.callback import JOB_AGREEMENT_EVERY
 
-        # Its probe logs each probe that fails, from the first.
+        # Its probe logs the first probe that fails.
         failing = [e for e in read_events(os.path.join(out, "events.rank%d.inline.jsonl" % SDC_RANK))
                    if e["event"] == "sdc_detected"]
-        self.assertTrue(failing)
-        self.assertFalse([e for e in failing if "suspect_rank" in e])
+        self.assertEqual(len(failing), 1, failing)
+        self.assertNotIn("suspect_rank", failing[0])
         found = failing[0]["step"]
         ended = set()
         for rank in range(JOB_RANKS):
@@ -262,9 +262,11 @@ class LightningTest(unittest.TestCase):
                                  (SDC_RANK, failing[0]["device"], failing[0]["last_good_step"]))
         self.assertEqual(len(ended), 1, ended)
         stop = ended.pop()
-        # The agreement step at or after the failing probe's verdict, which comes a step or so later.
+        # An agreement step (a save's too, and the end: all multiples of 10 here) after the failing
+        # probe's step; its verdict comes a step or more later, as the machine's load has it
+        # (job_agreement_test checks that the next agreement acts).
         self.assertEqual(stop % JOB_AGREEMENT_EVERY, 0)
-        self.assertTrue(found <= stop < found + 2 * JOB_AGREEMENT_EVERY, (found, stop))
+        self.assertGreaterEqual(stop, found)
         for rank in range(JOB_RANKS):
             commits = [e["step"] for e in read_events(os.path.join(out, "events.rank%d.jsonl" % rank))
                        if e["event"] == "ckpt_commit"]
