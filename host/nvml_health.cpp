@@ -51,11 +51,7 @@ struct Gpu {
 
 class Nvml {
  public:
-  explicit Nvml(const std::string& library)
-      : nvml_(library),
-        count_(nvml_.required(kNvmlDeviceGetCount)),
-        handle_by_index_(nvml_.required(kNvmlDeviceGetHandleByIndex)),
-        uuid_(nvml_.required(kNvmlDeviceGetUuid)) {
+  explicit Nvml(const std::string& library) : nvml_(library), devices_(nvml_) {
     nvml_.check(nvml_.init(), "nvmlInit_v2");
   }
   ~Nvml() {
@@ -66,17 +62,15 @@ class Nvml {
 
   std::vector<Gpu> gpus() {
     unsigned count = 0;
-    nvml_.check(count_(&count), "nvmlDeviceGetCount_v2");
+    nvml_.check(devices_.count(&count), "nvmlDeviceGetCount_v2");
     std::vector<Gpu> gpus(count);
     for (unsigned i = 0; i < count; ++i) {
       Gpu& g = gpus[i];
       g.health.index = i;
-      char uuid[kNvmlUuidBytes] = {};
-      if (!ok(g.identity, handle_by_index_(i, &g.device), "nvmlDeviceGetHandleByIndex_v2") ||
-          !ok(g.identity, uuid_(g.device, uuid, sizeof uuid), "nvmlDeviceGetUUID")) {
+      if (!ok(g.identity, devices_.handle(i, &g.device), "nvmlDeviceGetHandleByIndex_v2") ||
+          !ok(g.identity, devices_.uuid(g.device, g.health.uuid), "nvmlDeviceGetUUID")) {
         continue;
       }
-      g.health.uuid = uuid;
       NvmlPciInfo pci{};
       if (call(kNvmlDeviceGetPciInfo, g.device, &pci) == kNvmlSuccess) {
         g.health.pci_bus_id = std::string(pci.bus_id, strnlen(pci.bus_id, sizeof pci.bus_id));
@@ -227,9 +221,7 @@ class Nvml {
   }
 
   NvmlLibrary nvml_;
-  decltype(kNvmlDeviceGetCount)::Fn count_;
-  decltype(kNvmlDeviceGetHandleByIndex)::Fn handle_by_index_;
-  decltype(kNvmlDeviceGetUuid)::Fn uuid_;
+  NvmlDevices devices_;
   NvmlReturn (*create_)(NvmlEventSet*) = nullptr;
   NvmlReturn (*register_)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
   NvmlReturn (*wait_)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;

@@ -1,5 +1,7 @@
 #include "host/nvml_library.hpp"
 
+#include <cstring>
+
 namespace sdc {
 
 NvmlLoadError::NvmlLoadError(const std::string& library, const std::string& reason)
@@ -34,6 +36,13 @@ std::string NvmlLibrary::error(const std::string& call, NvmlReturn rc) const {
 
 void NvmlLibrary::check(NvmlReturn rc, const std::string& call) const {
   if (rc != kNvmlSuccess) throw NvmlError(error(call, rc));
+}
+
+NvmlReturn NvmlDevices::uuid(NvmlDevice device, std::string& uuid) const {
+  char text[kNvmlUuidBytes] = {};
+  const NvmlReturn rc = uuid_(device, text, sizeof text);
+  if (rc == kNvmlSuccess) uuid = std::string(text, strnlen(text, sizeof text));
+  return rc;
 }
 
 }  // namespace sdc

@@ -59,4 +59,23 @@ class NvmlLibrary {
   bool initialised_ = false;
 };
 
+// The GPUs NVML enumerates: their count, and each one's handle and UUID, the entry points resolved
+// (NvmlLibrary::required) when made. Each returns NVML's status: the caller decides what a failure is.
+class NvmlDevices {
+ public:
+  explicit NvmlDevices(const NvmlLibrary& nvml)
+      : count_(nvml.required(kNvmlDeviceGetCount)),
+        handle_(nvml.required(kNvmlDeviceGetHandleByIndex)),
+        uuid_(nvml.required(kNvmlDeviceGetUuid)) {}
+
+  NvmlReturn count(unsigned* n) const { return count_(n); }
+  NvmlReturn handle(unsigned index, NvmlDevice* device) const { return handle_(index, device); }
+  NvmlReturn uuid(NvmlDevice device, std::string& uuid) const;
+
+ private:
+  decltype(kNvmlDeviceGetCount)::Fn count_;
+  decltype(kNvmlDeviceGetHandleByIndex)::Fn handle_;
+  decltype(kNvmlDeviceGetUuid)::Fn uuid_;
+};
+
 }  // namespace sdc

@@ -16,9 +16,7 @@ class Nvml {
   // Resolves every entry point before NVML is initialised.
   explicit Nvml(const std::string& library)
       : nvml_(library),
-        count_(nvml_.required(kNvmlDeviceGetCount)),
-        handle_by_index_(nvml_.required(kNvmlDeviceGetHandleByIndex)),
-        uuid_(nvml_.required(kNvmlDeviceGetUuid)),
+        devices_(nvml_),
         // The unversioned (v1) process lists, whose record is {pid, used memory}: the driver keeps
         // them for existing programs, and sdcprobe reads only the pid.
         compute_(nvml_.required(kNvmlDeviceGetComputeRunningProcesses)),
@@ -34,12 +32,12 @@ class Nvml {
     GpuProcessList list;
     list.driver_present = true;
     unsigned count = 0;
-    nvml_.check(count_(&count), "nvmlDeviceGetCount_v2");
+    nvml_.check(devices_.count(&count), "nvmlDeviceGetCount_v2");
     for (unsigned i = 0; i < count; ++i) {
       NvmlDevice device = nullptr;
-      nvml_.check(handle_by_index_(i, &device), "nvmlDeviceGetHandleByIndex_v2");
-      char uuid[kNvmlUuidBytes] = {};
-      nvml_.check(uuid_(device, uuid, sizeof uuid), "nvmlDeviceGetUUID");
+      nvml_.check(devices_.handle(i, &device), "nvmlDeviceGetHandleByIndex_v2");
+      std::string uuid;
+      nvml_.check(devices_.uuid(device, uuid), "nvmlDeviceGetUUID");
       list.gpus.push_back(uuid);
       if (mig_enabled(device)) list.mig_gpus.push_back(uuid);
       for (unsigned pid : pids(compute_, device, "nvmlDeviceGetComputeRunningProcesses")) add(list, uuid, pid);
@@ -92,9 +90,7 @@ class Nvml {
   }
 
   NvmlLibrary nvml_;
-  decltype(kNvmlDeviceGetCount)::Fn count_;
-  decltype(kNvmlDeviceGetHandleByIndex)::Fn handle_by_index_;
-  decltype(kNvmlDeviceGetUuid)::Fn uuid_;
+  NvmlDevices devices_;
   ProcessList compute_;
   ProcessList graphics_;
   MigMode mig_mode_;

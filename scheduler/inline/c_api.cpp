@@ -1,8 +1,8 @@
 // The C ABI over InlineProbe. Every entry point catches everything: no C++ exception crosses it.
 #include <cstring>
 #include <new>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "host/backend.hpp"
