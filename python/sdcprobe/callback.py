@@ -37,31 +37,38 @@ class JobAgreement:
     """The inline probes' verdicts of a job's ranks, agreed over torch.distributed's world, so that
     every rank acts on a failure at the same step: each probe tests its own rank's device, and a rank
     that stopped alone would leave the others to fail, or wait, in their next collective. The ranks
-    agree on every JOB_AGREEMENT_EVERY-th global step (one 8-byte all-reduce) and at the end of
-    training, and before each save; a failure waits for the next agreement. Off a job (no process group, or a world of
-    one) there is nothing to agree: a failure is acted on at once."""
+    agree on every JOB_AGREEMENT_EVERY-th global step (one 8-byte all-reduce), before each save and
+    at the end of training; a failure waits for the next agreement. Off a job (no process group, or
+    a world of one) there is nothing to agree: a failure is acted on at once."""
 
     def __init__(self, every=JOB_AGREEMENT_EVERY):
         self.every = every
         self.reported = False  # a failure has been acted on
         self._exchange = None
+        self._looked = False  # for the process group, at the first agreement (it may come after us)
         self._agreed_step = None
-        try:
-            import torch.distributed as dist
-        except ImportError:
-            return
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            from sdcprobe._exchange import Exchange
-            self._exchange = Exchange(dist)
+
+    def _world(self):
+        """The world's Exchange, or None off a job."""
+        if not self._looked:
+            self._looked = True
+            try:
+                import torch.distributed as dist
+            except ImportError:
+                return None
+            if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+                from sdcprobe._exchange import Exchange
+                self._exchange = Exchange(dist)
+        return self._exchange
 
     def due(self, step):
-        return self._exchange is None or (step % self.every == 0 and step != self._agreed_step)
+        return self._world() is None or (step % self.every == 0 and step != self._agreed_step)
 
     def failure(self, step, verdict):
         """The failing verdict the ranks agree on at `step` (the lowest failing rank's, with its
         "rank"), else None. Every rank calls it at the same steps, step=None at the end of training."""
         failed = verdict["verdict"] == "fail"
-        if self._exchange is None:
+        if self._world() is None:
             return dict(verdict, rank=0) if failed else None
         self._agreed_step = step
         if not self._exchange.maximum([int(failed)], world=True)[0]:
@@ -138,26 +145,21 @@ class SDCCallback(_lightning_callback()):
         self.probe = InlineProbe(**probe_options)
         self.on_sdc = self._stop if on_sdc == "stop" else on_sdc
         self._logs = probe_options.get("event_log") is not None
-        self._job = None  # made at the first step, once the process group is
+        self._job = JobAgreement()
 
     def _stop(self, failure):
         if self._logs:
             self.probe.log_event("fault_detected", kind="SDCStop")
         raise SDCStop(stop_message(failure))
 
-    def _agreement(self):
-        if self._job is None:
-            self._job = JobAgreement()
-        return self._job
-
     def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None, *args):
-        step_probe(self.probe, int(trainer.global_step), self.on_sdc, self._agreement(), self._logs)
+        step_probe(self.probe, int(trainer.global_step), self.on_sdc, self._job, self._logs)
 
     def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
-        before_save(self.probe, int(trainer.global_step), self.on_sdc, self._agreement(), self._logs)
+        before_save(self.probe, int(trainer.global_step), self.on_sdc, self._job, self._logs)
 
     def on_train_end(self, trainer=None, pl_module=None):
-        final_probe(self.probe, self.on_sdc, self._agreement(), self._logs)
+        final_probe(self.probe, self.on_sdc, self._job, self._logs)
 
     def on_exception(self, trainer=None, pl_module=None, exception=None):
         self.probe.close()

@@ -80,7 +80,7 @@ class GoodputCallback(_lightning_callback()):
         self._step = None  # (step number, its context) while a step runs
         self._save = None  # (step number, its context) from on_save_checkpoint to the next hook
         self._eval = None
-        self._job = None  # the ranks' agreement on the probe's verdicts, made at the first step
+        self._job = JobAgreement()  # the ranks' agreement on the probe's verdicts
 
     # -- opening and closing --------------------------------------------------------------------
 
@@ -170,7 +170,7 @@ class GoodputCallback(_lightning_callback()):
             self.replica_check.step(step, pl_module.parameters())
             self._stop_if_asked()
         if self.probe is not None:
-            step_probe(self.probe, step, self._probe_on_sdc(), self._agreement(), log=True)
+            step_probe(self.probe, step, self._probe_on_sdc(), self._job, log=True)
 
     def _stop_if_asked(self):
         """A replica check made with on_sdc="stop" asks to stop: under Lightning that ends the
@@ -188,10 +188,6 @@ class GoodputCallback(_lightning_callback()):
     def _stop_for_probe(failure):
         raise SDCStop(stop_message(failure))
 
-    def _agreement(self):
-        if self._job is None:
-            self._job = JobAgreement()
-        return self._job
 
     def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
         """Called on every rank before Lightning writes the file: the replica check of the state
@@ -209,7 +205,7 @@ class GoodputCallback(_lightning_callback()):
             before_commit(step, pl_module.parameters())
             self._stop_if_asked()
         if self.probe is not None:
-            before_save(self.probe, step, self._probe_on_sdc(), self._agreement(), log=True)
+            before_save(self.probe, step, self._probe_on_sdc(), self._job, log=True)
         span = self.recorder.checkpoint(step)
         span.__enter__()
         self._save = (step, span)
@@ -233,7 +229,7 @@ class GoodputCallback(_lightning_callback()):
             return
         self._finish_save()
         if self.probe is not None:
-            final_probe(self.probe, self._probe_on_sdc(), self._agreement(), log=True)
+            final_probe(self.probe, self._probe_on_sdc(), self._job, log=True)
         self.recorder.job_end()
         self._close()
 
