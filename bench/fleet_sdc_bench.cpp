@@ -23,11 +23,11 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/fleet_sdc_analysis.hpp"
+#include "fleet/fleet_sdc_ingest.hpp"
 #include "kernels/common/random.hpp"
 #include "probes/result.hpp"
 #include "scheduler/consensus/fleet_seed.hpp"
-#include "scheduler/fleet/fleet_sdc_analysis.hpp"
-#include "scheduler/fleet/fleet_sdc_ingest.hpp"
 
 namespace {
 

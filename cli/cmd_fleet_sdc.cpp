@@ -4,10 +4,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
+#include "fleet/fleet_sdc_ingest.hpp"
+#include "fleet/fleet_sdc_output.hpp"
 #include "host/atomic_file.hpp"
 #include "host/progress.hpp"
-#include "scheduler/fleet/fleet_sdc_ingest.hpp"
-#include "scheduler/fleet/fleet_sdc_output.hpp"
 
 namespace sdc::cli {
 

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
+#include "fleet/fleet_sdc_analysis.hpp"
+#include "fleet/fleet_sdc_ingest.hpp"
+#include "fleet/fleet_topology.hpp"
 #include "host/error.hpp"
-#include "scheduler/fleet/fleet_sdc_analysis.hpp"
-#include "scheduler/fleet/fleet_sdc_ingest.hpp"
-#include "scheduler/fleet/fleet_topology.hpp"
 #include "tests/fuzz/mutate.hpp"
 #include "tests/fuzz/properties.hpp"
 

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <string>
 
+#include "fleet/fleet_sdc_analysis.hpp"
+#include "fleet/fleet_sdc_ingest.hpp"
 #include "host/error.hpp"
-#include "scheduler/fleet/fleet_sdc_analysis.hpp"
-#include "scheduler/fleet/fleet_sdc_ingest.hpp"
 #include "tests/fuzz/libfuzzer/harness.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "fleet/fleet_topology.hpp"
 #include "host/error.hpp"
-#include "scheduler/fleet/fleet_topology.hpp"
 #include "tests/fuzz/libfuzzer/harness.hpp"
 #include "tests/fuzz/properties.hpp"
 

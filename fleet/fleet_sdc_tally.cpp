@@ -1,4 +1,4 @@
-#include "scheduler/fleet/fleet_sdc_tally.hpp"
+#include "fleet/fleet_sdc_tally.hpp"
 
 #include <algorithm>
 

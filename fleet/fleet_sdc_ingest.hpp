@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fleet/fleet_sdc_tally.hpp"
 #include "host/progress.hpp"
-#include "scheduler/fleet/fleet_sdc_tally.hpp"
 
 namespace sdc {
 

@@ -1,4 +1,4 @@
-#include "scheduler/fleet/fleet_topology.hpp"
+#include "fleet/fleet_topology.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "scheduler/fleet/fleet_sdc_analysis.hpp"
+#include "fleet/fleet_sdc_analysis.hpp"
 
 namespace sdc {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "fleet/fleet_sdc_tally.hpp"
+#include "fleet/fleet_topology.hpp"
 #include "scheduler/consensus/golden.hpp"
-#include "scheduler/fleet/fleet_sdc_tally.hpp"
-#include "scheduler/fleet/fleet_topology.hpp"
 
 namespace sdc {
 

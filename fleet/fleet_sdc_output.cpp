@@ -1,4 +1,4 @@
-#include "scheduler/fleet/fleet_sdc_output.hpp"
+#include "fleet/fleet_sdc_output.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -8,16 +8,16 @@
 #include <fstream>
 #include <random>
 
+#include "fleet/fleet_sdc_analysis.hpp"
+#include "fleet/fleet_sdc_ingest.hpp"
+#include "fleet/fleet_sdc_output.hpp"
+#include "fleet/fleet_topology.hpp"
 #include "host/error.hpp"
 #include "kernels/common/random.hpp"
 #include "probes/result.hpp"
 #include "scheduler/consensus/consensus.hpp"
 #include "scheduler/consensus/fleet_seed.hpp"
 #include "scheduler/consensus/golden.hpp"
-#include "scheduler/fleet/fleet_sdc_analysis.hpp"
-#include "scheduler/fleet/fleet_sdc_ingest.hpp"
-#include "scheduler/fleet/fleet_sdc_output.hpp"
-#include "scheduler/fleet/fleet_topology.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "tests/cli/run_sdcprobe.hpp"
 
@@ -476,7 +476,7 @@ TEST(FleetSdc, BadReportsNameTheFileAndTheField) {
 }
 
 // Reference values computed independently (50-digit decimal arithmetic, bisection of the Poisson and
-// binomial tails; tests/scheduler/fleet/intervals_reference.py), checked to 1e-12 relative.
+// binomial tails; tests/fleet/intervals_reference.py), checked to 1e-12 relative.
 TEST(FleetStatistics, ExactIntervalsAgreeWithReferenceValuesTo1e12) {
   const auto near = [](double got, double want) { EXPECT_NEAR(got / want, 1.0, 1e-12) << got << " vs " << want; };
   EXPECT_EQ(garwood_interval(0).first, 0.0);

@@ -1,4 +1,4 @@
-#include "scheduler/fleet/fleet_sdc_ingest.hpp"
+#include "fleet/fleet_sdc_ingest.hpp"
 
 #include <simdjson.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/fleet/fleet_sdc_analysis.hpp"
+#include "fleet/fleet_sdc_analysis.hpp"
 
 #include <algorithm>
 #include <cmath>
