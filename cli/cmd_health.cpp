@@ -10,7 +10,7 @@
 #include "cli/validators.hpp"
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
-#include "host/nvml_processes.hpp"
+#include "host/nvml/nvml_processes.hpp"
 #include "scheduler/qualify/health_report.hpp"
 #include "scheduler/sweep/prometheus.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "host/device.hpp"
-#include "host/nvml_processes.hpp"
+#include "host/nvml/nvml_processes.hpp"
 
 namespace sdc {
 

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "host/nvml_processes.hpp"
+#include "host/nvml/nvml_processes.hpp"
 #include "scheduler/qualify/runner.hpp"
 
 namespace sdc {

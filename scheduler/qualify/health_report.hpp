@@ -1,4 +1,4 @@
-// The GPUs' own health (host/nvml_health.hpp) around a level, as `sdcprobe health` prints it, as the
+// The GPUs' own health (host/nvml/nvml_health.hpp) around a level, as `sdcprobe health` prints it, as the
 // "health" field of a JSON report, and as a level's verdict names it.
 #pragma once
 
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "host/device.hpp"
-#include "host/nvml_health.hpp"
+#include "host/nvml/nvml_health.hpp"
 
 namespace sdc {
 
-// The health of the CUDA devices among `devices` (host/nvml_health.hpp), read before and after
+// The health of the CUDA devices among `devices` (host/nvml/nvml_health.hpp), read before and after
 // `probes` runs; not applicable without one (the CPU backend). `probes` runs exactly once.
 HealthReport level_health(const std::vector<DeviceIdentity>& devices, const std::function<void()>& probes);
 

@@ -10,7 +10,7 @@
 
 #include "host/device.hpp"
 #include "host/injection.hpp"
-#include "host/nvml_health.hpp"
+#include "host/nvml/nvml_health.hpp"
 #include "probes/probe.hpp"
 #include "scheduler/consensus/collective.hpp"
 #include "scheduler/consensus/consensus.hpp"

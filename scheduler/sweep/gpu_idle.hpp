@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "host/nvml_processes.hpp"
+#include "host/nvml/nvml_processes.hpp"
 
 namespace sdc {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "host/device.hpp"
-#include "host/nvml_health.hpp"
+#include "host/nvml/nvml_health.hpp"
 #include "scheduler/sweep/history.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 
@@ -22,7 +22,7 @@ std::string render_prometheus(const History& history, const std::vector<DeviceId
                               const std::vector<std::string>& probe_ids, const std::string& host,
                               const QuarantinePolicy& policy, double now);
 
-// The GPUs' own health (host/nvml_health.hpp), with NVML's labels (gpu is NVML's index, as
+// The GPUs' own health (host/nvml/nvml_health.hpp), with NVML's labels (gpu is NVML's index, as
 // dcgm-exporter's): per GPU and condition, whether it is a fault and whether it was judged at all
 // (0 when not supported, not tested or not readable), and each figure read; and whether the driver
 // answered. Empty when not applicable (no NVIDIA GPU).

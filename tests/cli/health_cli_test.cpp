@@ -1,4 +1,4 @@
-// `sdcprobe health` on the stand-in NVML (tests/scheduler/sweep/fake_nvml_health.cpp): every condition
+// `sdcprobe health` on the stand-in NVML (tests/host/nvml/fake_nvml_health.cpp): every condition
 // of the GPUs' own health through the real binary, each with its exit code, its JSON report field and
 // its Prometheus metric; NOT_SUPPORTED answers, a driver that fails and answers that cannot be.
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // A level tests a GPU only when NVML shows no other process on it and could show one, and never a
 // GPU in MIG mode: the rule on fixed process lists and on the stand-in NVML
-// (tests/scheduler/sweep/fake_nvml.cpp), and that CPU runs never consult NVML.
+// (tests/host/nvml/fake_nvml.cpp), and that CPU runs never consult NVML.
 #include "scheduler/qualify/busy_gpus.hpp"
 
 #include <gtest/gtest.h>

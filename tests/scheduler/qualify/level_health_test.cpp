@@ -1,5 +1,5 @@
 // A level reads the tested GPUs' own health before and after its probes, on the stand-in NVML
-// (tests/scheduler/sweep/fake_nvml_health.cpp): a fault fails the level even when every probe
+// (tests/host/nvml/fake_nvml_health.cpp): a fault fails the level even when every probe
 // passed, an unreadable driver is could-not-test, and the CPU backend is not applicable. A sweep
 // pass does the same and writes the health metrics.
 #include <dlfcn.h>

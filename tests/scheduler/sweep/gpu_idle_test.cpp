@@ -1,5 +1,5 @@
 // The sweep's GPU idle check: the rule on fake process lists, NVML's loader on a stand-in library
-// with NVML's ABI (tests/scheduler/sweep/fake_nvml.cpp), and `sdcprobe idle`'s exit codes.
+// with NVML's ABI (tests/host/nvml/fake_nvml.cpp), and `sdcprobe idle`'s exit codes.
 #include "scheduler/sweep/gpu_idle.hpp"
 
 #include <gtest/gtest.h>

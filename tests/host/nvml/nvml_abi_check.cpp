@@ -1,4 +1,4 @@
-// sdcprobe's own NVML declarations (host/nvml_abi.hpp, and the clock event reason bits of
+// sdcprobe's own NVML declarations (host/nvml/nvml_abi.hpp, and the clock event reason bits of
 // host/burn_conditions.hpp) held against NVIDIA's nvml.h: the size and offsets of each record it
 // reads, the value of each constant, each entry point's symbol and signature. Built only where
 // nvml.h is found (tests/CMakeLists.txt); a mismatch fails the build.
@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "host/burn_conditions.hpp"
-#include "host/nvml_abi.hpp"
+#include "host/nvml/nvml_abi.hpp"
 
 namespace sdc {
 namespace {

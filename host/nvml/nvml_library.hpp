@@ -1,4 +1,4 @@
-// NVML loaded at run time (dlopen), like the driver: the library, its entry points (host/nvml_abi.hpp),
+// NVML loaded at run time (dlopen), like the driver: the library, its entry points (host/nvml/nvml_abi.hpp),
 // its initialisation and its wording of a status. What each reader asks of it is that reader's.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "host/error.hpp"
-#include "host/nvml_abi.hpp"
+#include "host/nvml/nvml_abi.hpp"
 
 namespace sdc {
 

@@ -1,12 +1,12 @@
-#include "host/nvml_processes.hpp"
+#include "host/nvml/nvml_processes.hpp"
 
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
 #include "host/error.hpp"
-#include "host/nvml_abi.hpp"
-#include "host/nvml_library.hpp"
+#include "host/nvml/nvml_abi.hpp"
+#include "host/nvml/nvml_library.hpp"
 
 namespace sdc {
 namespace {

@@ -1,4 +1,4 @@
-#include "host/nvml_health.hpp"
+#include "host/nvml/nvml_health.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "host/error.hpp"
-#include "host/nvml_abi.hpp"
-#include "host/nvml_library.hpp"
+#include "host/nvml/nvml_abi.hpp"
+#include "host/nvml/nvml_library.hpp"
 #include "host/pci_inventory.hpp"
 
 namespace sdc {

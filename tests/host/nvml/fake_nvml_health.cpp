@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "host/nvml_abi.hpp"
-#include "tests/scheduler/sweep/fake_nvml.hpp"
+#include "host/nvml/nvml_abi.hpp"
+#include "tests/host/nvml/fake_nvml.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // NVML's C ABI as sdcprobe uses it. NVML is loaded at run time (dlopen), like the driver, so the
 // build needs no NVML header: these declarations stand in for nvml.h, and
-// tests/host/nvml_abi_check.cpp holds each of them against NVIDIA's nvml.h wherever one is found.
+// tests/host/nvml/nvml_abi_check.cpp holds each of them against NVIDIA's nvml.h wherever one is found.
 #pragma once
 
 namespace sdc {
@@ -44,7 +44,7 @@ constexpr unsigned long long kNvmlEventXidCritical = 0x8;  // nvmlEventTypeXidCr
 constexpr unsigned kNvmlTemperatureGpu = 0;                // NVML_TEMPERATURE_GPU
 constexpr unsigned kNvmlClockSm = 1;                       // NVML_CLOCK_SM
 // The clock event reason bits (nvmlClocksEventReason*) are host/burn_conditions.hpp's kClockEvent*,
-// which name them; tests/host/nvml_abi_check.cpp holds them against nvml.h too.
+// which name them; tests/host/nvml/nvml_abi_check.cpp holds them against nvml.h too.
 
 // The record of the unversioned (v1) process lists, nvmlProcessInfo_v1_t: the driver keeps those
 // entry points for existing programs.

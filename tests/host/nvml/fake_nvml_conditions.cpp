@@ -1,12 +1,12 @@
 // A stand-in for libnvidia-ml.so.1 with the NVML entry points a burn's conditions read
-// (host/nvml_conditions.cpp): one GPU, GPU-fake-conditions, at 71 C, SM clock 1755 of 1980 MHz,
+// (host/nvml/nvml_conditions.cpp): one GPU, GPU-fake-conditions, at 71 C, SM clock 1755 of 1980 MHz,
 // power usage not supported, an enforced power limit of 500 W against a default of 700 W, and the
 // clock event reasons sw_power_cap and hw_thermal_slowdown. Every other UUID is unknown.
 #include <cstring>
 #include <type_traits>
 
 #include "host/burn_conditions.hpp"
-#include "host/nvml_abi.hpp"
+#include "host/nvml/nvml_abi.hpp"
 
 using sdc::NvmlDevice;
 using sdc::NvmlReturn;

@@ -4,7 +4,7 @@
 // FAKE_NVML_MIG lists the GPUs in MIG mode ("GPU-a,GPU-c"; the others have MIG disabled; unset:
 // no GPU supports MIG); FAKE_NVML_INIT=fail makes nvmlInit_v2 fail. The health queries are in
 // fake_nvml_health.cpp.
-#include "tests/scheduler/sweep/fake_nvml.hpp"
+#include "tests/host/nvml/fake_nvml.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "host/nvml_abi.hpp"
+#include "host/nvml/nvml_abi.hpp"
 
 namespace fake_nvml {
 namespace {

@@ -1,4 +1,4 @@
-#include "host/nvml_library.hpp"
+#include "host/nvml/nvml_library.hpp"
 
 #include <cstring>
 

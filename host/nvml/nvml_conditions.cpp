@@ -1,11 +1,11 @@
-#include "host/nvml_conditions.hpp"
+#include "host/nvml/nvml_conditions.hpp"
 
 #include <cmath>
 #include <memory>
 #include <stdexcept>
 
-#include "host/nvml_abi.hpp"
-#include "host/nvml_library.hpp"
+#include "host/nvml/nvml_abi.hpp"
+#include "host/nvml/nvml_library.hpp"
 
 namespace sdc {
 namespace {

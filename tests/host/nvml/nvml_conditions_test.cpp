@@ -1,4 +1,4 @@
-// A burn's conditions read through NVML (host/nvml_conditions.cpp), against a stand-in library with
+// A burn's conditions read through NVML (host/nvml/nvml_conditions.cpp), against a stand-in library with
 // NVML's ABI: the fields sampled, a field the driver does not answer as NaN (never a made-up
 // number), and no sampler, with the reason, for a missing library or an unknown GPU.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "host/burn_conditions.hpp"
-#include "host/nvml_conditions.hpp"
+#include "host/nvml/nvml_conditions.hpp"
 
 namespace sdc {
 namespace {

@@ -1,5 +1,5 @@
 // A GPU's burn conditions (host/burn_conditions.hpp) read through NVML, loaded at run time (dlopen)
-// like the driver, as host/nvml_processes.cpp does.
+// like the driver, as host/nvml/nvml_processes.cpp does.
 #pragma once
 
 #include <string>
