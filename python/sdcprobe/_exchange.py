@@ -57,15 +57,18 @@ class Exchange:
         return [int(v) for v in t.tolist()]
 
     def gather(self, words, world=False):
-        """Every member's int64 words, in group order (all_gather_into_tensor, or all_gather where
-        the backend lacks it, e.g. gloo on older torch); world=True: every rank's, in rank order."""
+        """Every member's int64 words, in group order (NCCL: all_gather_into_tensor where torch has
+        it; else all_gather, which every backend has: gloo lacks the former on older torch);
+        world=True: every rank's, in rank order. The collective is chosen before it is issued, never
+        by retrying after an error: a failed collective (an NCCL error) raises, and a second,
+        different one would leave the ranks' sequences of collectives misaligned."""
         torch = self._torch
         n = self._dist.get_world_size() if world else len(self.ranks)
         mine = torch.tensor(words, dtype=torch.int64, device=self.device)
-        out = torch.empty(n * len(words), dtype=torch.int64, device=self.device)
-        try:
+        if self.cuda and hasattr(self._dist, "all_gather_into_tensor"):
+            out = torch.empty(n * len(words), dtype=torch.int64, device=self.device)
             self.collective(self._dist.all_gather_into_tensor, out, mine, world=world)
-        except (AttributeError, RuntimeError, NotImplementedError):
+        else:
             parts = [torch.empty_like(mine) for _ in range(n)]
             self.collective(self._dist.all_gather, parts, mine, world=world)
             out = torch.cat(parts)
