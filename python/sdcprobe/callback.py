@@ -3,7 +3,7 @@
 import importlib
 import sys
 
-from sdcprobe.inline import InlineProbe, SDCDetected, SDCStop
+from sdcprobe.inline import InlineProbe, SDCDetected, SDCProbeError, SDCStop
 
 
 def _lightning_callback():
@@ -29,6 +29,29 @@ def _current_stream():
     return None
 
 
+def before_every_save(trainer, hook):
+    """Calls hook(trainer) on every rank before each file trainer.save_checkpoint writes, weights-only saves
+    included: Lightning calls the callbacks' on_save_checkpoint only for full saves. The hook goes
+    around the strategy's save_checkpoint, which every rank calls for every save (its checkpoint I/O
+    runs on rank 0 alone, so it cannot hold a check that every rank takes part in). Hooks run in
+    the order they were added; a hook added twice runs once. An exception keeps the file from being
+    written. hook should be a bound method, which compares equal to itself."""
+    strategy = trainer.strategy
+    hooks = getattr(strategy, "_sdcprobe_before_save", None)
+    if hooks is None:
+        hooks = strategy._sdcprobe_before_save = []
+        save = strategy.save_checkpoint
+
+        def save_checkpoint(*args, **kwargs):
+            for h in list(hooks):
+                h(trainer)
+            return save(*args, **kwargs)
+
+        strategy.save_checkpoint = save_checkpoint
+    if hook not in hooks:
+        hooks.append(hook)
+
+
 # In a job of several ranks, the steps between two agreements on the inline probes' verdicts.
 JOB_AGREEMENT_EVERY = 10
 
@@ -37,13 +60,18 @@ class JobAgreement:
     """The inline probes' verdicts of a job's ranks, agreed over torch.distributed's world, so that
     every rank acts on a failure at the same step: each probe tests its own rank's device, and a rank
     that stopped alone would leave the others to fail, or wait, in their next collective. The ranks
-    agree on every JOB_AGREEMENT_EVERY-th global step (one 8-byte all-reduce), before each save and
+    agree on every JOB_AGREEMENT_EVERY-th global step (one 16-byte all-reduce), before each save and
     at the end of training; a failure waits for the next agreement. Off a job (no process group, or
-    a world of one) there is nothing to agree: a failure is acted on at once."""
+    a world of one) there is nothing to agree: a failure is acted on at once.
+
+    An error of a rank's probe (made on a device that does not exist, stepped on a stream of another
+    device) is agreed the same way: held in `error` until the next agreement, where every rank
+    raises it, so that no rank raises alone and leaves the others waiting in a collective."""
 
     def __init__(self, every=JOB_AGREEMENT_EVERY):
         self.every = every
         self.reported = False  # a failure has been acted on
+        self.error = None  # this rank's probe's first error, raised at the next agreement
         self._exchange = None
         self._looked = False  # for the process group, at the first agreement (it may come after us)
         self._agreed_step = None
@@ -64,14 +92,32 @@ class JobAgreement:
     def due(self, step):
         return self._world() is None or (step % self.every == 0 and step != self._agreed_step)
 
+    def attempt(self, call, *args, **kwargs):
+        """call(*args, **kwargs), an error of which is held in `error` for the next agreement."""
+        if self.error is None:
+            try:
+                return call(*args, **kwargs)
+            except Exception as e:  # raised on every rank at the next agreement
+                self.error = e
+        return None
+
     def failure(self, step, verdict):
         """The failing verdict the ranks agree on at `step` (the lowest failing rank's, with its
-        "rank"), else None. Every rank calls it at the same steps, step=None at the end of training."""
-        failed = verdict["verdict"] == "fail"
+        "rank"), else None; when no probe failed but one erred, SDCProbeError on every rank. Every
+        rank calls it at the same steps, step=None at the end of training. verdict is None where
+        this rank has no probe (its error is held)."""
+        failed = verdict is not None and verdict["verdict"] == "fail"
         if self._world() is None:
+            if not failed and self.error is not None:
+                raise self.error
             return dict(verdict, rank=0) if failed else None
         self._agreed_step = step
-        if not self._exchange.maximum([int(failed)], world=True)[0]:
+        any_failed, any_error = self._exchange.maximum([int(failed), int(self.error is not None)], world=True)
+        if not any_failed and any_error:
+            errors = self._exchange.gather_objects(None if self.error is None else str(self.error), world=True)
+            rank = next(r for r, e in enumerate(errors) if e is not None)
+            raise SDCProbeError("the inline probe of rank %d failed: %s" % (rank, errors[rank])) from self.error
+        if not any_failed:
             return None
         verdicts = self._exchange.gather_objects(verdict if failed else None, world=True)
         rank = next(r for r, v in enumerate(verdicts) if v is not None)
@@ -88,7 +134,7 @@ def _act(probe, verdict, failure, on_sdc, log):
     """Acts as `on_sdc` says ("raise", or a callable(verdict)) on the job's agreed `failure`. A rank
     whose own probe did not fail (its `verdict`) first logs the failing rank's sdc_detected, when
     `log`: each probe logged its own."""
-    if log and verdict["verdict"] != "fail":
+    if log and probe is not None and (verdict is None or verdict["verdict"] != "fail"):
         probe.log_event("sdc_detected", device=failure["device"], step=failure["last_step"],
                         last_good_step=failure["last_good_step"], suspect_rank=failure["rank"])
     if on_sdc == "raise":
@@ -98,10 +144,12 @@ def _act(probe, verdict, failure, on_sdc, log):
 
 def step_probe(probe, step, on_sdc, job, log=False):
     """probe.step(step) on the job's stream; when the job agrees (JobAgreement) that a probe failed,
-    the first time, acts as `on_sdc` says (_act)."""
-    # The stream goes to a CUDA probe only: the CPU backend reads a stream as a device id.
-    stream = _current_stream() if probe.backend == "cuda" else None
-    probe.step(step, stream)
+    the first time, acts as `on_sdc` says (_act). probe is None where it could not be made (its
+    error is held in job.error)."""
+    if probe is not None:
+        # The stream goes to a CUDA probe only: the CPU backend reads a stream as a device id.
+        stream = _current_stream() if probe.backend == "cuda" else None
+        job.attempt(probe.step, step, stream)
     if not job.reported and job.due(step):
         _agree(probe, step, on_sdc, job, log)
 
@@ -115,15 +163,21 @@ def before_save(probe, step, on_sdc, job, log=False):
 
 
 def final_probe(probe, on_sdc, job, log=False):
-    """At the end of training, on every rank: closes the probe (the one in flight finishes) and acts
-    on a failure that its final verdict, or another rank's, holds, unless one was acted on."""
-    probe.close()
-    if not job.reported:
-        _agree(probe, None, on_sdc, job, log)
+    """At the end of training, on every rank: waits for the probe in flight, acts on a failure that
+    its final verdict, or another rank's, holds, unless one was acted on, and closes the probe (after
+    acting, which logs on it)."""
+    try:
+        if probe is not None:
+            job.attempt(probe.finish)
+        if not job.reported:
+            _agree(probe, None, on_sdc, job, log)
+    finally:
+        if probe is not None:
+            probe.close()
 
 
 def _agree(probe, step, on_sdc, job, log):
-    verdict = probe.verdict
+    verdict = job.attempt(lambda: probe.verdict) if probe is not None else None
     failure = job.failure(step, verdict)
     if failure is not None:
         job.reported = True
@@ -133,33 +187,57 @@ def _agree(probe, step, on_sdc, job, log):
 class SDCCallback(_lightning_callback()):
     """Calls InlineProbe.step after every training batch.
 
+    The probe is made in setup(), once Lightning has set this rank's CUDA device and made the
+    process group: it tests the device torch.cuda.current_device() names then, on that device's
+    stream, with ranks = the world size. probe_options are InlineProbe's.
+
     on_sdc: "raise" raises SDCDetected; "stop" ends the fit, and the process, with SDCStop (exit
     status SDC_EXIT_STATUS, 75), after logging fault_detected with kind "SDCStop" in the probe's
     event_log (after its sdc_detected); or a callable(verdict), the failing rank's verdict with its
-    "rank". In a job of several ranks every rank acts at the same step (JobAgreement).
+    "rank". In a job of several ranks every rank acts at the same step (JobAgreement), and an error
+    of one rank's probe (made or stepped) is raised by every rank at the same step. Every save,
+    weights-only too, waits for the ranks' agreement (before_every_save).
     """
 
     def __init__(self, on_sdc="raise", **probe_options):
         if on_sdc not in ("raise", "stop") and not callable(on_sdc):
             raise ValueError("on_sdc must be 'raise', 'stop' or a callable")
-        self.probe = InlineProbe(**probe_options)
+        self.probe = None
+        self.probe_options = probe_options
         self.on_sdc = self._stop if on_sdc == "stop" else on_sdc
         self._logs = probe_options.get("event_log") is not None
         self._job = JobAgreement()
+        self._state = "new"  # "running" once setup() has made the probe, "ended" after fit
+
+    def setup(self, trainer=None, pl_module=None, stage=None):
+        """Makes the probe on this rank's device (an error of it is raised at the first agreement,
+        on every rank), and checks every save of `trainer` (before_every_save)."""
+        if self._state == "new":
+            self._state = "running"
+            self.probe = self._job.attempt(InlineProbe, **self.probe_options)
+        if hasattr(trainer, "strategy"):
+            before_every_save(trainer, self._before_save)
 
     def _stop(self, failure):
-        if self._logs:
+        if self._logs and self.probe is not None:
             self.probe.log_event("fault_detected", kind="SDCStop")
         raise SDCStop(stop_message(failure))
 
     def on_train_batch_end(self, trainer, pl_module=None, outputs=None, batch=None, batch_idx=None, *args):
+        if self._state == "new":
+            self.setup(trainer)  # for callers that skip setup()
         step_probe(self.probe, int(trainer.global_step), self.on_sdc, self._job, self._logs)
 
-    def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
-        before_save(self.probe, int(trainer.global_step), self.on_sdc, self._job, self._logs)
+    def _before_save(self, trainer):
+        if self._state == "running":
+            before_save(self.probe, int(trainer.global_step), self.on_sdc, self._job, self._logs)
 
     def on_train_end(self, trainer=None, pl_module=None):
-        final_probe(self.probe, self.on_sdc, self._job, self._logs)
+        if self._state == "running":
+            self._state = "ended"
+            final_probe(self.probe, self.on_sdc, self._job, self._logs)
 
     def on_exception(self, trainer=None, pl_module=None, exception=None):
-        self.probe.close()
+        self._state = "ended"
+        if self.probe is not None:
+            self.probe.close()

@@ -17,6 +17,7 @@ import contextlib
 import sys
 import time
 
+from sdcprobe.callback import before_every_save
 from sdcprobe.inline import INT64_MAX, SDCDetected, SDCProbeError, SDCStop, _int_in
 from sdcprobe.replica import (ReplicaCheck, _as_uint64, _local, _named, _signed, _torch, combine_digests,
                               decided, device_identity, tensor_digest_table)
@@ -478,10 +479,11 @@ class CanaryCallback(_lightning_callback_base()):
     optimizer step after which trainer.global_step is N, as GoodputCallback and ModelCheckpoint's
     every_n_train_steps count, so a save of step N is made from the state checked as step N.
 
-    A save (on_save_checkpoint, before Lightning writes the file) runs the canary on the state
-    being saved unless that step was just checked; after an alarm every save is refused (an
-    exception in on_save_checkpoint: the file is never written, so never committed). on_sdc="stop"
-    ends fit, and the process, with SDCStop: exit status SDC_EXIT_STATUS (75).
+    A save (before_save, on every rank before Lightning writes the file, weights-only saves too:
+    sdcprobe.callback.before_every_save) runs the canary on the state being saved unless that step
+    was just checked; after an alarm every save is refused (an exception in before_save: the file
+    is never written, so never committed). on_sdc="stop" ends fit, and the process, with SDCStop:
+    exit status SDC_EXIT_STATUS (75).
     """
 
     def __init__(self, loss_fn, batch=None, **options):
@@ -500,6 +502,7 @@ class CanaryCallback(_lightning_callback_base()):
             options["on_sdc"] = self._stop
         self.canary = CanaryCheck(pl_module, self.loss_fn, batch=self.batch, **options)
         self._restored = True
+        before_every_save(trainer, self.before_save)
 
     def _stop(self, verdict):
         raise SDCStop("the canary's gradients differ between replicas at step %d (last good step %d, %s): %s"
@@ -521,7 +524,7 @@ class CanaryCallback(_lightning_callback_base()):
         self._started = None
         self.canary.step(int(trainer.global_step), batch)
 
-    def on_save_checkpoint(self, trainer, pl_module, checkpoint):
+    def before_save(self, trainer):
         step = int(trainer.global_step)
         if self.canary is None or step < 1:
             return  # after fit, or nothing trained yet

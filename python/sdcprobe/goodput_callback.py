@@ -12,8 +12,8 @@ Then `sdcprobe goodput 'events.rank*.jsonl'` merges the recorder's and the probe
 import os
 import re
 
-from sdcprobe.callback import (JobAgreement, _lightning_callback, before_save, final_probe, step_probe,
-                               stop_message)
+from sdcprobe.callback import (JobAgreement, _lightning_callback, before_every_save, before_save, final_probe,
+                               step_probe, stop_message)
 from sdcprobe.goodput_log import GoodputLog
 from sdcprobe.inline import InlineProbe, SDCStop
 
@@ -32,26 +32,30 @@ class GoodputCallback(_lightning_callback()):
 
     log: a GoodputLog, or its path ("{rank}" becomes the rank). A path is opened in setup(), with the
         rank from trainer.global_rank, so under DDP every rank writes its own file.
-    probe: None, an InlineProbe, or a dict of InlineProbe options (made in setup(); its event log
-        defaults to the recorder's file name with ".inline" before the extension).
+    probe: None, or a dict of InlineProbe options. The probe is made in setup(), once Lightning has
+        set this rank's CUDA device and made the process group, so it tests this rank's device
+        with ranks = the world size (a probe made before would test device 0 on every rank); its
+        event log defaults to the recorder's file name with ".inline" before the extension.
     replica_check: None, an object with step(step, parameters) and before_commit(step, parameters)
         (sdcprobe.ReplicaCheck), or a dict of ReplicaCheck options, made in setup() once the process
         group exists, with this recorder as its event log.
     check_before_commit: with a replica check, check the parameters before each save is committed
-        (on_save_checkpoint); a mismatch raises there, so the save is never written or committed.
+        (before_save); a mismatch raises there, so the save is never written or committed.
     on_sdc: what a failing inline-probe verdict does: "raise" raises SDCDetected, "stop" ends fit
         and the process with SDCStop (exit status SDC_EXIT_STATUS, 75), or a callable(verdict). In a
         job of several ranks every rank acts on one rank's failure at the same step (the ranks agree
-        their verdicts every few steps: sdcprobe.callback.JobAgreement). A replica check made with
-        on_sdc="stop" ends them the same way.
+        their verdicts every few steps: sdcprobe.callback.JobAgreement), and every rank raises an
+        error of one rank's probe at the same step. A replica check made with on_sdc="stop" ends
+        them the same way.
 
     Step N is the optimizer step after which trainer.global_step is N (Lightning's
     every_n_train_steps counts the same way, so checks on multiples of N fall on the saved steps). It
     runs from the first batch that starts with global_step == N - 1 to the batch end at which
     global_step has moved on; gradient accumulation makes one step of several batches. A save
-    (on_save_checkpoint, called before Lightning writes the file) is labelled with global_step and
-    counted until the next hook, then committed: Lightning saves synchronously. Validation and the
-    sanity check are evals; an exception is a fault. After fit, the hooks do nothing.
+    (before_save, called on every rank before Lightning writes the file, weights-only saves too:
+    sdcprobe.callback.before_every_save) is labelled with global_step and counted until the next
+    hook, then committed: Lightning saves synchronously. Validation and the sanity check are evals;
+    an exception is a fault. After fit, the hooks do nothing.
 
     The recorder is `self.recorder` (Lightning assigns `callback.log`, so that name is not used).
     """
@@ -62,8 +66,11 @@ class GoodputCallback(_lightning_callback()):
             raise ValueError("on_sdc must be 'raise', 'stop' or a callable")
         if not isinstance(log, (GoodputLog, str, os.PathLike)):
             raise TypeError("log must be a GoodputLog or a path, got %r" % (log,))
-        if probe is not None and not isinstance(probe, (dict, InlineProbe)):
-            raise TypeError("probe must be None, an InlineProbe or a dict of its options")
+        if isinstance(probe, InlineProbe):
+            raise TypeError("probe must be a dict of InlineProbe options, not an InlineProbe: the probe is made in "
+                            "setup(), on the rank's own device")
+        if probe is not None and not isinstance(probe, dict):
+            raise TypeError("probe must be None or a dict of InlineProbe options")
         if replica_check is not None and not isinstance(replica_check, dict) and \
                 not callable(getattr(replica_check, "step", None)):
             raise TypeError("replica_check must be a dict of ReplicaCheck options or have a step(step, parameters)"
@@ -78,7 +85,7 @@ class GoodputCallback(_lightning_callback()):
         self.check_before_commit = check_before_commit
         self._finished = False  # fit is over: later hooks (validate, save_checkpoint) do nothing
         self._step = None  # (step number, its context) while a step runs
-        self._save = None  # (step number, its context) from on_save_checkpoint to the next hook
+        self._save = None  # (step number, its context) from before_save to the next hook
         self._eval = None
         self._job = JobAgreement()  # the ranks' agreement on the probe's verdicts
 
@@ -88,12 +95,11 @@ class GoodputCallback(_lightning_callback()):
         rank = int(getattr(trainer, "global_rank", 0))
         spec = self._log_spec
         self.recorder = spec if isinstance(spec, GoodputLog) else GoodputLog(spec, rank=rank)
-        if isinstance(self._probe_spec, dict):
+        if self._probe_spec is not None:
             options = dict(self._probe_spec)
             options.setdefault("event_log", _inline_log_path(self.recorder.path, self.recorder.rank))
-            self.probe = InlineProbe(**options)
-        else:
-            self.probe = self._probe_spec
+            # An error is raised at the first agreement, on every rank.
+            self.probe = self._job.attempt(InlineProbe, **options)
         if isinstance(self._replica_spec, dict):
             from sdcprobe.replica import ReplicaCheck
 
@@ -126,9 +132,12 @@ class GoodputCallback(_lightning_callback()):
     # -- Lightning hooks -----------------------------------------------------------------------
 
     def setup(self, trainer, pl_module=None, stage=None):
-        """Opens the log of this rank (trainer.global_rank) and writes process_start, once."""
+        """Opens the log of this rank (trainer.global_rank) and writes process_start, once; checks
+        every save of `trainer` (before_save)."""
         if self.recorder is None and not self._finished:
             self._open(trainer)
+        if hasattr(trainer, "strategy"):
+            before_every_save(trainer, self.before_save)
 
     def on_fit_start(self, trainer, pl_module=None):
         self.setup(trainer, pl_module, "fit")  # for callers that skip setup()
@@ -169,7 +178,7 @@ class GoodputCallback(_lightning_callback()):
         if self.replica_check is not None:
             self.replica_check.step(step, pl_module.parameters())
             self._stop_if_asked()
-        if self.probe is not None:
+        if self._probe_spec is not None:
             step_probe(self.probe, step, self._probe_on_sdc(), self._job, log=True)
 
     def _stop_if_asked(self):
@@ -188,14 +197,15 @@ class GoodputCallback(_lightning_callback()):
     def _stop_for_probe(failure):
         raise SDCStop(stop_message(failure))
 
-
-    def on_save_checkpoint(self, trainer, pl_module=None, checkpoint=None):
-        """Called on every rank before Lightning writes the file: the replica check of the state
-        about to be saved (check before commit) and the ranks' agreement on the inline probe's
-        verdicts (either raises on a failure, so the file is not written), then the blocking save,
-        committed at the next hook."""
+    def before_save(self, trainer, pl_module=None):
+        """Called on every rank before Lightning writes a file (before_every_save, from setup()):
+        the replica check of the state about to be saved (check before commit) and the ranks'
+        agreement on the inline probe's verdicts (either raises on a failure, so the file is not
+        written), then the blocking save, committed at the next hook. pl_module defaults to
+        trainer.lightning_module."""
         if not self._live():
             return
+        pl_module = pl_module if pl_module is not None else trainer.lightning_module
         self._finish_save()
         step = int(trainer.global_step)
         if step < 1:
@@ -204,7 +214,7 @@ class GoodputCallback(_lightning_callback()):
         if self.check_before_commit and before_commit is not None:
             before_commit(step, pl_module.parameters())
             self._stop_if_asked()
-        if self.probe is not None:
+        if self._probe_spec is not None:
             before_save(self.probe, step, self._probe_on_sdc(), self._job, log=True)
         span = self.recorder.checkpoint(step)
         span.__enter__()
@@ -228,7 +238,7 @@ class GoodputCallback(_lightning_callback()):
         if not self._live():
             return
         self._finish_save()
-        if self.probe is not None:
+        if self._probe_spec is not None:
             final_probe(self.probe, self._probe_on_sdc(), self._job, log=True)
         self.recorder.job_end()
         self._close()

@@ -179,6 +179,13 @@ class InlineProbe:
                 return dict(self._final)
             return self._poll()
 
+    def finish(self):
+        """Waits for a step() in progress and a probe in flight, and collects its verdict; the probe
+        stays open (log_event, step)."""
+        with self._lock:
+            self._require_open()
+            _check(_lib.sdc_inline_finish(self._handle))
+
     def close(self):
         """Waits for a step() in progress and a probe in flight, records the final verdict and frees
         the device buffers. Later calls do nothing."""

@@ -429,7 +429,7 @@ def fit(cb, trainer, clock, batches, accumulate=1, save_every=None, validate_at=
                 trainer.global_step += 1
             cb.on_train_batch_end(trainer, module, None, None, batch)
             if save_every and (batch + 1) % save_every == 0:
-                cb.on_save_checkpoint(trainer, module, {})
+                cb.before_save(trainer, module)
                 clock.s += 2  # Lightning writes the file after the hook
             if batch == validate_at:
                 cb.on_validation_start(trainer, module)
@@ -499,6 +499,14 @@ class CallbackTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             GoodputCallback(log, probe=5)
         log.close()
+
+    def test_a_probe_made_before_setup_is_refused(self):
+        # Made before Lightning sets the rank's device, it would test device 0 on every rank.
+        if not os.environ.get("SDCPROBE_LIBRARY"):
+            self.skipTest("SDCPROBE_LIBRARY not set (ctest sets it)")
+        with InlineProbe(backend="cpu", probes="alu.int64") as probe:
+            with self.assertRaisesRegex(TypeError, "dict of InlineProbe options, not an InlineProbe"):
+                GoodputCallback(self.path, probe=probe)
 
     def test_inline_probe_failure_stops_and_merges(self):
         if not os.environ.get("SDCPROBE_LIBRARY"):

@@ -11,6 +11,8 @@ optimizer step after global step 12, between the saves of steps 10 and 15.
   its event log says why.
 - The restart from the newest commit checks the restored state before its first optimizer step,
   then on multiples of 5, and ends bit-identical to the clean run.
+- The faulty run with weights-only saves (which Lightning makes without calling the callbacks'
+  on_save_checkpoint) is caught and refused the same way.
 
     python lightning_canary_test.py                      the tests (ctest sets SDCPROBE_LIBRARY)
     python lightning_canary_test.py --fit MODE DIR [CKPT]  one training run in DIR (the tests start it
@@ -48,7 +50,7 @@ def fit(mode, out, ckpt=None):
             super().__init__()
             torch.manual_seed(0)  # the same initial weights on every replica
             self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
-            if mode == "fault" and int(os.environ.get("LOCAL_RANK", "0")) == FAULTY_RANK:
+            if mode.startswith("fault") and int(os.environ.get("LOCAL_RANK", "0")) == FAULTY_RANK:
                 self.net[0].register_forward_hook(self.faulty_product)
 
         def faulty_product(self, module, inputs, output):
@@ -84,12 +86,13 @@ def fit(mode, out, ckpt=None):
     canary_batch = (torch.randn(8, 16, generator=torch.Generator().manual_seed(7)),)
     # The faulty run's cadence never comes due after the first check: only the check before each
     # save can keep a tainted one from being committed.
-    every = 1000 if mode == "fault" else SAVE_EVERY
+    every = 1000 if mode.startswith("fault") else SAVE_EVERY
     callbacks = [KeepState(), GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl")),
                  CanaryCallback(canary_loss, batch=canary_batch, every=every, on_sdc="stop",
                                 event_log=os.path.join(out, "canary.rank{rank}.jsonl")),
                  pl.callbacks.ModelCheckpoint(dirpath=os.path.join(out, "ckpt"), filename="{step}",
-                                              every_n_train_steps=SAVE_EVERY, save_top_k=-1)]
+                                              every_n_train_steps=SAVE_EVERY, save_top_k=-1,
+                                              save_weights_only=mode == "fault_weights")]
     # DDP lays a bucket out in the parameters' order at its first iteration and, from torch 2 on,
     # rebuilds it after that iteration in the order the gradients came; gloo's ring sums each third
     # of a bucket in another rank order, so the first step after a restart would round some sums
@@ -132,7 +135,7 @@ class CanaryLightningTest(unittest.TestCase):
         cls.base = tempfile.mkdtemp(prefix="lightning-canary-")
         cls.work = os.path.join(cls.base, "work")
         cls.runs = {}
-        for mode in ("clean", "fault", "resume"):
+        for mode in ("clean", "fault", "resume", "fault_weights"):
             ckpt = None
             if mode == "resume":
                 commits = [e["step"] for e in read_events(os.path.join(cls.base, "fault", "events.rank0.jsonl"))
@@ -196,6 +199,17 @@ class CanaryLightningTest(unittest.TestCase):
         events = self.events("fault", "events")
         self.assertEqual((events[-1]["event"], events[-1]["kind"]), ("fault_detected", "SDCStop"))
         self.assertNotIn("job_end", [e["event"] for e in events])
+
+    def test_weights_only_saves_are_checked_and_refused_too(self):
+        from sdcprobe import SDC_EXIT_STATUS
+
+        self.assert_exit("fault_weights", SDC_EXIT_STATUS)
+        self.assertEqual(self.checked("fault_weights"), [0, 5, 10, 15])
+        self.assertEqual(self.commits("fault_weights"), [5, 10])
+        self.assertEqual(sorted(os.listdir(os.path.join(self.base, "fault_weights", "ckpt"))),
+                         ["step=10.ckpt", "step=5.ckpt"])
+        sdc = [e for e in self.events("fault_weights", "canary") if e["event"] == "sdc_detected"]
+        self.assertEqual([(e["step"], e["suspect_rank"]) for e in sdc], [(15, FAULTY_RANK)])
 
     def test_restart_from_the_newest_commit_is_bit_identical(self):
         self.assert_exit("resume", 0)

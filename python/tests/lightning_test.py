@@ -1,7 +1,10 @@
-"""GoodputCallback under Lightning's real Trainer: pytorch-lightning 1.9 over Debian's torch, in the
-venv that tests/python/lightning_venv.sh makes. One process (also one that raises in a step), and
-strategy="ddp" on 2 CPU processes with a replica check bound to the checkpoints; each run's breakdown
-is checked against a count from its raw events, and the ranks' files must merge.
+"""GoodputCallback and SDCCallback under Lightning's real Trainer: pytorch-lightning 1.9 over Debian's
+torch, in the venv that tests/python/lightning_venv.sh makes (and 2.6 over torch 2.15). One process
+(also one that raises in a step), and strategy="ddp" on 2 CPU processes with a replica check bound to
+weights-only checkpoints; each run's breakdown is checked against a count from its raw events, and
+the ranks' files must merge. Jobs of 3 ranks whose inline probe fails on one rank stop together, and
+no save (weights-only or full) is written after the failure; a job of 2 ranks on a torch.cuda
+stand-in makes each rank's probe on the rank's device.
 
     python lightning_test.py                     the tests (ctest sets SDCPROBE_BINARY, SDCPROBE_LIBRARY)
     python lightning_test.py --fit MODE DIR      one training run (the tests start it in a process of
@@ -27,6 +30,27 @@ CRASH_AFTER = 14  # the "crash" run raises in the step after this one
 JOB_RANKS = 3  # the job_sdc runs: rank SDC_RANK's probe fails from its SDC_AFTER-th probe on
 SDC_RANK = 1
 SDC_AFTER = 3
+# The job_sdc runs' saves: job_sdc_stop's weights-only, every 5 steps (between the agreement steps),
+# job_sdc_raise's full, every 10.
+JOB_SAVES = {"job_sdc_stop": (5, True), "job_sdc_raise": (10, False)}
+
+
+def cuda_stand_in(torch):
+    """torch.cuda as on a node of two GPUs: the current device is 0 until the process group exists,
+    then the rank's own. Lightning sets it (in setup_device) just after making the group, on CUDA;
+    on the CPU nothing does. The CPU backend names device d's stream d + 1."""
+    rank = int(os.environ.get("LOCAL_RANK", "0"))
+
+    class Stream:
+        def __init__(self, device):
+            self.cuda_stream = device + 1
+
+    def current_device():
+        return rank if torch.distributed.is_initialized() else 0
+
+    torch.cuda.is_available = lambda: True
+    torch.cuda.current_device = current_device
+    torch.cuda.current_stream = lambda device=None: Stream(current_device() if device is None else device)
 
 
 def fit(mode, out):
@@ -70,6 +94,15 @@ def fit(mode, out):
                                                     event_log=os.path.join(out, "inline.jsonl"))])
         trainer.fit(Model(), loader(800 * STEPS, 1))
         return
+    if mode == "devices":
+        # SDCCallback on 2 ranks of a stand-in node of two GPUs: rank 1's probe is made on device
+        # 1, which the CPU backend lacks, so every rank raises that error at the first agreement.
+        cuda_stand_in(torch)
+        trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", devices=2, strategy="ddp", logger=False,
+                             enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                             default_root_dir=out, callbacks=[SDCCallback(every="auto", probes="alu.int64")])
+        trainer.fit(Model(), loader(8 * STEPS, 1))
+        return
     if mode.startswith("job_sdc_"):
         # Three ranks, the inline probe failing on rank SDC_RANK alone from its SDC_AFTER-th probe:
         # every rank acts on the job's agreement (on_sdc "stop" or "raise", from the mode).
@@ -79,12 +112,12 @@ def fit(mode, out):
             probe["inject"] = "model=bitflip,mode=permanent,after=%d" % SDC_AFTER
         callback = GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl"), probe=probe,
                                    on_sdc=mode[len("job_sdc_"):])
+        every, weights_only = JOB_SAVES[mode]
+        saves = pl.callbacks.ModelCheckpoint(dirpath=os.path.join(out, "ckpt"), filename="{step}", save_top_k=-1,
+                                             every_n_train_steps=every, save_weights_only=weights_only)
         trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", devices=JOB_RANKS, strategy="ddp", logger=False,
                              enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                             default_root_dir=out,
-                             callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=os.path.join(out, "ckpt"),
-                                                                               every_n_train_steps=SAVE_EVERY,
-                                                                               save_top_k=-1)])
+                             default_root_dir=out, callbacks=[callback, saves])
         trainer.fit(Model(), loader(8 * STEPS, 1 + rank))
         return
     ddp = mode == "ddp"
@@ -98,7 +131,7 @@ def fit(mode, out):
                          default_root_dir=out,
                          callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=os.path.join(out, "ckpt"),
                                                                            every_n_train_steps=SAVE_EVERY,
-                                                                           save_top_k=-1)])
+                                                                           save_top_k=-1, save_weights_only=ddp)])
     model = Model()
     if mode == "crash":
         try:
@@ -234,11 +267,12 @@ class LightningTest(unittest.TestCase):
         self.assertEqual([e["kind"] for e in events if e["event"] == "fault_detected"], ["SDCStop"])
         self.assertIn("sdc_detected", kinds[:kinds.index("fault_detected")])
 
-    def assert_job_stopped(self, out, kind):
+    def assert_job_stopped(self, out, kind, save_every):
         """Every rank of a job_sdc run ended at the same step, the job's agreement step after rank
         SDC_RANK's probe failed, with the fault `kind`; rank SDC_RANK's probe log has its probe's
-        sdc_detected, each other rank's one naming SDC_RANK (suspect_rank); no save at or after the
-        stop; `sdcprobe goodput` over the files counts one incident, attributed to SDC."""
+        sdc_detected, each other rank's one naming SDC_RANK (suspect_rank); every save before the
+        stop (every `save_every` steps) is written and committed, none at or after it; `sdcprobe
+        goodput` over the files counts one incident, attributed to SDC."""
         import lightning_harness  # noqa: F401  (sdcprobe imports Lightning)
         from sdcprobe.callback import JOB_AGREEMENT_EVERY
 
@@ -262,15 +296,20 @@ class LightningTest(unittest.TestCase):
                                  (SDC_RANK, failing[0]["device"], failing[0]["last_good_step"]))
         self.assertEqual(len(ended), 1, ended)
         stop = ended.pop()
-        # An agreement step (a save's too, and the end: all multiples of 10 here) after the failing
-        # probe's step; its verdict comes a step or more later, as the machine's load has it
-        # (job_agreement_test checks that the next agreement acts).
-        self.assertEqual(stop % JOB_AGREEMENT_EVERY, 0)
+        # An agreement step (a save's, every 10th step, or the end: all multiples of save_every
+        # here) after the failing probe's step; its verdict comes a step or more later, as the
+        # machine's load has it (job_agreement_test checks that the next agreement acts).
+        self.assertEqual(JOB_AGREEMENT_EVERY % save_every, 0)
+        self.assertEqual(stop % save_every, 0)
         self.assertGreaterEqual(stop, found)
+        saved = list(range(save_every, stop, save_every))
+        ckpt = os.path.join(out, "ckpt")
+        self.assertEqual(sorted(os.listdir(ckpt)) if os.path.isdir(ckpt) else [],
+                         sorted("step=%d.ckpt" % step for step in saved))
         for rank in range(JOB_RANKS):
             commits = [e["step"] for e in read_events(os.path.join(out, "events.rank%d.jsonl" % rank))
                        if e["event"] == "ckpt_commit"]
-            self.assertTrue(all(step < stop for step in commits), (rank, commits, stop))
+            self.assertEqual(commits, saved, "rank %d" % rank)
         report = self.goodput(os.path.join(out, "events.rank*.jsonl"))
         self.assertEqual(report["measured"]["incidents"], 1)
         for category in ("detection_teardown", "rework"):
@@ -283,15 +322,27 @@ class LightningTest(unittest.TestCase):
 
         out = self.run_fit("job_sdc_stop", SDC_EXIT_STATUS)
         self.assertIn("the inline probe failed on rank %d" % SDC_RANK, self.stderr)
-        self.assert_job_stopped(out, "SDCStop")
+        self.assert_job_stopped(out, "SDCStop", JOB_SAVES["job_sdc_stop"][0])
 
     def test_inline_sdc_on_one_rank_raises_on_every_rank_at_one_step(self):
         out = self.run_fit("job_sdc_raise", 1)
         self.assertIn("SDCDetected: silent data corruption: the inline probe failed on rank %d" % SDC_RANK,
                       self.stderr)
-        self.assert_job_stopped(out, "SDCDetected")
+        self.assert_job_stopped(out, "SDCDetected", JOB_SAVES["job_sdc_raise"][0])
+
+    def test_sdc_callback_probes_the_device_of_its_rank(self):
+        # The device and the world size are taken when Lightning sets them up, not when the
+        # callback is made: rank 0's probe is sized to 2 ranks, rank 1's is made on device 1. The
+        # CPU backend has no device 1: every rank raises that error at the first agreement
+        # (step 10), rather than rank 1 alone.
+        self.run_fit("devices", 1)
+        self.assertIn("on 2 ranks", self.stderr)
+        self.assertNotIn("on 1 ranks", self.stderr)
+        self.assertEqual(self.stderr.count("SDCProbeError: the inline probe of rank 1 failed: CPU device 1 does not "
+                                           "exist"), 2, self.stderr[-4000:])
 
     def test_ddp_on_two_processes(self):
+        # Its saves are weights-only: each is checked before commit and counted all the same.
         out = self.run_fit("ddp")
         rank0, alone = self.check_rank(out, 0)
         rank1, _ = self.check_rank(out, 1)
