@@ -532,7 +532,8 @@ step_coverage() {
 # rms of C) and the check's time against the GEMM's, both timed by CUDA events on the stream; the
 # report prints them one line per type, and per type the checked rate against the bare GEMM's for a
 # new input set and for repeats (BM_GemmCheckAtSpeed). Then a short gemm.burn.bf16: its checked
-# TFLOP/s and the temperature, clocks and power it ran at.
+# TFLOP/s, whether it reached load (reached_load) and the clock and power maxima under load it was
+# judged by (summary.json's "burn"), and the temperature it ran at.
 step_bench() {
   local b rc
   for b in gpu_bench gpu_gemm_bench; do

@@ -171,25 +171,44 @@ def speed_lines(gemm):
             for g in gemm if "checked_over_bare_repeat" in g]
 
 
-def burn_lines(logs):
-    """gemm.burn.*'s figures from the kit's short burn (burn.json): rates, conditions, wrong results."""
+def burns(logs):
+    """The kit's short burn (burn.json): each gemm.burn.* result's params."""
     report = load_json(os.path.join(logs, "burn.json")) or {}
+    return [r for r in report.get("results", [])
+            if r.get("probe", "").startswith("gemm.burn.") and "gemms" in (r.get("params") or {})]
+
+
+def burn_load(logs):
+    """Per burn, whether it reached load and the maxima it was judged by (of the samples under load only)."""
+    keys = ("reached_load", "samples_under_load", "max_power_fraction", "max_sm_clock_fraction", "max_temperature_c",
+            "load_note")
+    return [dict({"probe": r["probe"]}, **{k: r["params"].get(k) for k in keys}) for r in burns(logs)]
+
+
+def fraction(x):
+    return "unread" if x is None else "%.2f" % x
+
+
+def burn_lines(logs):
+    """gemm.burn.*'s figures from the kit's short burn: rates, whether it reached load, conditions under
+    load, wrong results."""
     lines = []
-    for r in report.get("results", []):
-        p = r.get("params") or {}
-        if not r.get("probe", "").startswith("gemm.burn.") or "gemms" not in p:
-            continue
+    for r in burns(logs):
+        p = r["params"]
         line = "%s %s: %d GEMMs in %.0f s, checked %.1f TF/s of bare %.1f (sustained %.1f, pulsed %.1f)" % (
             r["probe"], r.get("outcome"), p["gemms"], p["elapsed_s"], p["checked_tflops"], p["bare_tflops"],
             p["sustained"]["checked_tflops"], p["pulsed"]["checked_tflops"])
         if p.get("conditions") == "sampled":
+            loaded = [s for s in p["samples"] if s.get("under_load")]
             temps = [s["temperature_c"] for s in p["samples"] if s.get("temperature_c") is not None]
-            power = [s["power_w"] for s in p["samples"] if s.get("power_w") is not None]
-            clocks = [s["sm_clock_mhz"] for s in p["samples"] if s.get("sm_clock_mhz") is not None]
-            line += "; %.0f-%.0f C, SM %.0f-%.0f MHz, %.0f-%.0f W (max %.2f of the limit), reasons %s" % (
-                min(temps or [0]), max(temps or [0]), min(clocks or [0]), max(clocks or [0]), min(power or [0]),
-                max(power or [0]), p.get("max_power_fraction") or 0, ",".join(p.get("clock_event_reasons_seen", []))
-                or "none")
+            power = [s["power_w"] for s in loaded if s.get("power_w") is not None]
+            clocks = [s["sm_clock_mhz"] for s in loaded if s.get("sm_clock_mhz") is not None]
+            line += ("; reached_load %s; under load (%d samples) SM %.0f-%.0f MHz (max %s of its maximum), "
+                     "%.0f-%.0f W (max %s of the limit); %.0f-%.0f C; reasons %s") % (
+                {True: "yes", False: "NO", None: "unknown"}[p.get("reached_load")], len(loaded), min(clocks or [0]),
+                max(clocks or [0]), fraction(p.get("max_sm_clock_fraction")), min(power or [0]), max(power or [0]),
+                fraction(p.get("max_power_fraction")), min(temps or [0]), max(temps or [0]),
+                ",".join(p.get("clock_event_reasons_seen", [])) or "none")
         else:
             line += "; conditions %s" % p.get("conditions")
         lines.append(line)
@@ -245,6 +264,7 @@ def summary(work, out, exit_code, seconds):
         "benchmark_errors": bench_errors,
         "inline": inline,
         "goodput_sdc_lost_s": goodput["sdc_lost_ns"] / 1e9 if goodput and "sdc_lost_ns" in goodput else None,
+        "burn": burn_load(logs),
     }
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(result, f, indent=2)

@@ -7,18 +7,18 @@
 // steps move a GPU's minimum safe voltage. Once a second the device's temperature, SM clock, power
 // against its limit and clock-event reasons are sampled (NVML; a backend without them says so);
 // a wrong result names the second, the phase, the temperature and the clock it happened at. A burn
-// that reached neither the power limit nor the GPU's maximum SM clock says so: a throttled or
-// capped GPU, not the same test.
+// that reached neither the power limit nor the GPU's maximum SM clock under load says so: a
+// throttled or capped GPU, not the same test (host/burn_load.hpp judges it).
 // Targets: faults that appear under sustained heat and power or at load steps (SDC rates grow with
 // temperature above a device's own threshold), intermittently.
 // Cannot see: errors below tau; faults that need a hotter or longer run than the level gives.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <optional>
 #include <thread>
 
+#include "host/burn_load.hpp"
 #include "host/gemm_confirm.hpp"
 #include "probes/builtin.hpp"
 #include "probes/gemm_probe.hpp"
@@ -31,10 +31,6 @@ constexpr double kStandardBurn_s = 60;
 constexpr double kLongBurn_s = 300;
 constexpr double kPulsedShare = 1.0 / 3;  // of the time, at the end
 constexpr double kPulsePeriod_s = 1.0;    // load for the first half, idle for the second
-// Reached: DCGM's targeted power test asks for 75% of its target; an unthrottled GPU runs near its
-// maximum SM clock.
-constexpr double kPowerReached = 0.75;
-constexpr double kClockReached = 0.9;
 constexpr size_t kMaxWrongResults = 16;
 
 double burn_seconds(const ProbeContext& ctx) {
@@ -116,10 +112,9 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
   nlohmann::json samples = nlohmann::json::array();
   std::optional<BurnConditions> last;  // the latest sample
   int64_t sampled_second = -1;
-  double max_temperature = NAN, max_power_fraction = NAN, max_clock_fraction = NAN;
-  double power_limit = NAN, default_limit = NAN, max_clock = NAN;
-  uint64_t reasons_seen = 0;
-  auto take_sample = [&](const char* phase) {
+  BurnLoad load;
+  // under_load: right after a GEMM; the sample before the first and those in a pulse's idle half are not.
+  auto take_sample = [&](const char* phase, bool under_load) {
     if (!source.sample) return;
     const int64_t second = static_cast<int64_t>(elapsed());
     last = source.sample();
@@ -127,21 +122,15 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
     nlohmann::json s = conditions_json(*last);
     s["second"] = second;
     s["phase"] = phase;
+    s["under_load"] = under_load;
     samples.push_back(std::move(s));
-    const BurnConditions& c = *last;
-    max_temperature = std::fmax(max_temperature, c.temperature_c);  // fmax ignores NaN
-    if (c.power_limit_w > 0) max_power_fraction = std::fmax(max_power_fraction, c.power_w / c.power_limit_w);
-    if (c.max_sm_clock_mhz > 0) max_clock_fraction = std::fmax(max_clock_fraction, c.sm_clock_mhz / c.max_sm_clock_mhz);
-    power_limit = std::isnan(power_limit) ? c.power_limit_w : std::fmin(power_limit, c.power_limit_w);
-    default_limit = c.default_power_limit_w;
-    max_clock = c.max_sm_clock_mhz;
-    if (c.clock_event_reasons) reasons_seen |= *c.clock_event_reasons;
+    add_burn_sample(load, *last, under_load);
   };
-  auto sample_if_due = [&](const char* phase) {
-    if (static_cast<int64_t>(elapsed()) > sampled_second) take_sample(phase);
+  auto sample_if_due = [&](const char* phase, bool under_load) {
+    if (static_cast<int64_t>(elapsed()) > sampled_second) take_sample(phase, under_load);
   };
 
-  take_sample("start");
+  take_sample("start", false);
   GemmRun total;
   std::vector<uint64_t> seen;
   Phase sustained, pulsed;
@@ -157,7 +146,7 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
       const double period_end = t - std::fmod(t - sustained_s, kPulsePeriod_s) + kPulsePeriod_s;
       const double wake = std::min({period_end, duration, std::floor(t) + 1});
       std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, wake - t)));
-      sample_if_due("pulsed");
+      sample_if_due("pulsed", false);
       continue;
     }
     const char* phase = in_pulse ? "pulsed" : "sustained";
@@ -177,7 +166,7 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
     gemm_merge_repeat(total, gemm_verdict_of(run), static_cast<uint32_t>(std::min<uint64_t>(gemms, UINT32_MAX)), seen);
     if (run.report.mismatches > 0) {
       // The conditions it happened at: sampled now.
-      take_sample(phase);
+      take_sample(phase, true);
       if (wrong.size() < kMaxWrongResults) {
         nlohmann::json w = {{"gemm", gemms},
                             {"second", sampled_second < 0 ? static_cast<int64_t>(elapsed()) : sampled_second},
@@ -189,7 +178,7 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
       }
     }
     ++gemms;
-    sample_if_due(phase);
+    sample_if_due(phase, true);
   }
 
   result.report = total.report;
@@ -228,36 +217,14 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
   } else {
     p["conditions"] = "sampled";
     p["samples"] = samples;
-    p["max_temperature_c"] = max_temperature;
-    p["max_power_fraction"] = max_power_fraction;
-    p["max_sm_clock_fraction"] = max_clock_fraction;
-    p["clock_event_reasons_seen"] = clock_event_reason_names(reasons_seen);
-    // Reached: the power limit (or near it) or the maximum clock. Without a power reading a low clock
-    // may still be a GPU at its limit: unknown, never "no".
-    const bool power = max_power_fraction >= kPowerReached, clock = max_clock_fraction >= kClockReached;
-    char power_text[64] = "unread", clock_text[64] = "unread";
-    if (!std::isnan(max_power_fraction))
-      std::snprintf(power_text, sizeof power_text, "at most %.0f%% of %.0f W", 100 * max_power_fraction, power_limit);
-    if (!std::isnan(max_clock_fraction))
-      std::snprintf(clock_text, sizeof clock_text, "at most %.0f%% of %.0f MHz", 100 * max_clock_fraction, max_clock);
-    std::string note;
-    if (power || clock) {
-      p["reached_load"] = true;
-    } else if (std::isnan(max_power_fraction)) {
-      p["reached_load"] = nullptr;
-      note =
-          std::string("power unread, SM clock ") + clock_text + ": whether the burn reached the power limit is unknown";
-    } else {
-      p["reached_load"] = false;
-      note = std::string("never reached the power limit (") + power_text + ") nor the maximum SM clock (" + clock_text +
-             "): a throttled or capped GPU, not the same test";
-    }
-    if (power_limit < default_limit) {
-      char text[128];
-      std::snprintf(text, sizeof text, "%spower limit capped at %.0f W of the board's default %.0f W",
-                    note.empty() ? "" : "; ", power_limit, default_limit);
-      note += text;
-    }
+    p["samples_under_load"] = load.samples_under_load;
+    p["max_temperature_c"] = load.max_temperature_c;
+    p["max_power_fraction"] = load.max_power_fraction;
+    p["max_sm_clock_fraction"] = load.max_clock_fraction;
+    p["clock_event_reasons_seen"] = clock_event_reason_names(load.reasons_seen);
+    const std::optional<bool> reached = reached_load(load);
+    p["reached_load"] = reached ? nlohmann::json(*reached) : nlohmann::json(nullptr);
+    const std::string note = load_note(load);
     if (!note.empty()) p["load_note"] = note;
   }
   result.params = std::move(p);

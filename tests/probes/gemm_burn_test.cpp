@@ -2,10 +2,12 @@
 // once per input set; a wrong element planted in the first, a middle or the last GEMM of a burn (and
 // of gemm.repeat) is caught and located, naming the GEMM, the second and the conditions; a clean
 // burn raises no alarm, reports its checked rate and says the CPU has no conditions to read; a burn
-// that never reached the power limit or the maximum clock says so.
+// that never reached the power limit or the maximum clock under load says so, however high they
+// were before the load.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "host/backend.hpp"
@@ -16,8 +18,7 @@
 namespace sdc {
 namespace {
 
-// A stand-in for NVML: fixed conditions.
-ConditionsSource fixed_conditions(double power_w, double clock_mhz) {
+BurnConditions conditions(double power_w, double clock_mhz) {
   BurnConditions c;
   c.temperature_c = 71;
   c.sm_clock_mhz = clock_mhz;
@@ -26,6 +27,12 @@ ConditionsSource fixed_conditions(double power_w, double clock_mhz) {
   c.power_limit_w = 700;
   c.default_power_limit_w = 700;
   c.clock_event_reasons = kClockEventSwPowerCap;
+  return c;
+}
+
+// A stand-in for NVML: fixed conditions.
+ConditionsSource fixed_conditions(double power_w, double clock_mhz) {
+  const BurnConditions c = conditions(power_w, clock_mhz);
   return {[c] { return c; }, ""};
 }
 
@@ -184,7 +191,7 @@ TEST(GemmBurn, SamplesEachSecondAndSaysWhenItNeverReachedTheLimitOrTheClock) {
   report.results.push_back(low);
   EXPECT_NE(results_table(report).find("note: never reached the power limit"), std::string::npos);
 
-  o.burn_s = 0.2;
+  o.burn_s = 1.2;  // a sample under load at second 1
   o.burn_conditions = fixed_conditions(690, 1500);
   const ProbeResult full = run_probe(*builtin_registry().find("gemm.burn.fp32"), *devices[0], o);
   EXPECT_TRUE(full.params["reached_load"].get<bool>());
@@ -196,6 +203,32 @@ TEST(GemmBurn, SamplesEachSecondAndSaysWhenItNeverReachedTheLimitOrTheClock) {
   EXPECT_TRUE(unread.params["reached_load"].is_null());
   EXPECT_NE(unread.params["load_note"].get<std::string>().find("unknown"), std::string::npos);
   EXPECT_NE(unread.params["samples"][0].dump().find("\"power_w\":null"), std::string::npos);  // in the report
+}
+
+TEST(GemmBurn, JudgesTheLoadFromTheSamplesUnderLoadOnly) {
+  // The GPU still boosts at the sample before the first GEMM; under load it runs at half its
+  // maximum clock and half its power limit: a throttled burn, whatever the first sample says.
+  auto devices = make_cpu_devices(1);
+  RunOptions o;
+  o.seed = 2;
+  o.compute_bytes = uint64_t{64} * 64 * 18;
+  o.burn_s = 1.2;  // the start, then second 1 in the pulse's load half (0.8-1.3 s)
+  auto calls = std::make_shared<int>(0);
+  o.burn_conditions =
+      ConditionsSource{[calls] { return (*calls)++ == 0 ? conditions(700, 1980) : conditions(350, 990); }, ""};
+  const ProbeResult r = run_probe(*builtin_registry().find("gemm.burn.fp32"), *devices[0], o);
+  ASSERT_EQ(r.outcome, Outcome::kPass) << r.reason;
+  EXPECT_FALSE(r.params.at("reached_load").get<bool>());
+  EXPECT_DOUBLE_EQ(r.params.at("max_power_fraction").get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(r.params.at("max_sm_clock_fraction").get<double>(), 0.5);
+  EXPECT_NE(r.params.at("load_note").get<std::string>().find("never reached the power limit (at most 50% of 700 W)"),
+            std::string::npos);
+  const auto& samples = r.params.at("samples");
+  ASSERT_GE(samples.size(), 2u);
+  EXPECT_EQ(samples[0].at("sm_clock_mhz").get<double>(), 1980);  // the boost is recorded, not judged
+  EXPECT_FALSE(samples[0].at("under_load").get<bool>());
+  EXPECT_TRUE(samples[1].at("under_load").get<bool>());
+  EXPECT_EQ(r.params.at("samples_under_load").get<uint64_t>(), 1u);
 }
 
 TEST(GemmBurn, StandardAndLongBurnOneTypePerDeviceQuickNone) {
