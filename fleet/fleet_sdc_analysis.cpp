@@ -218,22 +218,8 @@ std::pair<double, double> clopper_pearson_exact(uint64_t k, uint64_t n, double c
 }
 
 double poisson_upper_tail(uint64_t k, double mu) {
-  if (k == 0) return 1.0;
-  const auto term = [mu](uint64_t j) {
-    return std::exp(-mu + static_cast<double>(j) * std::log(mu) - std::lgamma(static_cast<double>(j) + 1));
-  };
-  if (static_cast<double>(k) > mu) {
-    double sum = 0;
-    for (uint64_t j = k;; ++j) {
-      const double t = term(j);
-      sum += t;
-      if (t < sum * 1e-17 || j > k + 100000) break;
-    }
-    return std::min(1.0, sum);
-  }
-  double below = 0;
-  for (uint64_t j = 0; j < k; ++j) below += term(j);
-  return std::clamp(1.0 - below, 0.0, 1.0);
+  // P(X >= k) is the regularized lower incomplete gamma P(k, mu) for k >= 1.
+  return k == 0 ? 1.0 : boost::math::gamma_p(static_cast<double>(k), mu);
 }
 
 std::vector<double> bh_q_values(const std::vector<double>& p) {

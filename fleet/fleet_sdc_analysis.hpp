@@ -1,8 +1,8 @@
 // Fleet SDC analysis over a FleetTally: the vote per (class, probe, parameters) across every node,
-// suspects, rates per model x driver x probe family with Clopper-Pearson 95% intervals, lemon
-// devices and nodes by a Poisson test at a Benjamini-Hochberg false-discovery rate, devices that
-// failed again after a release, where on the chip the faults lie, and a golden file from the fleet's
-// majority.
+// suspects, rates per model x driver x probe family (failures per device-hour with Garwood's 95%
+// interval, the share of devices failing with Clopper-Pearson's), lemon devices and nodes by a
+// Poisson test at a Benjamini-Hochberg false-discovery rate, devices that failed again after a
+// release, where on the chip the faults lie, and a golden file from the fleet's majority.
 #pragma once
 
 #include <cstdint>
@@ -114,7 +114,7 @@ GoldenFile fleet_golden(const FleetAnalysis& analysis, const FleetOptions& optio
 std::pair<double, double> garwood_interval(uint64_t k, double confidence = 0.95);
 std::pair<double, double> clopper_pearson_exact(uint64_t k, uint64_t n, double confidence = 0.95);
 
-// P(X >= k) for X ~ Poisson(mu).
+// P(X >= k) for X ~ Poisson(mu): Boost.Math's regularized incomplete gamma P(k, mu).
 double poisson_upper_tail(uint64_t k, double mu);
 // Benjamini-Hochberg q-values (adjusted p-values), in the order given.
 std::vector<double> bh_q_values(const std::vector<double>& p);

@@ -346,7 +346,7 @@ std::string fleet_prometheus(const FleetAnalysis& a) {
   };
   head("sdcprobe_fleet_failures_per_device_hour", "Failures per device-hour tested, fleet-wide.");
   for (const auto& r : a.rates) p << "sdcprobe_fleet_failures_per_device_hour" << labels(r) << " " << r.rate << "\n";
-  head("sdcprobe_fleet_failures_per_device_hour_upper95", "Clopper-Pearson 95% upper bound of the rate.");
+  head("sdcprobe_fleet_failures_per_device_hour_upper95", "Garwood exact 95% upper bound of the rate.");
   for (const auto& r : a.rates)
     p << "sdcprobe_fleet_failures_per_device_hour_upper95" << labels(r) << " " << r.rate_hi << "\n";
   head("sdcprobe_fleet_devices", "Devices tested.");

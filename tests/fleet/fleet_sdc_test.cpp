@@ -248,6 +248,10 @@ TEST(FleetSdc, PlantedLemonIsFoundAtTheStatedFdr) {
   EXPECT_LT(a.rates[0].rate_lo, a.rates[0].rate);
   EXPECT_GT(a.rates[0].rate_hi, a.rates[0].rate);
   EXPECT_NE(fleet_prometheus(a).find("sdcprobe_fleet_lemon_devices 1"), std::string::npos);
+  // The rate's interval is Garwood's (Poisson), not Clopper-Pearson's (a binomial fraction).
+  EXPECT_NE(fleet_prometheus(a).find("# HELP sdcprobe_fleet_failures_per_device_hour_upper95 Garwood exact 95% upper "
+                                     "bound of the rate."),
+            std::string::npos);
 }
 
 TEST(FleetSdc, CleanFleetOfTenThousandDevicesHasNoFalseSuspect) {
@@ -511,6 +515,11 @@ TEST(FleetStatistics, PoissonTailAndBenjaminiHochberg) {
   EXPECT_NEAR(poisson_upper_tail(3, 0.5), 1 - std::exp(-0.5) * (1 + 0.5 + 0.125), 1e-12);
   EXPECT_NEAR(poisson_upper_tail(10, 1e-3), std::exp(-1e-3) * std::pow(1e-3, 10) / 3628800.0, 1e-40);
   EXPECT_DOUBLE_EQ(poisson_upper_tail(0, 5.0), 1.0);
+  // Large k and mu, against mpmath's regularized incomplete gamma at 50 digits
+  // (mpmath.gammainc(k, 0, mu, regularized=True)): a hand-summed series loses 1e-9 of it.
+  EXPECT_NEAR(poisson_upper_tail(1005000, 1e6) / 2.934034048031641098826e-7, 1.0, 1e-12);
+  EXPECT_NEAR(poisson_upper_tail(1000200, 1e6) / 0.4208732385191467589158, 1.0, 1e-12);
+  EXPECT_NEAR(poisson_upper_tail(500, 100) / 3.808754228926463620214e-178, 1.0, 1e-12);
   const std::vector<double> q = bh_q_values({0.01, 0.04, 0.03, 0.5});
   EXPECT_NEAR(q[0], 0.04, 1e-12);
   EXPECT_NEAR(q[1], 0.04 * 4 / 3, 1e-12);
