@@ -132,11 +132,15 @@ def stop_message(failure):
 
 def _act(probe, verdict, failure, on_sdc, log):
     """Acts as `on_sdc` says ("raise", or a callable(verdict)) on the job's agreed `failure`. A rank
-    whose own probe did not fail (its `verdict`) first logs the failing rank's sdc_detected, when
-    `log`: each probe logged its own."""
-    if log and probe is not None and (verdict is None or verdict["verdict"] != "fail"):
-        probe.log_event("sdc_detected", device=failure["device"], step=failure["last_step"],
-                        last_good_step=failure["last_good_step"], suspect_rank=failure["rank"])
+    whose own probe did not fail (its `verdict`; None where the probe erred) first logs the failing
+    rank's sdc_detected, when `log`: each probe logged its own."""
+    if log and verdict is not None and verdict["verdict"] != "fail":
+        fields = {"device": failure["device"], "step": failure["last_step"], "suspect_rank": failure["rank"]}
+        # Before any probe passed there is no last good step (-1): the failing probe's own
+        # sdc_detected leaves it out too, and the goodput schema refuses a negative one.
+        if failure["last_good_step"] >= 0:
+            fields["last_good_step"] = failure["last_good_step"]
+        probe.log_event("sdc_detected", **fields)
     if on_sdc == "raise":
         raise SDCDetected("silent data corruption: " + stop_message(failure))
     on_sdc(failure)

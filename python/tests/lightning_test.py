@@ -3,8 +3,8 @@ torch, in the venv that tests/python/lightning_venv.sh makes (and 2.6 over torch
 (also one that raises in a step), and strategy="ddp" on 2 CPU processes with a replica check bound to
 weights-only checkpoints; each run's breakdown is checked against a count from its raw events, and
 the ranks' files must merge. Jobs of 3 ranks whose inline probe fails on one rank stop together, and
-no save (weights-only or full) is written after the failure; a job of 2 ranks on a torch.cuda
-stand-in makes each rank's probe on the rank's device.
+no save (weights-only or full) is written after the failure, also when the failure shows only in the
+final verdict; a job of 2 ranks on a torch.cuda stand-in makes each rank's probe on the rank's device.
 
     python lightning_test.py                     the tests (ctest sets SDCPROBE_BINARY, SDCPROBE_LIBRARY)
     python lightning_test.py --fit MODE DIR      one training run (the tests start it in a process of
@@ -102,6 +102,19 @@ def fit(mode, out):
                              enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                              default_root_dir=out, callbacks=[SDCCallback(every="auto", probes="alu.int64")])
         trainer.fit(Model(), loader(8 * STEPS, 1))
+        return
+    if mode == "job_sdc_end":
+        # Three ranks probing the last step alone, rank SDC_RANK's probe failing: its verdict comes
+        # only from the final agreement, after the last save.
+        rank = int(os.environ.get("LOCAL_RANK", "0"))
+        probe = {"backend": "cpu", "every": STEPS, "probes": "alu.int64"}
+        if rank == SDC_RANK:
+            probe["inject"] = "model=bitflip,mode=permanent"
+        trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", devices=JOB_RANKS, strategy="ddp", logger=False,
+                             enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                             default_root_dir=out,
+                             callbacks=[GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl"), probe=probe)])
+        trainer.fit(Model(), loader(8 * STEPS, 1 + rank))
         return
     if mode.startswith("job_sdc_"):
         # Three ranks, the inline probe failing on rank SDC_RANK alone from its SDC_AFTER-th probe:
@@ -329,6 +342,25 @@ class LightningTest(unittest.TestCase):
         self.assertIn("SDCDetected: silent data corruption: the inline probe failed on rank %d" % SDC_RANK,
                       self.stderr)
         self.assert_job_stopped(out, "SDCDetected", JOB_SAVES["job_sdc_raise"][0])
+
+    def test_a_failure_in_the_final_verdict_is_acted_on_by_every_rank(self):
+        # The agreement at the end of training logs on the probes before they are closed.
+        out = self.run_fit("job_sdc_end", 1)
+        self.assertEqual(self.stderr.count("SDCDetected: silent data corruption: the inline probe failed on rank %d"
+                                           % SDC_RANK), JOB_RANKS, self.stderr[-4000:])
+        self.assertNotIn("SDCProbeError", self.stderr)
+        own, = [e for e in read_events(os.path.join(out, "events.rank%d.inline.jsonl" % SDC_RANK))
+                if e["event"] == "sdc_detected"]
+        self.assertEqual(own["step"], STEPS)
+        for rank in range(JOB_RANKS):
+            events = read_events(os.path.join(out, "events.rank%d.jsonl" % rank))
+            self.assertEqual((events[-1]["event"], events[-1]["kind"]), ("fault_detected", "SDCDetected"))
+            self.assertEqual(max(e["step"] for e in events if e["event"] == "step_end"), STEPS)
+            if rank != SDC_RANK:
+                e, = [e for e in read_events(os.path.join(out, "events.rank%d.inline.jsonl" % rank))
+                      if e["event"] == "sdc_detected"]
+                self.assertEqual((e["suspect_rank"], e["device"]), (SDC_RANK, own["device"]))
+                self.assertNotIn("last_good_step", e)  # no probe had passed
 
     def test_sdc_callback_probes_the_device_of_its_rank(self):
         # The device and the world size are taken when Lightning sets them up, not when the

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "host/error.hpp"
 #include "tests/cli/run_sdcprobe.hpp"
@@ -19,6 +21,15 @@ GpuProcessSource fixed(GpuProcessList list) {
   return [list] { return list; };
 }
 
+// What a driver lists: these GPUs (none in MIG mode) and processes.
+GpuProcessList listing(std::vector<std::string> gpus, std::vector<GpuProcess> processes) {
+  GpuProcessList list;
+  list.driver_present = true;
+  list.gpus = std::move(gpus);
+  list.processes = std::move(processes);
+  return list;
+}
+
 TEST(GpuIdle, NoDriverIsIdle) {
   const IdleVerdict v = gpu_idle(fixed({}), {}, true);
   EXPECT_TRUE(v.idle);
@@ -26,32 +37,32 @@ TEST(GpuIdle, NoDriverIsIdle) {
 }
 
 TEST(GpuIdle, GpusWithoutProcessesAreIdle) {
-  const IdleVerdict v = gpu_idle(fixed({true, {"GPU-a", "GPU-b"}, {}}), {}, true);
+  const IdleVerdict v = gpu_idle(fixed(listing({"GPU-a", "GPU-b"}, {})), {}, true);
   EXPECT_TRUE(v.idle);
   EXPECT_EQ(v.reason, "no process on 2 GPU(s)");
 }
 
 TEST(GpuIdle, AProcessOnAGpuIsBusyAndNamed) {
   const IdleVerdict v =
-      gpu_idle(fixed({true, {"GPU-a", "GPU-b"}, {{"GPU-b", 41}, {"GPU-a", 7}, {"GPU-b", 42}}}), {}, true);
+      gpu_idle(fixed(listing({"GPU-a", "GPU-b"}, {{"GPU-b", 41}, {"GPU-a", 7}, {"GPU-b", 42}})), {}, true);
   EXPECT_FALSE(v.idle);
   EXPECT_EQ(v.reason, "in use: GPU-a (pid 7) GPU-b (pid 41, pid 42)");
 }
 
 TEST(GpuIdle, TheSweepsOwnProcessesDoNotCount) {
-  EXPECT_TRUE(gpu_idle(fixed({true, {"GPU-a"}, {{"GPU-a", 100}, {"GPU-a", 101}}}), {100, 101}, true).idle);
-  const IdleVerdict v = gpu_idle(fixed({true, {"GPU-a"}, {{"GPU-a", 100}, {"GPU-a", 102}}}), {100, 101}, true);
+  EXPECT_TRUE(gpu_idle(fixed(listing({"GPU-a"}, {{"GPU-a", 100}, {"GPU-a", 101}})), {100, 101}, true).idle);
+  const IdleVerdict v = gpu_idle(fixed(listing({"GPU-a"}, {{"GPU-a", 100}, {"GPU-a", 102}})), {100, 101}, true);
   EXPECT_FALSE(v.idle);
   EXPECT_EQ(v.reason, "in use: GPU-a (pid 102)");
 }
 
 TEST(GpuIdle, OutsideTheHostsPidNamespaceNoProcessListedIsBlindNotIdle) {
-  const IdleVerdict v = gpu_idle(fixed({true, {"GPU-a", "GPU-b"}, {}}), {}, false);
+  const IdleVerdict v = gpu_idle(fixed(listing({"GPU-a", "GPU-b"}, {})), {}, false);
   EXPECT_FALSE(v.idle);
   EXPECT_TRUE(v.blind);
   EXPECT_NE(v.reason.find("hostPID: true"), std::string::npos) << v.reason;
   // A process it does list is still busy, and no driver is still no GPU to be in use.
-  const IdleVerdict busy = gpu_idle(fixed({true, {"GPU-a"}, {{"GPU-a", 7}}}), {}, false);
+  const IdleVerdict busy = gpu_idle(fixed(listing({"GPU-a"}, {{"GPU-a", 7}})), {}, false);
   EXPECT_FALSE(busy.idle);
   EXPECT_FALSE(busy.blind);
   EXPECT_TRUE(gpu_idle(fixed({}), {}, false).idle);
