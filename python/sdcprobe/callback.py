@@ -30,12 +30,12 @@ def _current_stream():
 
 
 def before_every_save(trainer, hook):
-    """Calls hook(trainer) on every rank before each file trainer.save_checkpoint writes, weights-only saves
-    included: Lightning calls the callbacks' on_save_checkpoint only for full saves. The hook goes
-    around the strategy's save_checkpoint, which every rank calls for every save (its checkpoint I/O
-    runs on rank 0 alone, so it cannot hold a check that every rank takes part in). Hooks run in
-    the order they were added; a hook added twice runs once. An exception keeps the file from being
-    written. hook should be a bound method, which compares equal to itself."""
+    """Calls hook(trainer) on every rank before each file trainer.save_checkpoint writes, weights-only
+    saves included: Lightning calls the callbacks' on_save_checkpoint only for full saves. The hook
+    goes around the strategy's save_checkpoint, which every rank calls for every save (its checkpoint
+    I/O runs on rank 0 alone, so it cannot hold a check that every rank takes part in). Hooks run in
+    the order they were added; an exception keeps the file from being written. hook is a bound
+    method: the same method of the same callback compares equal, so a second setup() adds none."""
     strategy = trainer.strategy
     hooks = getattr(strategy, "_sdcprobe_before_save", None)
     if hooks is None:
