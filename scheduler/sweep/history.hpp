@@ -40,8 +40,8 @@ struct RunRecord {
   // | failed (the pass ended in an error, e.g. a full disk)
   std::string status;
   // --size and --iterations (none: the probes' defaults), which the digests depend on; schema 3 on.
-  std::optional<uint64_t> size_bytes;
-  std::optional<uint32_t> iterations;
+  std::optional<uint64_t> size_bytes = std::nullopt;
+  std::optional<uint32_t> iterations = std::nullopt;
 };
 
 struct ResultRecord {

@@ -2,6 +2,7 @@
 // nanoseconds worked out by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -289,23 +290,32 @@ TEST(GoodputRules, Rfc3339Times) {
   EXPECT_EQ(parse_rfc3339_ns("2024-02-29T12:00:00-00:30"), 1'709'208'000LL * 1'000'000'000LL + 1'800'000'000'000LL);
 }
 
+// An event handed to the ledger directly, without a log line.
+Event event(int64_t t, EventKind kind, std::optional<int64_t> s = std::nullopt) {
+  Event e;
+  e.t = t;
+  e.kind = kind;
+  e.step = s;
+  return e;
+}
+
 // Memory: the ledger holds only the steps since the oldest checkpoint it keeps.
 TEST(GoodputRules, OpenStepsAreBoundedByKeptCheckpoints) {
   LedgerOptions options;
   options.keep_checkpoints = 4;
   Ledger ledger(options);
   int64_t t = 0;
-  ledger.add({t, EventKind::kAllocGranted, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  ledger.add(event(t, EventKind::kAllocGranted));
   size_t most = 0;
   for (int64_t s = 1; s <= 10'000; ++s) {
-    ledger.add({t, EventKind::kStepBegin, s, std::nullopt, std::nullopt, std::nullopt});
+    ledger.add(event(t, EventKind::kStepBegin, s));
     t += 10;
-    ledger.add({t, EventKind::kStepEnd, s, std::nullopt, std::nullopt, std::nullopt});
-    if (s % 10 == 0) ledger.add({t, EventKind::kCkptCommit, s, std::nullopt, std::nullopt, std::nullopt});
+    ledger.add(event(t, EventKind::kStepEnd, s));
+    if (s % 10 == 0) ledger.add(event(t, EventKind::kCkptCommit, s));
     most = std::max(most, ledger.open_steps());
   }
   EXPECT_LE(most, 5u * 10u);  // (keep + 1) checkpoints of 10 steps
-  ledger.add({t, EventKind::kJobEnd, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  ledger.add(event(t, EventKind::kJobEnd));
   EXPECT_EQ(ledger.finish().productive_ns, 100'000);
 }
 

@@ -166,7 +166,7 @@ std::vector<ConsensusRecord> records_of(const std::vector<std::unique_ptr<Device
 // A GPU record's lane is the lane of the thread that computed the element in launch_sfu's
 // grid-stride layout, for any block of a multiple of 32 threads.
 TEST(SfuElements, TheLaneOfAnElementIsTheLaneOfTheThreadThatComputesIt) {
-  for (const auto [blocks, threads] : {std::pair<uint64_t, uint64_t>{3, 64}, {5, 256}, {1, 32}}) {
+  for (const auto& [blocks, threads] : {std::pair<uint64_t, uint64_t>{3, 64}, {5, 256}, {1, 32}}) {
     const uint64_t stride = blocks * threads, total = 6 * 1000 + 7;
     for (uint64_t t = 0; t < stride; ++t) {
       for (uint64_t e = t; e < total; e += stride) ASSERT_EQ(sfu_lane_of(e), static_cast<int>(t % 32)) << e;
