@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "host/cpu_parallel.hpp"
+#include "host/gemm_isa.hpp"
 
 namespace sdc {
 
@@ -68,9 +69,8 @@ __attribute__((always_inline)) inline void panel_body(uint32_t n, uint32_t k, co
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f,prefer-vector-width=512"))) void panel_avx512(uint32_t n, uint32_t k, const float* a,
-                                                                             const float* bp, float* c, uint32_t i0,
-                                                                             uint32_t j0) {
+SDC_GEMM_AVX512 void panel_avx512(uint32_t n, uint32_t k, const float* a, const float* bp, float* c, uint32_t i0,
+                                  uint32_t j0) {
   panel_body(n, k, a, bp, c, i0, j0);
 }
 __attribute__((target("avx2"))) void panel_avx2(uint32_t n, uint32_t k, const float* a, const float* bp, float* c,

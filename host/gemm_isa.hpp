@@ -14,7 +14,13 @@ inline bool gemm_have_avx512() {
   return have;
 }
 #define SDC_GEMM_AVX2 __attribute__((target("avx2")))
+// gcc takes the preferred vector width in target(), clang as an attribute of its own (and ignores
+// a target() that names it).
+#if defined(__clang__)
+#define SDC_GEMM_AVX512 __attribute__((target("avx512f"), min_vector_width(512)))
+#else
 #define SDC_GEMM_AVX512 __attribute__((target("avx512f,prefer-vector-width=512")))
+#endif
 #else
 inline bool gemm_have_avx2() { return false; }
 inline bool gemm_have_avx512() { return false; }

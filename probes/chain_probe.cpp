@@ -8,10 +8,10 @@
 namespace sdc {
 namespace {
 
-// Scalar on purpose: the device's vector units must agree with the host's scalar units. `beat`
-// after every 64 seeds: at the long level, 1,024 seeds take seconds.
-__attribute__((optimize("no-tree-vectorize"))) std::vector<uint64_t> compute_goldens(
-    const ChainJob& job, const std::function<void()>& beat) {
+// Scalar on purpose (this file is compiled without vectorization, probes/CMakeLists.txt): the
+// device's vector units must agree with the host's scalar units. `beat` after every 64 seeds: at the
+// long level, 1,024 seeds take seconds.
+std::vector<uint64_t> compute_goldens(const ChainJob& job, const std::function<void()>& beat) {
   std::vector<uint64_t> goldens(static_cast<size_t>(job.seeds) * kChainOutputsPerCopy);
   for (uint32_t k = 0; k < job.seeds; ++k) {
     if (k % 64 == 63 && beat) beat();
