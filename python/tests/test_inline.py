@@ -201,6 +201,53 @@ class InlineProbeTest(unittest.TestCase):
             else:
                 sys.modules["torch"] = saved
 
+    def test_callback_makes_its_probe_on_the_device_set_before_setup(self):
+        """Lightning sets the rank's CUDA device after the callbacks are made, before setup():
+        SDCCallback makes its probe there, on the device and the stream current then. Here a
+        torch.cuda stand-in moves from device 1 (which the CPU backend lacks) to device 0."""
+        class Stream:
+            def __init__(self, device):
+                self.cuda_stream = device + 1  # the CPU backend's id for that device's stream
+
+        class FakeCuda:
+            device, streams = 1, []
+
+            def is_available(self):
+                return True
+
+            def current_device(self):
+                return self.device
+
+            def current_stream(self, device=None):
+                self.streams.append(device)
+                return Stream(device)
+
+        class FakeTorch:
+            cuda = FakeCuda()
+
+        class Trainer:
+            global_step = 0
+
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = FakeTorch()
+        try:
+            cb = SDCCallback(every=1, probes="alu.int64")
+            FakeTorch.cuda.device = 0
+            trainer = Trainer()
+            cb.setup(trainer)
+            for step in range(3):
+                trainer.global_step = step
+                cb.on_train_batch_end(trainer)
+                wait_idle(cb.probe)
+            cb.on_train_end(trainer)
+        finally:
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
+        self.assertEqual(FakeTorch.cuda.streams, [0])
+        self.assertEqual((cb.probe.verdict["verdict"], cb.probe.verdict["last_good_step"]), ("pass", 2))
+
     def test_auto_cadence_is_sized_to_the_job(self):
         """every="auto" takes N from torch.distributed's world size, or from ranks=, and says it."""
         class FakeDist:
