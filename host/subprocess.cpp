@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -106,6 +108,29 @@ Wake wait_readable(int fd, int stop_fd, Clock::time_point until) {
     if (n == 0) return Wake::kTimeout;
     return Wake::kReadable;
   }
+}
+
+std::map<pid_t, uint64_t> cpu_wait_by_thread(pid_t pid) {
+  std::map<pid_t, uint64_t> waits;
+  std::error_code ec;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (std::filesystem::directory_iterator it(tasks, ec), end; !ec && it != end; it.increment(ec)) {
+    // schedstat: time on a CPU, time runnable waiting for one, timeslices (all since the thread began).
+    std::ifstream stat(it->path() / "schedstat");
+    uint64_t on_cpu = 0, waiting = 0;
+    if (stat >> on_cpu >> waiting) waits[static_cast<pid_t>(std::stol(it->path().filename().string()))] = waiting;
+  }
+  return waits;
+}
+
+double longest_cpu_wait_s(const std::map<pid_t, uint64_t>& before, const std::map<pid_t, uint64_t>& after) {
+  uint64_t longest = 0;
+  for (const auto& [tid, waiting] : after) {
+    const auto then = before.find(tid);
+    const uint64_t since = then == before.end() ? 0 : then->second;
+    if (waiting > since) longest = std::max(longest, waiting - since);
+  }
+  return static_cast<double>(longest) * 1e-9;
 }
 
 std::string describe_wait_status(int status) {

@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +27,7 @@ class ChildProcess {
 
   // The read end of the pipe (-1 without one).
   int out() const { return out_; }
+  pid_t pid() const { return pid_; }
   // SIGKILL to its process group.
   void kill_now();
   // The wait status; the child is reaped.
@@ -34,6 +37,14 @@ class ChildProcess {
   pid_t pid_ = -1;
   int out_ = -1;
 };
+
+// Nanoseconds each thread of process `pid` has spent runnable but waiting for a CPU (the kernel's
+// schedstat run delay), by thread id. Empty where the kernel keeps no such count or the process is gone.
+std::map<pid_t, uint64_t> cpu_wait_by_thread(pid_t pid);
+
+// The longest any one thread waited for a CPU between two readings, in seconds. A thread that is new
+// in `after` counts from zero; one that ended counts nothing.
+double longest_cpu_wait_s(const std::map<pid_t, uint64_t>& before, const std::map<pid_t, uint64_t>& after);
 
 enum class Wake { kReadable, kTimeout, kStop };
 

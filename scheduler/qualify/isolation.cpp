@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -50,15 +51,28 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
   Clock::time_point last_line = started;
   const auto watchdog =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.probe_timeout_s));
+  // Silence is counted only while the worker could run: time its threads spent waiting for a CPU
+  // (a loaded node) is not a device's lack of progress. A device that stops answering leaves its
+  // worker blocked or spinning, and either way its silence grows.
+  std::map<pid_t, uint64_t> waits_at_line = cpu_wait_by_thread(child.pid());
+  double starved_s = 0;  // of the silence since the last line
+  const auto excused = [&] {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(starved_s));
+  };
   bool eof = false;
   while (!eof) {
-    const Wake wake = wait_readable(child.out(), limits.stop_fd, std::min(last_line + watchdog, limits.deadline));
+    const Wake wake =
+        wait_readable(child.out(), limits.stop_fd, std::min(last_line + watchdog + excused(), limits.deadline));
     if (wake == Wake::kStop) {
       run.end = WorkerEnd::kStopped;
       break;
     }
     if (wake == Wake::kTimeout) {
-      run.end = Clock::now() >= limits.deadline ? WorkerEnd::kOutOfBudget : WorkerEnd::kHung;
+      starved_s = longest_cpu_wait_s(waits_at_line, cpu_wait_by_thread(child.pid()));
+      const Clock::time_point now = Clock::now();
+      const bool out_of_budget = now >= limits.deadline;
+      if (!out_of_budget && now < last_line + watchdog + excused()) continue;  // it waited for a CPU
+      run.end = out_of_budget ? WorkerEnd::kOutOfBudget : WorkerEnd::kHung;
       break;
     }
     char buf[65536];
@@ -69,6 +83,8 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
       break;
     }
     last_line = Clock::now();
+    waits_at_line = cpu_wait_by_thread(child.pid());
+    starved_s = 0;
     pending.append(buf, static_cast<size_t>(n));
     size_t newline;
     while ((newline = pending.find('\n')) != std::string::npos) {
@@ -107,9 +123,11 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
   if (eof && status == 0 && in_flight.empty()) return run;
 
   if (eof) run.end = WorkerEnd::kCrashed;
-  // Cut by the deadline: a hang only when the worker had gone silent, not while it was progressing.
-  if (run.end == WorkerEnd::kOutOfBudget && !in_flight.empty() && silent >= kMinHangSilence_s &&
-      silent >= elapsed / 2) {
+  // Cut by the deadline: a hang only when the worker had gone silent while it could run, not while it
+  // was progressing.
+  const double silent_running = silent - starved_s;
+  if (run.end == WorkerEnd::kOutOfBudget && !in_flight.empty() && silent_running >= kMinHangSilence_s &&
+      silent_running >= elapsed / 2) {
     run.end = WorkerEnd::kHung;
   }
   std::string reason;
@@ -120,10 +138,14 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
     case WorkerEnd::kHung:
       outcome = Outcome::kDeviceError;
       std::snprintf(seconds, sizeof(seconds), "%.1f", silent);
-      reason = std::string("hung: no progress for ") + seconds + " s (watchdog " +
-               std::to_string(static_cast<int>(limits.probe_timeout_s)) + " s" +
-               (now >= limits.deadline ? ", then the " + limits.budget_name + " ended" : "") +
-               "); its worker was killed";
+      reason = std::string("hung: no progress for ") + seconds + " s";
+      if (starved_s >= 0.05) {
+        std::snprintf(seconds, sizeof(seconds), "%.1f", starved_s);
+        reason += std::string(", ") + seconds + " s of it waiting for a CPU";
+      }
+      reason += " (watchdog " + std::to_string(static_cast<int>(limits.probe_timeout_s)) + " s" +
+                (now >= limits.deadline ? ", then the " + limits.budget_name + " ended" : "") +
+                "); its worker was killed";
       break;
     case WorkerEnd::kCrashed:
       outcome = in_flight.empty() ? Outcome::kSkipped : Outcome::kDeviceError;

@@ -6,10 +6,13 @@
 // the parent re-creates the results from them. Its stdout goes to the parent's stderr, so library
 // logging cannot corrupt the protocol. A CUDA worker sees only its own GPU (CUDA_VISIBLE_DEVICES).
 //
-// Hang or overrun: a worker silent (no line at all) for the watchdog is hung: device_error. At the
-// deadline (the sweep's budget, or qualify's) the worker is killed; its probe in flight is a hang
-// when the worker had been silent for at least half the time the probe had and at least
-// kMinHangSilence_s, and otherwise "could not test" (skipped): it was still making progress.
+// Hang or overrun: a worker silent (no line at all) for the watchdog is hung: device_error. Silence
+// counts only while the worker could run: the time its threads waited for a CPU (the kernel's run
+// delay, on a loaded node) is added to the watchdog, so a starved but healthy worker is never hung,
+// while one that stops answering (blocked, or spinning on a device that never finishes) still is. At
+// the deadline (the sweep's budget, or qualify's) the worker is killed; its probe in flight is a hang
+// when the worker had been silent while it could run for at least half the time the probe had and at
+// least kMinHangSilence_s, and otherwise "could not test" (skipped): it was still making progress.
 #pragma once
 
 #include <chrono>

@@ -2,7 +2,9 @@
 // protocol on fd 3, parallel workers, the worker environment, and hang versus overrun; the real
 // worker slowed ten times; and the device each MPI rank tests.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/backend.hpp"
+#include "host/cpu_parallel.hpp"
 #include "host/error.hpp"
 #include "scheduler/qualify/isolation.hpp"
 #include "scheduler/qualify/qualify_session.hpp"
@@ -240,6 +243,64 @@ TEST(Isolation, AWorkerThatKeepsBeatingIsNeverHungButCouldNotTest) {
   EXPECT_EQ(run.results[0].outcome, Outcome::kSkipped);
   EXPECT_NE(run.results[0].reason.find("could not test: still progressing"), std::string::npos)
       << run.results[0].reason;
+}
+
+// While it lives, `count` processes spin on one core (the first this process may use), as other
+// work on a loaded node would.
+class BusyCore {
+ public:
+  explicit BusyCore(int count) : core_(available_cores().front()) {
+    for (int i = 0; i < count; ++i) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(core_, &one);
+        ::sched_setaffinity(0, sizeof(one), &one);
+        for (;;) {
+        }
+      }
+      if (pid > 0) spinners_.push_back(pid);
+    }
+  }
+  ~BusyCore() {
+    for (pid_t p : spinners_) ::kill(p, SIGKILL);
+    for (pid_t p : spinners_) ::waitpid(p, nullptr, 0);
+  }
+  int core() const { return core_; }
+
+ private:
+  int core_;
+  std::vector<pid_t> spinners_;
+};
+
+// A worker kept waiting for a CPU is not silent: on a loaded node, a healthy worker that got a tenth
+// of a core for seconds is never called hung, while a worker that stops answering under the same
+// load still is, at the watchdog.
+TEST(Isolation, AWorkerWaitingForACpuIsNotHungAndASilentOneUnderTheSameLoadIs) {
+  const DeviceIdentity d = cpu(0);
+  const BusyCore busy(2);
+  const auto starved = [&](const std::string& body) {
+    // At nice 10 beside two spinners at nice 0 on its one core, it gets about a twentieth of it.
+    return std::vector<std::string>{
+        "/usr/bin/taskset", "-c", std::to_string(busy.core()), "/usr/bin/nice", "-n", "10", "/bin/sh", "-c", body};
+  };
+  // About 0.2 s of the shell's arithmetic on an idle core, with no line between start and result.
+  const std::string work = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; ";
+  const auto t0 = Clock::now();
+  const WorkerRun working = run_worker(
+      starved("printf '%s\\n' '{\"start\":\"mem.a\"}' >&3; " + work + pass_lines("mem.a", d)), d, {"mem.a"}, limits(1));
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_GT(took, 1.0) << "the load did not slow the worker past the watchdog: nothing was tested";
+  EXPECT_EQ(working.end, WorkerEnd::kCompleted);
+  ASSERT_FALSE(working.results.empty());
+  EXPECT_NE(working.results[0].outcome, Outcome::kDeviceError) << working.results[0].reason;
+
+  const WorkerRun silent =
+      run_worker(starved("printf '%s\\n' '{\"start\":\"mem.a\"}' >&3; exec sleep 600"), d, {"mem.a"}, limits(1));
+  EXPECT_EQ(silent.end, WorkerEnd::kHung);
+  ASSERT_EQ(silent.results.size(), 1u);
+  EXPECT_EQ(silent.results[0].reason.rfind("hung: no progress", 0), 0u) << silent.results[0].reason;
 }
 
 }  // namespace
