@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
@@ -20,6 +21,12 @@ void for_each_core(const std::vector<int>& cores, size_t n, size_t align, F&& f)
 // split) goes to f a piece of at most `round` elements at a time, from the chunk's start (or, when
 // `descending`, from its end), all cores taking their next piece together, and `between()` runs on
 // the calling thread after each round. So each round is a bounded amount of every core's progress.
+// Rounds are also bounded in time: the first piece is a sixteenth of `round`, and each next one
+// doubles (up to `round`) while a round takes under half of kRoundTarget and halves while one takes
+// longer. At full speed the rounds soon reach `round`; on a core many times slower (a sanitizer
+// build, a loaded node, a throttled device) `between()` still comes about every kRoundTarget, where
+// a fixed piece sized for full speed would leave a watchdog seconds without a heartbeat.
+inline constexpr std::chrono::milliseconds kRoundTarget{100};
 template <typename F, typename B>
 void for_each_core_in_rounds(const std::vector<int>& cores, size_t n, size_t align, size_t round, bool descending,
                              B&& between, F&& f);
@@ -66,10 +73,12 @@ void for_each_core_in_rounds(const std::vector<int>& cores, size_t n, size_t ali
     longest =
         std::max(longest, std::min(n, units * (t + 1) / threads * align) - std::min(n, units * t / threads * align));
   round = std::max(align, round / align * align);
-  for (size_t done = 0; done < longest; done += round) {
+  size_t piece = std::max(align, round / 16 / align * align);
+  for (size_t done = 0; done < longest;) {
+    const auto start = std::chrono::steady_clock::now();
     for_each_core(cores, n, align, [&](size_t chunk, size_t lo, size_t hi, int core) {
       if (done >= hi - lo) return;
-      const size_t take = std::min(round, hi - lo - done);
+      const size_t take = std::min(piece, hi - lo - done);
       if (descending) {
         f(chunk, hi - done - take, hi - done, core);
       } else {
@@ -77,6 +86,13 @@ void for_each_core_in_rounds(const std::vector<int>& cores, size_t n, size_t ali
       }
     });
     between();
+    done += piece;
+    const auto took = std::chrono::steady_clock::now() - start;
+    if (took > kRoundTarget) {
+      piece = std::max(align, piece / 2 / align * align);
+    } else if (took < kRoundTarget / 2) {
+      piece = std::min(round, piece * 2);
+    }
   }
 }
 

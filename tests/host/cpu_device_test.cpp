@@ -2,9 +2,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "host/backend.hpp"
 #include "host/cpu_device.hpp"
@@ -211,7 +213,7 @@ TEST(CpuDevices, BuffersComeFaultedInAndLargeOnesHugePageAligned) {
 }
 
 // Faulting in a large buffer beats the heartbeat as it goes, so the watchdog never takes a slow
-// allocation for a hang: once per 8 MiB of each core's share, every page faulted in.
+// allocation for a hang: at least once per 8 MiB of each core's share, every page faulted in.
 TEST(CpuDevices, PreFaultingALargeBufferBeatsTheHeartbeat) {
   for (int count : {1, 3}) {
     auto devices = make_cpu_devices(count);
@@ -222,15 +224,15 @@ TEST(CpuDevices, PreFaultingALargeBufferBeatsTheHeartbeat) {
     auto buf = device.allocate(bytes);
     const size_t cores = device.identity().cores.size();
     const size_t share = (bytes / 8 / cores + 8) * 8;  // each core's words, whole lines
-    EXPECT_EQ(beats, (share + (8u << 20) - 1) / (8u << 20)) << count;
+    EXPECT_GE(beats, (share + (8u << 20) - 1) / (8u << 20)) << count;
     size_t pages = 0;
     EXPECT_EQ(resident_pages(buf->data(), bytes, pages), pages) << count;
   }
 }
 
-// A pass over a large buffer, and a long chain run, beat as they go, not only once done: a pass once
-// per 16 MiB of each core's share, chains once per 2^22 steps of each core's copies (and once for
-// faulting in their output, once when they are injected).
+// A pass over a large buffer, and a long chain run, beat as they go, not only once done: a pass at
+// least once per 16 MiB of each core's share, chains at least once per 2^22 steps of each core's
+// copies (and once for faulting in their output, once when they are injected).
 TEST(CpuDevices, LongPassesAndChainsBeatTheHeartbeatAsTheyGo) {
   auto devices = make_cpu_devices(1);
   Device& device = *devices.front();
@@ -242,10 +244,10 @@ TEST(CpuDevices, LongPassesAndChainsBeatTheHeartbeatAsTheyGo) {
   const Pattern p{PatternKind::kRandom, 0, 7, false};
   device.fill(*buf, words, p);
   const size_t rounds = ((words + cores - 1) / cores * 8 + (16u << 20) - 1) / (16u << 20);
-  EXPECT_EQ(beats, rounds);
+  EXPECT_GE(beats, rounds);
   beats = 0;
   EXPECT_EQ(device.verify(*buf, words, p, nullptr, Direction::kDown).mismatches, 0u);
-  EXPECT_EQ(beats, 1 + rounds);  // injection, then each round
+  EXPECT_GE(beats, 1 + rounds);  // injection, then each round
   beats = 0;
   ChainJob job;
   job.kind = ChainKind::kFma32;
@@ -254,7 +256,31 @@ TEST(CpuDevices, LongPassesAndChainsBeatTheHeartbeatAsTheyGo) {
   job.copies = 8 * 64 * cores;
   job.iterations = 1u << 16;  // 64 copies of 2^16 steps a round: 8 rounds
   EXPECT_EQ(device.run_chains(job, chain_goldens(job), nullptr).mismatches, 0u);
-  EXPECT_EQ(beats, 1 + 8u + 1);
+  EXPECT_GE(beats, 1 + 8u + 1);
+}
+
+// However slow the work, the heartbeat comes about every kRoundTarget: a round sized for full speed
+// (here a second of work) is cut into pieces that each take about that long.
+TEST(CpuParallel, RoundsOfSlowWorkStillBeatEveryFewTenthsOfASecond) {
+  const std::vector<int> one = {available_cores().front()};
+  const size_t n = 1200000;  // a microsecond each: 1.2 s of work in one round at its full size
+  auto last = std::chrono::steady_clock::now();
+  double longest_gap_s = 0;
+  size_t covered = 0;
+  for_each_core_in_rounds(
+      one, n, 1, n, false,
+      [&] {
+        const auto now = std::chrono::steady_clock::now();
+        longest_gap_s = std::max(longest_gap_s, std::chrono::duration<double>(now - last).count());
+        last = now;
+      },
+      [&](size_t, size_t lo, size_t hi, int) {
+        EXPECT_EQ(lo, covered);
+        covered = hi;
+        std::this_thread::sleep_for(std::chrono::microseconds(hi - lo));
+      });
+  EXPECT_EQ(covered, n);
+  EXPECT_LT(longest_gap_s, 0.6);
 }
 
 // The rounds hand each core exactly its for_each_core chunk, in pieces no larger than a round, in
@@ -284,7 +310,13 @@ TEST(CpuParallel, RoundsCoverEachCoresChunkInOrder) {
         }
         EXPECT_EQ(at, descending ? whole[c].first : whole[c].second) << n;
       }
-      EXPECT_EQ(rounds, (longest + 95) / 96) << n;
+      // Every round takes a piece from each chunk with work left.
+      for (size_t c = 0; c < cores.size(); ++c) {
+        if (whole[c].second - whole[c].first == longest) {
+          EXPECT_EQ(pieces[c].size(), rounds) << n;
+        }
+      }
+      EXPECT_GE(rounds, (longest + 95) / 96) << n;
     }
   }
 }
