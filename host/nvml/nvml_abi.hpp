@@ -10,10 +10,13 @@ using NvmlDevice = void*;
 using NvmlEventSet = void*;
 
 constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlInvalidArgument = 2;
 constexpr NvmlReturn kNvmlNotSupported = 3;
+constexpr NvmlReturn kNvmlNoPermission = 4;
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
 constexpr NvmlReturn kNvmlTimeout = 10;
 constexpr NvmlReturn kNvmlGpuIsLost = 15;
+constexpr NvmlReturn kNvmlResetRequired = 16;
 
 constexpr unsigned kNvmlUuidBytes = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 constexpr unsigned kNvmlNameBytes = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE

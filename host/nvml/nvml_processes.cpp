@@ -35,7 +35,12 @@ class Nvml {
     nvml_.check(devices_.count(&count), "nvmlDeviceGetCount_v2");
     for (unsigned i = 0; i < count; ++i) {
       NvmlDevice device = nullptr;
-      nvml_.check(devices_.handle(i, &device), "nvmlDeviceGetHandleByIndex_v2");
+      const NvmlReturn rc = devices_.handle(i, &device);
+      if (rc == kNvmlNoPermission) {
+        list.denied.push_back(i);
+        continue;
+      }
+      nvml_.check(rc, "nvmlDeviceGetHandleByIndex_v2");
       std::string uuid;
       nvml_.check(devices_.uuid(device, uuid), "nvmlDeviceGetUUID");
       list.gpus.push_back(uuid);

@@ -17,14 +17,18 @@ struct GpuProcessList {
   std::vector<std::string> gpus;      // every GPU's UUID, in NVML's order
   std::vector<GpuProcess> processes;  // compute and graphics, each (GPU, pid) once
   std::vector<std::string> mig_gpus;  // the GPUs whose current MIG mode is enabled
+  // The NVML indices of the GPUs this process may not open (NVML_ERROR_NO_PERMISSION: a cgroup, as
+  // Slurm's ConstrainDevices or a container's, gives them to another job): not its, never listed above.
+  // `{}`: aggregate initialisers that stop before it need no -Wmissing-field-initializers exception.
+  std::vector<unsigned> denied{};
 };
 
 // The NVML library sdcprobe loads: $SDCPROBE_NVML_LIBRARY when set, else libnvidia-ml.so.1.
 std::string nvml_library_name();
 
-// Every GPU's compute and graphics processes, and its MIG mode. Throws NvmlError when NVML loads
-// but does not answer (initialisation, a device or a list fails): then nobody can tell whether the
-// GPUs are idle.
+// Every GPU's compute and graphics processes, and its MIG mode, but for the GPUs this process may
+// not open. Throws NvmlError when NVML loads but does not answer (initialisation, a device or a list
+// fails): then nobody can tell whether the GPUs are idle.
 GpuProcessList nvml_gpu_processes(const std::string& library);
 
 }  // namespace sdc

@@ -9,6 +9,18 @@
 
 namespace sdc {
 
+namespace {
+
+// "; not this process's: NVML 1, 3 (no permission)", or empty.
+std::string denied_gpus(const GpuProcessList& list) {
+  if (list.denied.empty()) return "";
+  std::string indices;
+  for (unsigned i : list.denied) indices += (indices.empty() ? "" : ", ") + std::to_string(i);
+  return "; not this process's: NVML " + indices + " (no permission)";
+}
+
+}  // namespace
+
 IdleVerdict gpu_idle(const GpuProcessSource& source, const std::vector<unsigned>& ignored_pids, bool sees_every_pid) {
   const GpuProcessList list = source();
   if (!list.driver_present) return {true, false, "no NVIDIA driver (" + nvml_library_name() + "): no GPU to be in use"};
@@ -18,16 +30,18 @@ IdleVerdict gpu_idle(const GpuProcessSource& source, const std::vector<unsigned>
     std::string& pids = busy[p.gpu_uuid];
     pids += (pids.empty() ? "pid " : ", pid ") + std::to_string(p.pid);
   }
+  const std::string denied = denied_gpus(list);
   if (busy.empty() && !sees_every_pid && !list.gpus.empty()) {
     return {false, true,
             "no process listed on " + std::to_string(list.gpus.size()) +
                 " GPU(s), but other containers' are hidden outside the host's pid namespace (a pod needs hostPID: "
-                "true)"};
+                "true)" +
+                denied};
   }
-  if (busy.empty()) return {true, false, "no process on " + std::to_string(list.gpus.size()) + " GPU(s)"};
+  if (busy.empty()) return {true, false, "no process on " + std::to_string(list.gpus.size()) + " GPU(s)" + denied};
   std::string reason = "in use:";
   for (const auto& [uuid, pids] : busy) reason += " " + uuid + " (" + pids + ")";
-  return {false, false, reason};
+  return {false, false, reason + denied};
 }
 
 std::vector<unsigned> process_and_ancestors() {

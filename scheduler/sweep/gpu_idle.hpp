@@ -1,6 +1,7 @@
 // The sweep's idle check for GPUs: a node is idle when no process runs on any of its GPUs, except
 // the sweep itself (the check's own process and its ancestors). Outside the host's pid namespace
 // NVML hides other containers' processes, so no process listed there is "cannot see", never idle.
+// A GPU this process may not open (a cgroup gives it to another job) is not its: named, not judged.
 // The process list is a parameter, so that the rule is tested on the CPU; `sdcprobe idle` reads it
 // from NVML.
 #pragma once

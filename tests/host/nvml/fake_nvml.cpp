@@ -2,7 +2,9 @@
 // driver. Its GPUs and their compute processes come from FAKE_NVML ("GPU-a=11,12;GPU-b="), graphics
 // processes from FAKE_NVML_GRAPHICS (same form, or "unsupported" for NVML_ERROR_NOT_SUPPORTED);
 // FAKE_NVML_MIG lists the GPUs in MIG mode ("GPU-a,GPU-c"; the others have MIG disabled; unset:
-// no GPU supports MIG); FAKE_NVML_INIT=fail makes nvmlInit_v2 fail. The health queries are in
+// no GPU supports MIG); FAKE_NVML_DENIED lists NVML indices ("1,3") whose handle answers
+// NVML_ERROR_NO_PERMISSION, as for a GPU a cgroup denies the process, while nvmlDeviceGetCount_v2
+// still counts them; FAKE_NVML_INIT=fail makes nvmlInit_v2 fail. The health queries are in
 // fake_nvml_health.cpp.
 #include "tests/host/nvml/fake_nvml.hpp"
 
@@ -83,6 +85,12 @@ int nvmlDeviceGetCount_v2(unsigned* count) {
   return 0;
 }
 int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
+  const char* denied = std::getenv("FAKE_NVML_DENIED");
+  std::istringstream indices(denied != nullptr ? denied : "");
+  std::string i;
+  while (std::getline(indices, i, ',')) {
+    if (std::stoul(i) == index) return 4;  // NVML_ERROR_NO_PERMISSION
+  }
   *device = reinterpret_cast<void*>(static_cast<size_t>(index) + 1);
   return 0;
 }

@@ -75,10 +75,13 @@ constexpr bool same_text(const char* a, const char* b) {
                 #Theirs "::" #theirs)
 
 static_assert(kNvmlSuccess == NVML_SUCCESS);
+static_assert(kNvmlInvalidArgument == NVML_ERROR_INVALID_ARGUMENT);
 static_assert(kNvmlNotSupported == NVML_ERROR_NOT_SUPPORTED);
+static_assert(kNvmlNoPermission == NVML_ERROR_NO_PERMISSION);
 static_assert(kNvmlInsufficientSize == NVML_ERROR_INSUFFICIENT_SIZE);
 static_assert(kNvmlTimeout == NVML_ERROR_TIMEOUT);
 static_assert(kNvmlGpuIsLost == NVML_ERROR_GPU_IS_LOST);
+static_assert(kNvmlResetRequired == NVML_ERROR_RESET_REQUIRED);
 static_assert(sizeof(NvmlReturn) == sizeof(nvmlReturn_t));
 
 static_assert(kNvmlUuidBytes == NVML_DEVICE_UUID_V2_BUFFER_SIZE);

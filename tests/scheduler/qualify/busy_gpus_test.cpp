@@ -107,6 +107,7 @@ class BusyGpusOnNvml : public ::testing::Test {
   void TearDown() override {
     unsetenv("FAKE_NVML");
     unsetenv("FAKE_NVML_MIG");
+    unsetenv("FAKE_NVML_DENIED");
   }
   const std::string fake_ = SDC_FAKE_NVML;
 };
@@ -124,6 +125,19 @@ TEST_F(BusyGpusOnNvml, TheRuleOnWhatTheLoaderReads) {
             0u);
   setenv("FAKE_NVML_MIG", "", 1);
   EXPECT_EQ(busy_gpu_refusal(tested, nvml_gpu_processes(fake_), kSeesAll), "");
+}
+
+// A GPU a cgroup (Slurm's ConstrainDevices, a container) denies this process is not its: the level
+// judges the GPUs it tests, whether the operator says they are allocated or NVML shows them free.
+TEST_F(BusyGpusOnNvml, AGpuThisProcessMayNotOpenDoesNotStopTheLevel) {
+  setenv("FAKE_NVML", "GPU-a=;GPU-b=4242", 1);
+  setenv("FAKE_NVML_DENIED", "1", 1);
+  EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a")}, nvml_gpu_processes(fake_), {{}, true, true}), "");
+  EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a")}, nvml_gpu_processes(fake_), kSeesAll), "");
+  setenv("FAKE_NVML", "GPU-a=4242;GPU-b=", 1);
+  EXPECT_EQ(busy_gpu_refusal({gpu(0, "GPU-a")}, nvml_gpu_processes(fake_), {{}, true, true})
+                .rfind("busy: 1 other process on cuda0 [GPU-a] (pid 4242)", 0),
+            0u);
 }
 
 // The binary: a CPU run is never stopped by the GPUs' processes, nor by an NVML that fails.

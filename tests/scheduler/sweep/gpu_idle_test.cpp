@@ -68,6 +68,18 @@ TEST(GpuIdle, OutsideTheHostsPidNamespaceNoProcessListedIsBlindNotIdle) {
   EXPECT_TRUE(gpu_idle(fixed({}), {}, false).idle);
 }
 
+TEST(GpuIdle, GpusThisProcessMayNotOpenAreNamedNotJudged) {
+  GpuProcessList list{true, {"GPU-a"}, {}, {}};
+  list.denied = {1, 3};
+  IdleVerdict v = gpu_idle(fixed(list), {}, true);
+  EXPECT_TRUE(v.idle);
+  EXPECT_EQ(v.reason, "no process on 1 GPU(s); not this process's: NVML 1, 3 (no permission)");
+  list.processes = {{"GPU-a", 7}};
+  v = gpu_idle(fixed(list), {}, true);
+  EXPECT_FALSE(v.idle);
+  EXPECT_EQ(v.reason, "in use: GPU-a (pid 7); not this process's: NVML 1, 3 (no permission)");
+}
+
 TEST(GpuIdle, ThisMachinesPidNamespaceIsReadFromProc) {
   char link[64] = {};
   ASSERT_GT(::readlink("/proc/self/ns/pid", link, sizeof(link) - 1), 0);
@@ -93,6 +105,7 @@ class NvmlLoader : public ::testing::Test {
     unsetenv("FAKE_NVML_GRAPHICS");
     unsetenv("FAKE_NVML_INIT");
     unsetenv("FAKE_NVML_MIG");
+    unsetenv("FAKE_NVML_DENIED");
   }
   const std::string fake_ = SDC_FAKE_NVML;
 };
@@ -124,6 +137,18 @@ TEST_F(NvmlLoader, ReadsWhichGpusAreInMigMode) {
   EXPECT_EQ(nvml_gpu_processes(fake_).mig_gpus, std::vector<std::string>{"GPU-b"});
   setenv("FAKE_NVML_MIG", "", 1);  // MIG supported, disabled everywhere
   EXPECT_TRUE(nvml_gpu_processes(fake_).mig_gpus.empty());
+}
+
+// nvmlDeviceGetCount_v2 counts the GPUs a cgroup (Slurm's ConstrainDevices, a container) denies this
+// process, whose handles answer NVML_ERROR_NO_PERMISSION: they are not its, listed apart.
+TEST_F(NvmlLoader, AGpuThisProcessMayNotOpenIsListedApartNeverAnError) {
+  setenv("FAKE_NVML", "GPU-a=11;GPU-b=20;GPU-c=30", 1);
+  setenv("FAKE_NVML_DENIED", "1", 1);
+  const GpuProcessList list = nvml_gpu_processes(fake_);
+  EXPECT_EQ(list.gpus, (std::vector<std::string>{"GPU-a", "GPU-c"}));
+  EXPECT_EQ(list.denied, std::vector<unsigned>{1});
+  ASSERT_EQ(list.processes.size(), 2u);
+  EXPECT_EQ(list.processes[1].gpu_uuid, "GPU-c");
 }
 
 TEST_F(NvmlLoader, AListLongerThanTheFirstBufferIsReadWhole) {
@@ -178,6 +203,15 @@ TEST(IdleCommand, ExitCodesFollowTheGpusProcesses) {
   o = test::run_command(env + "FAKE_NVML='GPU-a=;GPU-b=4242' " + sdcprobe);
   EXPECT_EQ(o.code, 1) << o.out;
   EXPECT_EQ(o.out, "busy: in use: GPU-b (pid 4242)\n");
+  // A GPU a cgroup denies this process is not its: the node is judged on the others.
+  o = test::run_command(env + "FAKE_NVML='GPU-a=4242;GPU-b=' FAKE_NVML_DENIED=0 " + sdcprobe);
+  if (in_host_pid_namespace()) {
+    EXPECT_EQ(o.code, 0) << o.out;
+    EXPECT_EQ(o.out, "idle: no process on 1 GPU(s); not this process's: NVML 0 (no permission)\n");
+  } else {
+    EXPECT_EQ(o.code, 2) << o.out;
+    EXPECT_EQ(o.out.rfind("cannot see: no process listed on 1 GPU(s)", 0), 0u) << o.out;
+  }
   o = test::run_command(env + "FAKE_NVML='GPU-a=' FAKE_NVML_INIT=fail " + sdcprobe);
   EXPECT_EQ(o.code, 2) << o.out;
   EXPECT_NE(o.out.find("nvmlInit_v2: Driver Not Loaded"), std::string::npos) << o.out;
