@@ -1,9 +1,13 @@
 #include "host/nvml/nvml_health.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "host/error.hpp"
 #include "host/nvml/nvml_abi.hpp"
@@ -19,9 +23,16 @@ constexpr NvmlReturn kWaitFailed = -2;  // ours: the event set's wait failed, fo
 constexpr unsigned long long kRetiredPagesLimit = 63;
 constexpr unsigned long long kUncorrectableRemapsLimit = 512;
 constexpr unsigned kEventDrainMs = 100;  // an XID of the window's last moment still arrives
-// XID 45, "preemptive cleanup": the driver's note that a process ended with work in flight, which a
-// level's watchdog and budget do to a hung or overrunning worker. It says nothing of the GPU.
-constexpr unsigned long long kXidProcessEnded = 45;
+// The XIDs a job's own error raises, which NVIDIA's Kubernetes device plugin skips: an illegal
+// memory access (13, 31), a stopped or timed-out context (43, 109), a video decoder's exception (68),
+// and 45, the driver's cleanup of a process that ended with work in flight, as a level's watchdog
+// ends a hung worker. They say nothing of the GPU.
+const std::set<unsigned long long> kApplicationXids = {13, 31, 43, 45, 68, 109};
+// DCGM's allowance of PCIe replays: a bit error rate of 1e-12, over a window of at least a minute.
+constexpr double kPcieBitsPerError = 1e12;
+constexpr double kPcieReplayWindowMinS = 60;
+// Each generation's transfer rate per lane, in GT/s: Gen1 to Gen6.
+constexpr double kPcieLaneGtPerS[] = {2.5, 5, 8, 16, 32, 64};
 
 // One query's answer: its status and, when it succeeded, the values. Until asked, none.
 struct Answer {
@@ -32,12 +43,13 @@ struct Answer {
 
 // What one read of one GPU returned.
 struct Read {
+  std::chrono::steady_clock::time_point at;
   Answer recovery;  // action
   Answer remap;     // correctable rows, uncorrectable rows, pending, failure
   Answer ecc;       // volatile uncorrectable errors
   Answer retired;   // pages retired for single-bit errors, for double-bit errors, pending
   Answer replays;   // PCIe replay counter
-  Answer link;      // generation, max generation, width, max width, performance state
+  Answer link;      // generation, max generation, width, max width, performance state before and after
 };
 
 struct Gpu {
@@ -47,6 +59,7 @@ struct Gpu {
   Read before;
   Answer events;                                          // registration for critical XIDs, then the wait
   std::map<unsigned long long, unsigned long long> xids;  // XID -> events
+  bool named = false;                                     // selected by a --device token, not as one of all
 };
 
 class Nvml {
@@ -85,10 +98,14 @@ class Nvml {
 
   Read read(NvmlDevice device) {
     Read r;
+    r.at = std::chrono::steady_clock::now();
     NvmlFieldValue field{};
     field.field_id = kNvmlFieldRecoveryAction;
+    // NVML answers a field id it does not know, as drivers before R565 this one, in the field's own
+    // code: that driver does not support the field, as DCGM takes it.
     if (ok(r.recovery, call(kNvmlDeviceGetFieldValues, device, 1, &field), "nvmlDeviceGetFieldValues") &&
-        ok(r.recovery, field.rc, "nvmlDeviceGetFieldValues (recovery action)")) {
+        ok(r.recovery, field.rc == kNvmlInvalidArgument ? kNvmlNotSupported : field.rc,
+           "nvmlDeviceGetFieldValues (recovery action)")) {
       if (field.value_type == kNvmlValueUnsignedInt) {
         r.recovery.values = {field.value.ui};
       } else if (field.value_type == kNvmlValueUnsignedLong) {
@@ -157,7 +174,7 @@ class Nvml {
         break;
       }
       for (Gpu* g : gpus) {
-        if (g->device == event.device && (event.type & kNvmlEventXidCritical) != 0 && event.data != kXidProcessEnded) {
+        if (g->device == event.device && (event.type & kNvmlEventXidCritical) != 0) {
           ++g->xids[event.data];
         }
       }
@@ -205,6 +222,7 @@ class Nvml {
 
   Answer link(NvmlDevice device) {
     Answer a;
+    const unsigned before = pstate(device);
     for (const auto& entry : {kNvmlDeviceGetCurrPcieLinkGeneration, kNvmlDeviceGetMaxPcieLinkGeneration,
                               kNvmlDeviceGetCurrPcieLinkWidth, kNvmlDeviceGetMaxPcieLinkWidth}) {
       unsigned v = 0;
@@ -214,10 +232,14 @@ class Nvml {
       }
       a.values.push_back(v);
     }
-    unsigned pstate = kNvmlPstateUnknown;  // the link's generation is judged only at P0
-    if (call(kNvmlDeviceGetPerformanceState, device, &pstate) != kNvmlSuccess) pstate = kNvmlPstateUnknown;
-    a.values.push_back(pstate);
+    a.values.push_back(before);
+    a.values.push_back(pstate(device));
     return a;
+  }
+  // The link is judged only at P0: its performance state is read before and after its values.
+  unsigned pstate(NvmlDevice device) {
+    unsigned p = kNvmlPstateUnknown;
+    return call(kNvmlDeviceGetPerformanceState, device, &p) == kNvmlSuccess ? p : kNvmlPstateUnknown;
   }
 
   NvmlLibrary nvml_;
@@ -242,6 +264,9 @@ bool answered(const Answer& a, HealthCondition& c) {
   } else if (a.rc == kNvmlGpuIsLost) {
     c.state = ConditionState::kFault;
     c.detail = "NVML reports the GPU lost (fallen off the bus): reboot the node, replace the GPU if it recurs";
+  } else if (a.rc == kNvmlResetRequired) {
+    c.state = ConditionState::kFault;
+    c.detail = "NVML answers that the GPU needs a reset: reset it (nvidia-smi -r) before it runs work again";
   } else {
     c.state = ConditionState::kCouldNotTest;
     c.detail = "could not test: " + a.error;
@@ -261,7 +286,12 @@ void nonsense(HealthCondition& c, const std::string& detail) {
 
 HealthCondition recovery_action(const Read& r) {
   HealthCondition c = condition("recovery_action");
-  if (!answered(r.recovery, c)) return c;
+  if (!answered(r.recovery, c)) {
+    if (c.state == ConditionState::kNotSupported) {
+      c.detail = "not supported by this GPU or driver (the field came with R565)";
+    }
+    return c;
+  }
   const unsigned long long action = r.recovery.values[0];
   c.readings = {{"action", action}};
   switch (action) {
@@ -359,6 +389,10 @@ HealthCondition retired_pages(const Read& r) {
   return c;
 }
 
+bool link_width(unsigned long long w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 12 || w == 16 || w == 32; }
+
+// Replays are judged against what a healthy link makes over the window, at the link's maximum speed
+// and width: the counter spans every speed the link ran at, and the maximum allows the most.
 HealthCondition pcie_replays(const Read& r, const Read* before) {
   HealthCondition c = condition("pcie_replays");
   if (!answered(r.replays, c)) return c;
@@ -376,23 +410,56 @@ HealthCondition pcie_replays(const Read& r, const Read* before) {
     nonsense(c, "a replay counter that went back from " + std::to_string(then) + " to " + std::to_string(now));
     return c;
   }
-  c.readings.push_back({"during_window", now - then});
-  if (now > then) {
-    fault(c, "PCIe replays climbed from " + std::to_string(then) + " to " + std::to_string(now) +
-                 " during the run: the link retransmits; reseat the GPU, check its riser or cable");
-  } else {
+  const unsigned long long during = now - then;
+  c.readings.push_back({"during_window", during});
+  if (during == 0) {
     c.detail = "counter " + std::to_string(now) + ", no replay during the run";
+    return c;
+  }
+  HealthCondition link = condition("pcie_replays");
+  if (!answered(r.link, link)) {
+    c.state = link.state;
+    c.detail = std::to_string(during) + " replays during the run, not judged: the allowance needs the link's speed " +
+               "and width (" + link.detail + ")";
+    return c;
+  }
+  const unsigned long long gen = r.link.values[1], width = r.link.values[3];
+  if (gen < 1 || gen > 16 || !link_width(width)) {
+    nonsense(c, "a link of at most Gen" + std::to_string(gen) + " x" + std::to_string(width));
+    return c;
+  }
+  const double seconds = std::chrono::duration<double>(r.at - before->at).count();
+  const unsigned long long allowed =
+      pcie_replay_allowance(static_cast<unsigned>(gen), static_cast<unsigned>(width), seconds);
+  c.readings.push_back({"allowed", allowed});
+  const std::string link_text = " allowed at Gen" + std::to_string(gen) + " x" + std::to_string(width);
+  if (during > allowed) {
+    fault(c, "PCIe replays climbed from " + std::to_string(then) + " to " + std::to_string(now) +
+                 " during the run, more than the " + std::to_string(allowed) + link_text +
+                 " (a bit error rate of 1e-12): the link retransmits; reseat the GPU, check its riser or cable");
+  } else {
+    c.detail = std::to_string(during) + " replays during the run, within the " + std::to_string(allowed) + link_text;
   }
   return c;
 }
 
 std::string xid_text(unsigned long long xid) {
-  static const std::map<unsigned long long, const char*> kKnown = {
-      {48, "double-bit ECC error"},  {63, "row remapping event"},
-      {64, "row remapping failure"}, {74, "NVLink error"},
-      {79, "fallen off the bus"},    {92, "high single-bit ECC error rate"},
-      {94, "contained ECC error"},   {95, "uncontained ECC error"},
-      {119, "GSP timeout"},          {120, "GSP error"}};
+  static const std::map<unsigned long long, const char*> kKnown = {{13, "graphics engine exception"},
+                                                                   {31, "GPU memory page fault"},
+                                                                   {43, "GPU stopped processing"},
+                                                                   {45, "preemptive cleanup"},
+                                                                   {48, "double-bit ECC error"},
+                                                                   {63, "row remapping event"},
+                                                                   {64, "row remapping failure"},
+                                                                   {68, "video processor exception"},
+                                                                   {74, "NVLink error"},
+                                                                   {79, "fallen off the bus"},
+                                                                   {92, "high single-bit ECC error rate"},
+                                                                   {94, "contained ECC error"},
+                                                                   {95, "uncontained ECC error"},
+                                                                   {109, "context switch timeout"},
+                                                                   {119, "GSP timeout"},
+                                                                   {120, "GSP error"}};
   const auto k = kKnown.find(xid);
   return "XID " + std::to_string(xid) + (k == kKnown.end() ? "" : std::string(" (") + k->second + ")");
 }
@@ -405,63 +472,82 @@ HealthCondition xid(const Gpu& g, bool watched) {
     return c;
   }
   if (!answered(g.events, c)) return c;
-  unsigned long long events = 0;
-  std::string seen;
+  std::string gpus, jobs;  // the GPU's XIDs, and those a job's own error raises
   for (const auto& [x, n] : g.xids) {
     c.readings.push_back({"xid_" + std::to_string(x), n});
+    std::string& seen = kApplicationXids.count(x) != 0 ? jobs : gpus;
     seen += (seen.empty() ? "" : ", ") + xid_text(x) + (n > 1 ? " x" + std::to_string(n) : "");
-    events += n;
   }
-  if (events > 0) {
-    fault(c, "critical " + seen + " during the run: look the XID up in NVIDIA's XID catalogue for what to do");
+  const std::string own = jobs.empty() ? "" : "; a job's own: " + jobs;
+  if (!gpus.empty()) {
+    fault(c, "critical " + gpus + " during the run: look the XID up in NVIDIA's XID catalogue for what to do" + own);
   } else {
-    c.detail = "no critical XID during the run";
+    c.detail = (jobs.empty() ? "no critical XID during the run" : "no critical XID of the GPU's during the run") + own;
   }
   return c;
 }
 
-bool link_width(unsigned long long w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 12 || w == 16 || w == 32; }
+std::string pstate_name(unsigned long long p) {
+  return p == kNvmlPstateUnknown ? "an unknown performance state" : "P" + std::to_string(p);
+}
 
-// Width: a link narrower than its maximum is a defect at any load. Generation: an idle GPU lowers
-// it to save power, so it is judged only at P0, as DCGM judges it during its PCIe test's load.
+// An idle GPU lowers its link's generation, and may narrow it, to save power: both are judged only at
+// P0 before and after the link is read, as DCGM judges them during its PCIe test's load.
 std::vector<HealthCondition> pcie_link(const Read& r) {
   HealthCondition width = condition("pcie_link_width");
   HealthCondition gen = condition("pcie_link_gen");
   const bool read = answered(r.link, width);
   answered(r.link, gen);
   if (!read) return {width, gen};
-  const auto& v = r.link.values;  // gen, max gen, width, max width, pstate
+  const auto& v = r.link.values;  // gen, max gen, width, max width, pstate before, pstate after
+  const bool at_p0 = v[4] == 0 && v[5] == 0;
+  const std::string at =
+      " at " + pstate_name(v[4]) + (v[4] == v[5] ? "" : ", then " + pstate_name(v[5]) + " while it was read");
+  const std::vector<std::pair<std::string, unsigned long long>> pstates = {{"pstate_before", v[4]},
+                                                                           {"pstate_after", v[5]}};
+  const std::string degraded = " under load (P0): a degraded PCIe link; reseat the GPU, check its slot, riser or cable";
   if (!link_width(v[2]) || !link_width(v[3]) || v[2] > v[3]) {
     nonsense(width, "link width x" + std::to_string(v[2]) + " of a maximum x" + std::to_string(v[3]));
   } else {
     width.readings = {{"current", v[2]}, {"max", v[3]}};
-    if (v[2] < v[3]) {
-      fault(width, "x" + std::to_string(v[2]) + " of x" + std::to_string(v[3]) +
-                       ": a degraded PCIe link; reseat the GPU, check its slot, riser or cable");
-    } else {
+    width.readings.insert(width.readings.end(), pstates.begin(), pstates.end());
+    const std::string text = "x" + std::to_string(v[2]) + " of x" + std::to_string(v[3]);
+    if (v[2] == v[3]) {
       width.detail = "x" + std::to_string(v[2]);
+    } else if (at_p0) {
+      fault(width, text + degraded);
+    } else {
+      width.state = ConditionState::kNotTested;
+      width.detail = text + at + ": an idle GPU may narrow its link; judged at P0 only";
     }
   }
   if (v[0] < 1 || v[0] > 16 || v[1] < 1 || v[1] > 16 || v[0] > v[1]) {
     nonsense(gen, "link generation " + std::to_string(v[0]) + " of a maximum " + std::to_string(v[1]));
     return {width, gen};
   }
-  gen.readings = {{"current", v[0]}, {"max", v[1]}, {"pstate", v[4]}};
+  gen.readings = {{"current", v[0]}, {"max", v[1]}};
+  gen.readings.insert(gen.readings.end(), pstates.begin(), pstates.end());
   const std::string text = "Gen" + std::to_string(v[0]) + " of Gen" + std::to_string(v[1]);
   if (v[0] == v[1]) {
     gen.detail = "Gen" + std::to_string(v[0]);
-  } else if (v[4] == 0) {
-    fault(gen, text + " under load (P0): a degraded PCIe link; reseat the GPU, check its slot, riser or cable");
+  } else if (at_p0) {
+    fault(gen, text + degraded);
   } else {
     gen.state = ConditionState::kNotTested;
-    gen.detail = text + " at " +
-                 (v[4] == kNvmlPstateUnknown ? "an unknown performance state" : "P" + std::to_string(v[4])) +
-                 ": an idle GPU lowers its link generation; judged at P0 only";
+    gen.detail = text + at + ": an idle GPU lowers its link generation; judged at P0 only";
   }
   return {width, gen};
 }
 
 void judge(Gpu& g, const Read& after, const Read* before, bool watched) {
+  if (g.identity.rc == kNvmlNoPermission && !g.named) {
+    g.health.conditions = {{"gpu",
+                            ConditionState::kNotPermitted,
+                            "not this process's: NVML denies it the GPU (no permission: a cgroup, as Slurm's "
+                            "ConstrainDevices or a container's, gives it to another job)",
+                            {}}};
+    return;
+  }
   if (g.identity.rc != kNvmlSuccess) {
     HealthCondition c = condition("gpu");
     answered(g.identity, c);
@@ -496,11 +582,16 @@ const char* condition_state_name(ConditionState state) {
     case ConditionState::kNotSupported: return "not_supported";
     case ConditionState::kNotTested: return "not_tested";
     case ConditionState::kCouldNotTest: return "could_not_test";
+    case ConditionState::kNotPermitted: return "not_permitted";
   }
   return "could_not_test";
 }
 
 ConditionState GpuHealth::verdict() const {
+  if (std::any_of(conditions.begin(), conditions.end(),
+                  [](const HealthCondition& c) { return c.state == ConditionState::kNotPermitted; })) {
+    return ConditionState::kNotPermitted;
+  }
   bool could_not_test = false, judged = false;
   for (const HealthCondition& c : conditions) {
     if (c.state == ConditionState::kFault) return ConditionState::kFault;
@@ -510,14 +601,26 @@ ConditionState GpuHealth::verdict() const {
   return could_not_test || !judged ? ConditionState::kCouldNotTest : ConditionState::kHealthy;
 }
 
+size_t permitted_gpus(const HealthReport& report) {
+  return static_cast<size_t>(std::count_if(report.gpus.begin(), report.gpus.end(), [](const GpuHealth& g) {
+    return g.verdict() != ConditionState::kNotPermitted;
+  }));
+}
+
 int health_exit_code(const HealthReport& report) {
   if (!report.applicable) return 0;
-  bool could_not_test = !report.error.empty() || report.gpus.empty();
+  bool could_not_test = !report.error.empty() || permitted_gpus(report) == 0;
   for (const GpuHealth& g : report.gpus) {
     if (g.verdict() == ConditionState::kFault) return 1;
     could_not_test = could_not_test || g.verdict() == ConditionState::kCouldNotTest;
   }
   return could_not_test ? 2 : 0;
+}
+
+unsigned long long pcie_replay_allowance(unsigned gen, unsigned width, double seconds) {
+  const double gt_per_s = kPcieLaneGtPerS[std::clamp<size_t>(gen, 1, std::size(kPcieLaneGtPerS)) - 1];
+  const double bits = gt_per_s * 1e9 * width * std::max(seconds, kPcieReplayWindowMinS);
+  return static_cast<unsigned long long>(std::ceil(bits / kPcieBitsPerError));
 }
 
 const char* health_verdict_name(const HealthReport& report) {
@@ -552,6 +655,7 @@ HealthReport read_gpu_health(const std::string& library, const std::vector<std::
         const bool wanted = select.empty() || std::any_of(select.begin(), select.end(),
                                                           [&](const std::string& t) { return selected(g.health, t); });
         if (wanted) chosen.push_back(&g);
+        g.named = !select.empty();
       }
       if (window) {
         for (Gpu* g : chosen) {

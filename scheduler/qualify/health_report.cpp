@@ -9,6 +9,7 @@ namespace sdc {
 namespace {
 
 std::string gpu_name(const GpuHealth& g) {
+  if (g.uuid.empty()) return "NVML GPU " + std::to_string(g.index);  // no handle, so no UUID
   std::string name = g.uuid + " (NVML " + std::to_string(g.index);
   if (!g.pci_bus_id.empty()) name += ", " + g.pci_bus_id;
   if (!g.name.empty()) name += ", " + g.name;
@@ -68,18 +69,25 @@ std::string health_text(const HealthReport& report) {
   size_t faulty = 0;
   for (const GpuHealth& g : report.gpus) faulty += g.verdict() == ConditionState::kFault;
   const int code = health_exit_code(report);
-  const std::string of = " of " + std::to_string(report.gpus.size()) + " GPU(s)";
-  if (code == 0) return out + "health: HEALTHY" + of + "\n";
-  if (code == 1) return out + "health: FAULT on " + std::to_string(faulty) + of + "\n";
-  return out + "health: COULD NOT TEST" + of + "\n";
+  const size_t permitted = permitted_gpus(report), denied = report.gpus.size() - permitted;
+  const std::string of = " of " + std::to_string(permitted) + " GPU(s)" +
+                         (denied == 0 ? "" : ", " + std::to_string(denied) + " more not this process's") + "\n";
+  if (code == 0) return out + "health: HEALTHY" + of;
+  if (code == 1) return out + "health: FAULT on " + std::to_string(faulty) + of;
+  return out + "health: COULD NOT TEST" + of;
 }
 
 std::string health_npd_verdict(const HealthReport& report) {
   if (!report.applicable) return "OK: no NVIDIA GPU on this node";
   const int code = health_exit_code(report);
-  if (code == 0) return "OK: " + std::to_string(report.gpus.size()) + " GPUs healthy";
+  const size_t permitted = permitted_gpus(report);
+  if (code == 0) return "OK: " + std::to_string(permitted) + " GPUs healthy";
   if (code == 2 && !report.error.empty()) return npd_could_not_test(report.error);
   if (code == 2 && report.gpus.empty()) return npd_could_not_test("NVML lists no GPU");
+  if (code == 2 && permitted == 0) {
+    return npd_could_not_test("no GPU this process may open (" + std::to_string(report.gpus.size()) +
+                              " denied by NVML)");
+  }
   std::string first;
   size_t count = 0;
   const ConditionState wanted = code == 1 ? ConditionState::kFault : ConditionState::kCouldNotTest;

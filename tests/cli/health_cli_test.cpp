@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "host/nvml/nvml_health.hpp"
 #include "tests/cli/run_sdcprobe.hpp"
 #include "tests/scheduler/sweep/prom_check.hpp"
 
@@ -202,18 +203,44 @@ TEST_F(HealthCli, RetiredPagesPendingOrSixtyThreeAreAFault) {
   EXPECT_EQ(condition(h, 1, "retired_pages").at("detail"), "62 pages retired");
 }
 
-TEST_F(HealthCli, PcieReplaysClimbingOverTheWindowAreAFault) {
-  Health h = health("FAKE_NVML_REPLAYS='GPU-b=10,5'", "--watch 0.05");
-  expect_fault_on_b(h, "pcie_replays", "PCIe replays climbed from 10 to 15 during the run");
+// A healthy link retransmits too: DCGM allows a bit error rate of 1e-12 at the link's speed and
+// width over at least a minute, 31 replays at Gen5 x16; only more is a fault.
+TEST_F(HealthCli, PcieReplaysAboveTheLinksAllowanceAreAFault) {
+  Health h = health("FAKE_NVML_REPLAYS='GPU-b=10,32'", "--watch 0.05");
+  expect_fault_on_b(h, "pcie_replays", "PCIe replays climbed from 10 to 42 during the run, more than the 31 allowed");
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_replays\"", "reading=\"during_window\""}),
-            5);
+            32);
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_replays\"", "reading=\"allowed\""}), 31);
+  h = health("FAKE_NVML_REPLAYS='GPU-b=10,31'", "--watch 0.05");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "healthy");
+  EXPECT_EQ(condition(h, 1, "pcie_replays").at("detail"),
+            "31 replays during the run, within the 31 allowed at Gen5 x16");
+  // The allowance follows the link's maximum speed and width: one replay is allowed at Gen1 x1.
+  h = health("FAKE_NVML_REPLAYS='GPU-b=10,2' FAKE_NVML_LINK='GPU-b=1,1,1,1'", "--watch 0.05");
+  expect_fault_on_b(h, "pcie_replays", "more than the 1 allowed at Gen1 x1");
   // A counter that stands still, however high, is no fault; one read cannot tell.
   h = health("FAKE_NVML_REPLAYS='GPU-b=1000,0'", "--watch 0.05");
   EXPECT_EQ(h.code, 0) << h.out;
   EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "healthy");
-  h = health("FAKE_NVML_REPLAYS='GPU-b=10,5'");
+  h = health("FAKE_NVML_REPLAYS='GPU-b=10,5000'");
   EXPECT_EQ(h.code, 0) << h.out;
   EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "not_tested");
+  // Without the link's speed and width there is no allowance to judge a climb against.
+  h = health("FAKE_NVML_REPLAYS='GPU-b=10,5' FAKE_NVML_LINK='GPU-b=unsupported'", "--watch 0.05");
+  EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "not_supported") << h.out;
+  h = health("FAKE_NVML_REPLAYS='GPU-b=10,0' FAKE_NVML_LINK='GPU-b=unsupported'", "--watch 0.05");
+  EXPECT_EQ(condition(h, 1, "pcie_replays").at("state"), "healthy") << h.out;
+}
+
+TEST(PcieReplayAllowance, IsABitErrorRateOfOneInATrillionOverAtLeastAMinute) {
+  EXPECT_EQ(sdc::pcie_replay_allowance(5, 16, 60), 31u);  // 32 GT/s x 16 lanes x 1e-12 x 60 s = 30.7
+  EXPECT_EQ(sdc::pcie_replay_allowance(5, 16, 0.05), 31u);
+  EXPECT_EQ(sdc::pcie_replay_allowance(5, 16, 300), 154u);
+  EXPECT_EQ(sdc::pcie_replay_allowance(4, 16, 60), 16u);
+  EXPECT_EQ(sdc::pcie_replay_allowance(6, 16, 60), 62u);
+  EXPECT_EQ(sdc::pcie_replay_allowance(1, 1, 60), 1u);
+  EXPECT_EQ(sdc::pcie_replay_allowance(9, 16, 60), 62u);  // a generation past Gen6 has Gen6's
 }
 
 TEST_F(HealthCli, AnXidDuringTheWindowIsAFaultNamingIt) {
@@ -221,13 +248,33 @@ TEST_F(HealthCli, AnXidDuringTheWindowIsAFaultNamingIt) {
   expect_fault_on_b(h, "xid", "critical XID 48 (double-bit ECC error), XID 79 (fallen off the bus) x2");
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"xid_79\""}), 2);
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"xid_48\""}), 1);
-  // XID 45 is a process ended with work in flight, as a level's watchdog ends a hung worker.
-  h = health("FAKE_NVML_XID='GPU-b=45'", "--watch 0.05");
-  EXPECT_EQ(h.code, 0) << h.out;
-  EXPECT_EQ(condition(h, 1, "xid").at("state"), "healthy");
   h = health("FAKE_NVML_XID='GPU-b=79'");  // no window: not watched
   EXPECT_EQ(h.code, 0) << h.out;
   EXPECT_EQ(condition(h, 1, "xid").at("state"), "not_tested");
+}
+
+// XIDs 13, 31, 43, 45, 68 and 109 are what a job's own error raises (NVIDIA's Kubernetes device
+// plugin skips exactly these): `health --watch` beside jobs reports them, and fails no GPU on them.
+TEST_F(HealthCli, ApplicationXidsAreReportedNeverAFault) {
+  Health h = health("FAKE_NVML_XID='GPU-b=13,31,43,45,68,109,13'", "--watch 0.05");
+  EXPECT_EQ(h.code, 0) << h.out;
+  const nlohmann::json& c = condition(h, 1, "xid");
+  EXPECT_EQ(c.at("state"), "healthy") << c.dump();
+  EXPECT_EQ(c.at("detail"),
+            "no critical XID of the GPU's during the run; a job's own: XID 13 (graphics engine exception) x2, XID 31 "
+            "(GPU memory page fault), XID 43 (GPU stopped processing), XID 45 (preemptive cleanup), XID 68 (video "
+            "processor exception), XID 109 (context switch timeout)");
+  for (const char* x : {"xid_31", "xid_43", "xid_45", "xid_68", "xid_109"}) {
+    EXPECT_EQ(
+        metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"" + std::string(x) + "\""}), 1)
+        << x;
+  }
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"xid\"", "reading=\"xid_13\""}), 2);
+  // Beside a critical one, the fault names the GPU's XID and still reports the job's.
+  h = health("FAKE_NVML_XID='GPU-b=43,94'", "--watch 0.05");
+  expect_fault_on_b(h, "xid",
+                    "critical XID 94 (contained ECC error) during the run: look the XID up in NVIDIA's XID catalogue "
+                    "for what to do; a job's own: XID 43 (GPU stopped processing)");
 }
 
 // The wait answers for the whole event set: its error, even "GPU is lost", leaves every GPU's XIDs
@@ -243,17 +290,14 @@ TEST_F(HealthCli, AnXidWaitErrorCouldNotTestOnEveryGpuNeverAFault) {
 }
 
 TEST_F(HealthCli, ALinkBelowItsMaximumIsAFaultWithBothValues) {
-  Health h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16,0'");
-  expect_fault_on_b(h, "pcie_link_width", "x8 of x16: a degraded PCIe link");
+  Health h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16'");
+  expect_fault_on_b(h, "pcie_link_width", "x8 of x16 under load (P0): a degraded PCIe link");
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_link_width\"", "reading=\"current\""}), 8);
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_link_width\"", "reading=\"max\""}), 16);
-  // A narrow link is a fault at any load; a lower generation only under load (P0).
-  h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16,8'");
-  EXPECT_EQ(h.code, 1) << h.out;
-  h = health("FAKE_NVML_LINK='GPU-b=3,5,16,16,0'");
+  h = health("FAKE_NVML_LINK='GPU-b=3,5,16,16'");
   expect_fault_on_b(h, "pcie_link_gen", "Gen3 of Gen5 under load (P0)");
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_link_gen\"", "reading=\"current\""}), 3);
-  h = health("FAKE_NVML_LINK='GPU-b=1,5,16,16,8'");
+  h = health("FAKE_NVML_LINK='GPU-b=1,5,16,16' FAKE_NVML_PSTATE='GPU-b=8'");
   EXPECT_EQ(h.code, 0) << h.out;
   EXPECT_EQ(condition(h, 1, "pcie_link_gen").at("state"), "not_tested");
   EXPECT_NE(condition(h, 1, "pcie_link_gen").at("detail").get<std::string>().find("Gen1 of Gen5 at P8"),
@@ -261,9 +305,64 @@ TEST_F(HealthCli, ALinkBelowItsMaximumIsAFaultWithBothValues) {
   EXPECT_EQ(metric(h, "sdcprobe_gpu_health_judged", "GPU-b", {"field=\"pcie_link_gen\""}), 0);
 }
 
+// As DCGM, generation and width are judged at P0 only, the P-state read before and after the link:
+// an idle GPU may narrow its link as it lowers its generation, and one leaving P0 mid-read did too.
+TEST_F(HealthCli, TheLinkIsJudgedOnlyAtP0BeforeAndAfterItsRead) {
+  Health h = health("FAKE_NVML_LINK='GPU-b=5,5,8,16' FAKE_NVML_PSTATE='GPU-b=8'");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "pcie_link_width").at("state"), "not_tested");
+  EXPECT_EQ(condition(h, 1, "pcie_link_width").at("detail"),
+            "x8 of x16 at P8: an idle GPU may narrow its link; judged at P0 only");
+  EXPECT_EQ(metric(h, "sdcprobe_gpu_health_reading", "GPU-b", {"field=\"pcie_link_width\"", "reading=\"current\""}), 8);
+  h = health("FAKE_NVML_LINK='GPU-b=3,5,8,16' FAKE_NVML_PSTATE='GPU-b=0,8'");  // P0, then P8 after the link
+  EXPECT_EQ(h.code, 0) << h.out;
+  for (const char* field : {"pcie_link_gen", "pcie_link_width"}) {
+    EXPECT_EQ(condition(h, 1, field).at("state"), "not_tested") << field;
+    EXPECT_NE(condition(h, 1, field).at("detail").get<std::string>().find("P0, then P8 while it was read"),
+              std::string::npos)
+        << condition(h, 1, field).dump();
+  }
+  h = health("FAKE_NVML_LINK='GPU-b=3,5,8,16' FAKE_NVML_PSTATE='GPU-b=8,0'");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(condition(h, 1, "pcie_link_gen").at("state"), "not_tested");
+  h = health("FAKE_NVML_LINK='GPU-b=3,5,8,16' FAKE_NVML_PSTATE='GPU-b=unsupported'");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_NE(condition(h, 1, "pcie_link_width").at("detail").get<std::string>().find("an unknown performance state"),
+            std::string::npos);
+}
+
 TEST_F(HealthCli, ALostGpuIsAFault) {
   const Health h = health("FAKE_NVML_RECOVERY='GPU-b=lost'");
   expect_fault_on_b(h, "recovery_action", "NVML reports the GPU lost (fallen off the bus)");
+}
+
+// NVML_ERROR_RESET_REQUIRED, from any query, is the GPU asking for a reset: a fault saying so.
+TEST_F(HealthCli, ResetRequiredIsAFaultAskingForAReset) {
+  for (const char* field : {"FAKE_NVML_RECOVERY", "FAKE_NVML_ECC", "FAKE_NVML_REMAP"}) {
+    const Health h = health(std::string(field) + "='GPU-b=reset'");
+    const std::string condition_field = std::string(field) == "FAKE_NVML_RECOVERY" ? "recovery_action"
+                                        : std::string(field) == "FAKE_NVML_ECC"    ? "ecc_uncorrectable"
+                                                                                   : "row_remap";
+    expect_fault_on_b(h, condition_field, "NVML answers that the GPU needs a reset: reset it (nvidia-smi -r)");
+  }
+  const Health h = health("FAKE_NVML_XID='GPU-b=reset'", "--watch 0.05");
+  expect_fault_on_b(h, "xid", "needs a reset");
+}
+
+// Drivers before R565 (R535 and R550 run most H100 fleets) have no recovery-action field: the
+// field's own code (NVML's answer for a field id it does not know) is not supported, as in DCGM.
+TEST_F(HealthCli, ADriverWithoutTheRecoveryActionFieldIsNotSupportedNeverCouldNotTest) {
+  for (const char* code : {"invalid", "unsupported"}) {
+    const Health h = health(std::string("FAKE_NVML_RECOVERY='GPU-b=") + code + "'");
+    EXPECT_EQ(h.code, 0) << code << h.out;
+    EXPECT_EQ(h.json.at("gpus").at(1).at("verdict"), "healthy") << code;
+    const nlohmann::json& c = condition(h, 1, "recovery_action");
+    EXPECT_EQ(c.at("state"), "not_supported") << code;
+    EXPECT_EQ(c.at("detail"), "not supported by this GPU or driver (the field came with R565)") << code;
+  }
+  // An error of the field's own that is neither is still an answer nobody has.
+  expect_could_not_test_on_b(health("FAKE_NVML_RECOVERY='GPU-b=error'"), "recovery_action",
+                             "could not test: nvmlDeviceGetFieldValues (recovery action): fake NVML error");
 }
 
 TEST_F(HealthCli, NotSupportedIsSaidPerConditionAndJudgesTheOthers) {
@@ -286,7 +385,8 @@ TEST_F(HealthCli, NotSupportedIsSaidPerConditionAndJudgesTheOthers) {
   EXPECT_EQ(condition(all, 1, "recovery_action").at("state"), "not_supported");
   EXPECT_EQ(condition(all, 1, "pcie_link_width").at("state"), "not_supported");
   EXPECT_EQ(condition(all, 1, "pcie_link_gen").at("state"), "not_supported");
-  EXPECT_NE(all.out.find("  recovery_action: not_supported: not supported by this GPU or driver"), std::string::npos)
+  EXPECT_NE(all.out.find("  recovery_action: not_supported: not supported by this GPU or driver (the field came"),
+            std::string::npos)
       << all.out;
 }
 
@@ -330,9 +430,9 @@ TEST_F(HealthCli, ADriverThatCannotBeReadCouldNotTest) {
 TEST_F(HealthCli, AnswersThatCannotBeAreCouldNotTestNeverHealthy) {
   expect_could_not_test_on_b(health("FAKE_NVML_REMAP='GPU-b=0,0,7,0'"), "row_remap", "pending 7 and failure 0");
   expect_could_not_test_on_b(health("FAKE_NVML_RETIRED='GPU-b=0,0,2'"), "retired_pages", "pending status 2");
-  expect_could_not_test_on_b(health("FAKE_NVML_LINK='GPU-b=6,5,16,16,0'"), "pcie_link_gen",
+  expect_could_not_test_on_b(health("FAKE_NVML_LINK='GPU-b=6,5,16,16'"), "pcie_link_gen",
                              "link generation 6 of a maximum 5");
-  expect_could_not_test_on_b(health("FAKE_NVML_LINK='GPU-b=5,5,3,16,0'"), "pcie_link_width",
+  expect_could_not_test_on_b(health("FAKE_NVML_LINK='GPU-b=5,5,3,16'"), "pcie_link_width",
                              "link width x3 of a maximum x16");
   expect_could_not_test_on_b(health("FAKE_NVML_RECOVERY='GPU-b=0,9'"), "recovery_action", "value type 9");
   expect_could_not_test_on_b(health("FAKE_NVML_REPLAYS='GPU-b=10,-5'", "--watch 0.05"), "pcie_replays",
@@ -373,6 +473,47 @@ TEST_F(HealthCli, DeviceSelectsGpusAndAGpuNvmlDoesNotListCouldNotTest) {
   const sdc::test::Outcome o = sdc::test::sdcprobe("health --json - --format npd");
   EXPECT_EQ(o.code, 2) << o.out;
   EXPECT_NE(o.out.find("only one may use stdout"), std::string::npos) << o.out;
+}
+
+// nvmlDeviceGetCount_v2 counts every GPU, but a cgroup (Slurm's ConstrainDevices, a container)
+// denies the process the others' handles: those are not this job's, named so and never judged.
+TEST_F(HealthCli, AGpuThisProcessMayNotOpenIsNotItsAndTheOthersAreJudged) {
+  Health h = health("FAKE_NVML_DENIED=1", "--watch 0.05");
+  EXPECT_EQ(h.code, 0) << h.out;
+  EXPECT_EQ(h.json.at("verdict"), "healthy");
+  ASSERT_EQ(h.json.at("gpus").size(), 2u);
+  EXPECT_EQ(h.json.at("gpus").at(0).at("verdict"), "healthy");
+  EXPECT_EQ(h.json.at("gpus").at(1).at("index"), 1);
+  EXPECT_EQ(h.json.at("gpus").at(1).at("verdict"), "not_permitted");
+  EXPECT_EQ(condition(h, 1, "gpu").at("state"), "not_permitted");
+  EXPECT_EQ(condition(h, 1, "gpu").at("detail"),
+            "not this process's: NVML denies it the GPU (no permission: a cgroup, as Slurm's ConstrainDevices or a "
+            "container's, gives it to another job)");
+  EXPECT_NE(h.out.find("NVML GPU 1: NOT PERMITTED\n"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("health: HEALTHY of 1 GPU(s), 1 more not this process's\n"), std::string::npos) << h.out;
+  const sdc::test::Outcome npd = sdc::test::run_command(
+      "( SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " FAKE_NVML='GPU-a=;GPU-b=' FAKE_NVML_DENIED=0 " +
+      SDC_BINARY_DIR + "/cli/sdcprobe health --format npd 2>/dev/null )");
+  EXPECT_EQ(npd.code, 0);
+  EXPECT_EQ(npd.out, "OK: 1 GPUs healthy\n");
+  // A fault on the GPU it may open still counts.
+  h = health("FAKE_NVML_DENIED=0 FAKE_NVML_REMAP='GPU-b=0,0,1,0'");
+  EXPECT_EQ(h.code, 1) << h.out;
+  // With no GPU it may open, nothing was tested; nor was a denied GPU --device names.
+  h = health("FAKE_NVML_DENIED=0,1");
+  EXPECT_EQ(h.code, 2) << h.out;
+  EXPECT_EQ(h.json.at("verdict"), "could_not_test");
+  EXPECT_NE(h.out.find("health: COULD NOT TEST of 0 GPU(s), 2 more not this process's\n"), std::string::npos) << h.out;
+  const sdc::test::Outcome none = sdc::test::run_command(
+      "( SDCPROBE_NVML_LIBRARY=" + std::string(SDC_FAKE_NVML) + " FAKE_NVML='GPU-a=;GPU-b=' FAKE_NVML_DENIED=0,1 " +
+      SDC_BINARY_DIR + "/cli/sdcprobe health --format npd 2>/dev/null )");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(none.out, "UNKNOWN: could not test: no GPU this process may open (2 denied by NVML)\n");
+  h = health("FAKE_NVML_DENIED=1", "--device 0,1");
+  EXPECT_EQ(h.code, 2) << h.out;
+  EXPECT_EQ(condition(h, 1, "gpu").at("state"), "could_not_test");
+  EXPECT_NE(condition(h, 1, "gpu").at("detail").get<std::string>().find("nvmlDeviceGetHandleByIndex_v2"),
+            std::string::npos);
 }
 
 // node-problem-detector and NHC take stdout's one line: the verdict alone, at most 80 characters.

@@ -199,7 +199,7 @@ check "nhc health: healthy GPUs" "" "$(nhc_health "")"
 check "nhc health: a pending row remap" "die 1 SDC: GPU-b health row_remap" \
   "$(nhc_health "FAKE_NVML_REMAP='GPU-b=0,0,1,0'")"
 check "nhc health: two faults" "die 1 SDC: GPU-a health recovery_action +1 more" \
-  "$(nhc_health "FAKE_NVML_RECOVERY='GPU-a=1' FAKE_NVML_LINK='GPU-b=5,5,8,16,0'")"
+  "$(nhc_health "FAKE_NVML_RECOVERY='GPU-a=1' FAKE_NVML_LINK='GPU-b=5,5,8,16'")"
 rm -rf "$work/state"
 SDCPROBE="$work/no-such-sdcprobe" nhc "" >/dev/null
 SDCPROBE="$work/no-such-sdcprobe" nhc "" >/dev/null  # the level's count is 2

@@ -1,16 +1,22 @@
 // The stand-in NVML's health queries, for `sdcprobe health` and the level's health read. Each
 // variable holds "GPU-a=SPEC;GPU-b=SPEC"; a GPU without an entry answers healthy. SPEC is the values,
-// comma-separated, or `unsupported` (NVML_ERROR_NOT_SUPPORTED), `error` (NVML_ERROR_UNKNOWN) or
-// `lost` (NVML_ERROR_GPU_IS_LOST):
-//   FAKE_NVML_RECOVERY  action[,value type]         default 0 (none), as an unsigned int
+// comma-separated, or `unsupported` (NVML_ERROR_NOT_SUPPORTED), `error` (NVML_ERROR_UNKNOWN), `lost`
+// (NVML_ERROR_GPU_IS_LOST), `reset` (NVML_ERROR_RESET_REQUIRED) or `invalid`
+// (NVML_ERROR_INVALID_ARGUMENT):
+//   FAKE_NVML_RECOVERY  action[,value type]         default 0 (none), as an unsigned int. The codes are
+//                       the field's own (nvmlFieldValue_t's nvmlReturn; the call itself succeeds):
+//                       `invalid` is what NVML answers for a field id it does not know, as drivers
+//                       before R565 answer this one
 //   FAKE_NVML_REMAP     correctable,uncorrectable,pending,failure
 //   FAKE_NVML_ECC       volatile uncorrectable errors
 //   FAKE_NVML_RETIRED   single-bit pages,double-bit pages,pending
 //   FAKE_NVML_REPLAYS   counter[,step]: each read adds step (-5: takes 5)
-//   FAKE_NVML_XID       XIDs, each delivered once to an event set the GPU is registered on
-//   FAKE_NVML_LINK      generation,max generation,width,max width,performance state   default 5,5,16,16,0
+//   FAKE_NVML_XID       XIDs (any number), each delivered once to an event set the GPU is registered on
+//   FAKE_NVML_LINK      generation,max generation,width,max width   default 5,5,16,16
+//   FAKE_NVML_PSTATE    the performance states successive reads answer, the last repeating   default 0
 // FAKE_NVML_WAIT=lost or error makes nvmlEventSetWait_v2 fail so, once the XIDs are delivered.
 // fake_nvml_event_sets_open() counts the event sets created and not freed.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +32,7 @@
 namespace {
 
 constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kInsufficientSize = 7, kTimeout = 10,
-              kGpuIsLost = 15, kUnknown = 999;
+              kGpuIsLost = 15, kResetRequired = 16, kUnknown = 999;
 
 struct Spec {
   int rc = kSuccess;
@@ -48,6 +54,8 @@ Spec spec(const char* variable, void* device, std::vector<unsigned long long> de
     if (value == "unsupported") return {kNotSupported, {}};
     if (value == "error") return {kUnknown, {}};
     if (value == "lost") return {kGpuIsLost, {}};
+    if (value == "reset") return {kResetRequired, {}};
+    if (value == "invalid") return {kInvalidArgument, {}};
     Spec s;
     std::istringstream numbers(value);
     std::string n;
@@ -59,6 +67,7 @@ Spec spec(const char* variable, void* device, std::vector<unsigned long long> de
 }
 
 std::map<size_t, unsigned> g_replay_reads;  // device -> reads so far
+std::map<size_t, unsigned> g_pstate_reads;  // device -> reads so far
 std::deque<sdc::NvmlEventData> g_events;    // the registered GPUs' XIDs not yet delivered
 int g_event_set = 0;
 int g_event_sets_open = 0;
@@ -85,7 +94,7 @@ int nvmlDeviceGetPciInfo_v3(void* device, sdc::NvmlPciInfo* pci) {
 int nvmlDeviceGetFieldValues(void* device, int count, sdc::NvmlFieldValue* values) {
   for (int i = 0; i < count; ++i) {
     Spec s;
-    values[i].rc = values[i].field_id == 230 ? get("FAKE_NVML_RECOVERY", device, {0, 1}, s) : kNotSupported;
+    values[i].rc = values[i].field_id == 230 ? get("FAKE_NVML_RECOVERY", device, {0, 1}, s) : kInvalidArgument;
     if (values[i].rc != kSuccess) continue;
     values[i].value_type = static_cast<int>(s.values[1]);
     values[i].value.ull = 0;
@@ -136,7 +145,7 @@ int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* value) {
 }
 int link_value(void* device, size_t which, unsigned* value) {
   Spec s;
-  if (get("FAKE_NVML_LINK", device, {5, 5, 16, 16, 0}, s) != kSuccess) return s.rc;
+  if (get("FAKE_NVML_LINK", device, {5, 5, 16, 16}, s) != kSuccess) return s.rc;
   *value = static_cast<unsigned>(s.values[which]);
   return kSuccess;
 }
@@ -144,7 +153,13 @@ int nvmlDeviceGetCurrPcieLinkGeneration(void* device, unsigned* v) { return link
 int nvmlDeviceGetMaxPcieLinkGeneration(void* device, unsigned* v) { return link_value(device, 1, v); }
 int nvmlDeviceGetCurrPcieLinkWidth(void* device, unsigned* v) { return link_value(device, 2, v); }
 int nvmlDeviceGetMaxPcieLinkWidth(void* device, unsigned* v) { return link_value(device, 3, v); }
-int nvmlDeviceGetPerformanceState(void* device, unsigned* v) { return link_value(device, 4, v); }
+int nvmlDeviceGetPerformanceState(void* device, unsigned* v) {
+  Spec s;
+  if (get("FAKE_NVML_PSTATE", device, {0}, s) != kSuccess) return s.rc;
+  const unsigned reads = g_pstate_reads[reinterpret_cast<size_t>(device)]++;
+  *v = static_cast<unsigned>(s.values[std::min<size_t>(reads, s.values.size() - 1)]);
+  return kSuccess;
+}
 int nvmlEventSetCreate(void** set) {
   *set = &g_event_set;
   ++g_event_sets_open;

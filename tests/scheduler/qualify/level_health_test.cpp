@@ -69,7 +69,7 @@ class LevelHealth : public ::testing::Test {
 };
 
 TEST_F(LevelHealth, TheTestedGpusAreReadAroundTheProbesOnceAndWatched) {
-  setenv("FAKE_NVML_REPLAYS", "GPU-b=10,5", 1);
+  setenv("FAKE_NVML_REPLAYS", "GPU-b=10,40", 1);  // above the 31 a Gen5 x16 link is allowed
   setenv("FAKE_NVML_XID", "GPU-b=94;GPU-c=79", 1);
   int runs = 0;
   const HealthReport h = level_health({device("cuda", 0, "GPU-a"), device("cuda", 1, "GPU-b")}, [&] { ++runs; });
