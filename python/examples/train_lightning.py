@@ -3,7 +3,10 @@ makes it fail at some step, and on_sdc="stop" then ends the fit with SDCStop, wh
 let end the process with status 75) and the ledger over the merged files.
 
     python3 train_lightning.py --sdcprobe /path/to/sdcprobe --out DIR [--steps 200] [--inject SPEC]
-                               [--ckpt-dir DIR]
+                               [--ckpt-dir DIR] [--devices N]
+
+With --devices N > 1 it runs DDP on N GPUs, and each rank's probe must have run on a GPU of its own
+(the probe is made on the rank's device, not on GPU 0 for every rank).
 
 Exit 0: the run logged what the callback promises and `sdcprobe goodput` read it; 1: a check
 failed; 2: Lightning or torch is not importable (the GPU lease kit reports "could not run")."""
@@ -14,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -52,6 +56,23 @@ def loader(n):
     return torch.utils.data.DataLoader(data, batch_size=32)
 
 
+def probed_gpus(out, devices, timeout_s=60):
+    """The GPU each rank's probe ran on (from probe_gpu.rank*.json, which every rank writes once its
+    fit is over), in rank order; None for a rank whose file did not come."""
+    deadline = time.monotonic() + timeout_s
+    gpus = [None] * devices
+    while None in gpus and time.monotonic() < deadline:
+        for rank in range(devices):
+            try:
+                with open(os.path.join(out, "probe_gpu.rank%d.json" % rank)) as f:
+                    gpus[rank] = json.load(f)["probe_gpu"]
+            except (OSError, ValueError):
+                pass
+        if None in gpus:
+            time.sleep(0.2)
+    return gpus
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sdcprobe", required=True)
@@ -59,26 +80,43 @@ def main():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--inject", default=None)
     parser.add_argument("--ckpt-dir", default=None, help="where checkpoints go (default: --out)")
+    parser.add_argument("--devices", type=int, default=1, help="GPUs, one DDP rank each")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    # A new run of this example: its logs from an earlier run would be read as the same job's.
-    for old in glob.glob(os.path.join(args.out, "events.rank*.jsonl")):
-        os.remove(old)
+    # A new run of this example: its logs from an earlier run would be read as the same job's. Only
+    # the first process: Lightning starts the other ranks by running this script again.
+    if os.environ.get("LOCAL_RANK", "0") == "0":
+        for old in glob.glob(os.path.join(args.out, "events.rank*.jsonl")) + \
+                glob.glob(os.path.join(args.out, "probe_gpu.rank*.json")):
+            os.remove(old)
     ckpt_dir = args.ckpt_dir or args.out
-    probe = {"every": 25, "event_log": os.path.join(args.out, "events.rank0.inline.jsonl")}
+    probe = {"every": 25}  # its log: events.rank{rank}.inline.jsonl
     if args.inject:
         probe["inject"] = args.inject
     callback = GoodputCallback(os.path.join(args.out, "events.rank{rank}.jsonl"), probe=probe, on_sdc="stop")
-    trainer = pl.Trainer(max_steps=args.steps, accelerator="auto", devices=1, logger=False,
+    ranks = {"devices": args.devices, "strategy": "ddp"} if args.devices > 1 else {"devices": 1}
+    trainer = pl.Trainer(max_steps=args.steps, accelerator="auto", logger=False, **ranks,
                          enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                          val_check_interval=50, limit_val_batches=4, default_root_dir=ckpt_dir,
                          callbacks=[callback, pl.callbacks.ModelCheckpoint(dirpath=ckpt_dir, every_n_train_steps=50,
                                                                            save_top_k=-1)])
     try:
-        trainer.fit(Model(), loader(32 * args.steps), loader(128))
+        trainer.fit(Model(), loader(32 * args.steps * args.devices), loader(128))  # each rank its share
         status = 0
     except SDCStop as e:  # on_sdc="stop": a real job would exit with e.code, for its launcher to requeue it
         status = e.code
+    if args.devices > 1:
+        # Each rank's probe must test that rank's GPU: made before Lightning set the device, every
+        # rank's would take GPU 0.
+        record = {"rank": trainer.global_rank, "probe_gpu": callback.probe.verdict["device"]}
+        if torch.cuda.is_available():
+            record["rank_gpu"] = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+        path = os.path.join(args.out, "probe_gpu.rank%d.json" % trainer.global_rank)
+        with open(path + ".tmp", "w") as f:
+            json.dump(record, f)
+        os.replace(path + ".tmp", path)
+    if trainer.global_rank != 0:
+        return 0 if status in (0, SDC_EXIT_STATUS) else 1
     with open(os.path.join(args.out, "events.rank0.jsonl")) as f:
         events = [json.loads(line) for line in f]
     kinds = [e["event"] for e in events]
@@ -94,6 +132,10 @@ def main():
                                                ("job_end", None, 0)),
         "stopped only with a fault": stopped == bool(args.inject),
     }
+    if args.devices > 1:
+        gpus = probed_gpus(args.out, args.devices)
+        print("kit: the ranks' probes ran on %s" % ", ".join(map(str, gpus)))
+        checks["each rank's probe on a GPU of its own"] = None not in gpus and len(set(gpus)) == args.devices
     files = sorted(glob.glob(os.path.join(args.out, "events.rank*.jsonl")))
     out = subprocess.run([args.sdcprobe, "goodput", "--json", *files], capture_output=True, text=True)
     checks["sdcprobe goodput reads the merged files"] = out.returncode == 0

@@ -53,7 +53,7 @@ import json, re, sys
 s = json.load(open(sys.argv[1]))
 steps = {x["step"]: x for x in s["steps"]}
 order = ["setup", "devices", "gpu_tests", "qualify", "bench", "memory", "sanitizer", "inline", "canary",
-         "lightning", "coverage"]
+         "lightning", "coverage", "lightning_ranks"]
 assert [x["step"] for x in s["steps"]] == order, [x["step"] for x in s["steps"]]
 assert sum(x["box"] for x in s["steps"]) == 360, [(x["step"], x["box"]) for x in s["steps"]]
 named, default = {}, None
