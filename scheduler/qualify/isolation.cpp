@@ -54,7 +54,11 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
   // Silence is counted only while the worker could run: time its threads spent waiting for a CPU
   // (a loaded node) is not a device's lack of progress. A device that stops answering leaves its
   // worker blocked or spinning, and either way its silence grows.
+  // Read again at a line at most every kWaitsReadEvery (a worker beats about ten times a second,
+  // and a CPU worker has a thread per core): an older reading excuses at most that much more.
+  constexpr auto kWaitsReadEvery = std::chrono::milliseconds(250);
   std::map<pid_t, uint64_t> waits_at_line = cpu_wait_by_thread(child.pid());
+  Clock::time_point waits_read = Clock::now();
   double starved_s = 0;  // of the silence since the last line
   const auto excused = [&] {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(starved_s));
@@ -83,7 +87,10 @@ WorkerRun run_worker(const std::vector<std::string>& argv, const DeviceIdentity&
       break;
     }
     last_line = Clock::now();
-    waits_at_line = cpu_wait_by_thread(child.pid());
+    if (last_line - waits_read >= kWaitsReadEvery) {
+      waits_at_line = cpu_wait_by_thread(child.pid());
+      waits_read = last_line;
+    }
     starved_s = 0;
     pending.append(buf, static_cast<size_t>(n));
     size_t newline;
