@@ -45,6 +45,7 @@ void add_qualify_command(CLI::App& app, const GlobalOptions& global, int& exit_c
   sub->add_option("--golden", args->golden_path,
                   "Compare the digests with a golden file (sdcprobe golden record); runs with its seed, level and "
                   "sizes, and implies --consensus");
+  add_store_option(sub, args->store_dir);
   args->isolate = true;
   sub->callback([&global, &exit_code, args, level] {
     exit_code = run_and_report(global, *args, {}, parse_level(*level), "qualify");

@@ -3,6 +3,7 @@
 
 #include "cli/probe_run.hpp"
 #include "cli/validators.hpp"
+#include "fleet/store_writer.hpp"
 #include "host/backend.hpp"
 #include "host/error.hpp"
 #include "scheduler/qualify/busy_gpus.hpp"
@@ -58,6 +59,7 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
   sub->add_option("--iterations", args->run.iterations, "Passes for memory probes, chain length for ALU probes")
       ->check(unsigned_in(1, kMaxIterations));
   add_watchdog_option(sub, args->probe_timeout_s);
+  add_store_option(sub, args->run.store_dir);
   sub->callback([&global, &exit_code, args] {
     SweepOptions options = args->sweep;
     options.every_s = parse_duration("--every", args->every);
@@ -71,6 +73,12 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
     options.size_bytes = args->run.size_bytes;
     options.iterations = args->run.iterations;
     options.inject = args->run.inject;
+    if (!args->run.store_dir.empty()) {
+      prepare_store(args->run.store_dir);
+      options.on_report = [dir = args->run.store_dir](const RunReport& report) {
+        publish_store_files(dir, store_files(report));
+      };
+    }
     const WorkerSetup setup{
         this_executable(), {global.backend, global.cpu_devices, global.expect_gpus}, options.inject, true};
     // Listed by a child: this daemon holds no device context while its workers run.

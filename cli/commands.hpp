@@ -36,6 +36,8 @@ void add_idle_command(CLI::App& app, int& exit_code);
 void add_health_command(CLI::App& app, int& exit_code);
 // fleet sdc: consensus, rates and lemons across many nodes' reports and histories.
 void add_fleet_sdc_command(CLI::App& fleet, int& exit_code);
+// fleet import: reports and histories into the fleet store.
+void add_fleet_import_command(CLI::App& fleet, int& exit_code);
 // goodput, plan and simulate.
 void add_goodput_commands(CLI::App& app, int& exit_code);
 // `fleet goodput`: the cluster ledger and its work list.

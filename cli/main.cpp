@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   fleet->require_subcommand(1);
   sdc::cli::add_fleet_goodput_command(*fleet, exit_code);
   sdc::cli::add_fleet_sdc_command(*fleet, exit_code);
+  sdc::cli::add_fleet_import_command(*fleet, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/validators.hpp"
+#include "fleet/store_writer.hpp"
 #include "host/atomic_file.hpp"
 #include "host/parse_number.hpp"
 #include "host/time.hpp"
@@ -58,8 +59,16 @@ void add_watchdog_option(CLI::App* sub, double& probe_timeout_s) {
       ->check(finite_in(0.1, 86400.0));
 }
 
+void add_store_option(CLI::App* sub, std::string& dir) {
+  sub->add_option("--store", dir,
+                  "Also write the results as rows into this fleet store (docs/fleet.md), for `sdcprobe fleet sdc "
+                  "--store`; checked writable before any probe runs")
+      ->type_name("DIR");
+}
+
 int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const std::vector<std::string>& globs,
                    Level level, const std::string& mode) {
+  if (!args.store_dir.empty()) prepare_store(args.store_dir);
   std::string seed_origin = !args.golden_path.empty() ? "golden" : args.seed ? "given" : "random";
   std::optional<uint64_t> chosen_seed = args.seed;
   if (args.fleet_period) {
@@ -118,6 +127,7 @@ int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const 
   // The report first: a report that cannot be written is a could-not-test, and its UNKNOWN line must
   // be the only verdict on stdout.
   if (!args.json_path.empty()) write_file_atomically(args.json_path, report_json(report).dump(2) + "\n");
+  if (!args.store_dir.empty()) publish_store_files(args.store_dir, store_files(report));
   if (npd) std::printf("%s\n", npd_verdict(report).c_str());
   std::ostream& text = npd ? std::cerr : std::cout;
   text << results_table(report);

@@ -34,6 +34,7 @@ struct ProbeRunArgs {
   std::string comm = "local";
   std::string golden_path;  // qualify --golden: compare with this file (implies consensus)
   bool allocated = false;   // --allocated: the GPUs are this run's alone (QualifyOptions::allocated)
+  std::string store_dir;    // qualify --store: the fleet store the run's rows go to (docs/fleet.md)
 };
 
 void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);
@@ -41,10 +42,12 @@ void add_probe_run_options(CLI::App* sub, ProbeRunArgs& args);
 void add_seed_option(CLI::App* sub, ProbeRunArgs& args, const std::string& help);
 // --probe-timeout, for the commands that isolate devices; watchdog_seconds applies its default.
 void add_watchdog_option(CLI::App* sub, double& probe_timeout_s);
+// --store DIR, for the commands that write the fleet store.
+void add_store_option(CLI::App* sub, std::string& dir);
 
 // Runs `probes` (or, when empty, every probe included at `level` on each device), prints the
-// table and verdict (npd: the verdict first, on one short line), writes the JSON report, and returns
-// the exit code.
+// table and verdict (npd: the verdict first, on one short line), writes the JSON report and the
+// store's rows, and returns the exit code. A store that cannot be written fails before any probe.
 int run_and_report(const GlobalOptions& global, const ProbeRunArgs& args, const std::vector<std::string>& globs,
                    Level level, const std::string& mode);
 

@@ -200,17 +200,10 @@ bool same_class(const ReportDevice& a, const ReportDevice& b) {
          a.runtime_version == b.runtime_version;
 }
 
-// A history database is SQLite's to read, by its path; anything else is a report, read once (a FIFO
-// too): its first bytes tell which.
 void ingest_file(const std::string& path, FleetTally& tally) {
   ++tally.files;
-  std::ifstream in = open_input(path, "report");
-  const std::string sqlite("SQLite format 3\0", 16);
-  std::string head(sqlite.size(), '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  if (head == sqlite) return ingest_history(path, tally);
-  ingest_report_text(path, head + read_rest(in, path, "report"), tally);
+  if (const std::optional<std::string> text = read_fleet_file(path)) return ingest_report_text(path, *text, tally);
+  ingest_history(path, tally);
 }
 
 }  // namespace
@@ -434,7 +427,17 @@ void ingest_history(const std::string& path, FleetTally& tally) {
   }
 }
 
-FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads, Progress* progress) {
+std::optional<std::string> read_fleet_file(const std::string& path) {
+  std::ifstream in = open_input(path, "report");
+  const std::string sqlite("SQLite format 3\0", 16);
+  std::string head(sqlite.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head == sqlite) return std::nullopt;
+  return head + read_rest(in, path, "report");
+}
+
+std::vector<std::string> fleet_input_files(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const auto& p : paths) {
@@ -459,6 +462,11 @@ FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads,
     for (const auto& p : paths) named += (named.empty() ? "" : ", ") + p;
     throw InputError("no JSON report or " + std::string(kHistoryFile) + " in " + named);
   }
+  return files;
+}
+
+FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads, Progress* progress) {
+  const std::vector<std::string> files = fleet_input_files(paths);
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min<unsigned>(threads, std::max<size_t>(files.size(), 1));
   std::vector<FleetTally> tallies(threads);

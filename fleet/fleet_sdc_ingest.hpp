@@ -5,6 +5,7 @@
 // the file and the field.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,8 +19,13 @@ namespace sdc {
 void ingest_report_text(const std::string& name, std::string_view text, FleetTally& tally);
 // One history database, read-only.
 void ingest_history(const std::string& path, FleetTally& tally);
-// Every path: a report, a history (told by its SQLite header), or a directory whose *.json and
-// history.db files are read (not its subdirectories). `threads` 0: one per core. Throws InputError
+// The files `paths` name: each file as given, and a directory's *.json and history.db files (not its
+// subdirectories), sorted. Throws InputError naming the paths when they hold none.
+std::vector<std::string> fleet_input_files(const std::vector<std::string>& paths);
+// A report's text, or nullopt for a history database (told by its SQLite header: SQLite opens it by
+// its path). A FIFO is read once.
+std::optional<std::string> read_fleet_file(const std::string& path);
+// Every file of fleet_input_files(paths), a report or a history. `threads` 0: one per core. Throws InputError
 // naming the paths when they hold no report or history (an empty directory). `progress`: files read
 // of all, with their results.
 FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads = 0, Progress* progress = nullptr);

@@ -536,6 +536,22 @@ double History::last_release_at(const std::string& device_uuid) const {
   return s.real(0);
 }
 
+std::vector<QuarantineRecord> History::quarantines() const {
+  Stmt s(db_, path_, "SELECT id, device_uuid, reason, since, released_at, released_by FROM quarantine ORDER BY id");
+  std::vector<QuarantineRecord> out;
+  while (s.step()) {
+    QuarantineRecord q;
+    q.id = s.integer(0);
+    q.device_uuid = s.text(1);
+    q.reason = s.text(2);
+    q.since = s.real(3);
+    q.released_at = s.real(4);
+    q.released_by = s.text(5);
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
 std::vector<ResultRecord> History::transient_faults(const std::string& device_uuid, double since) const {
   const std::string sql = std::string("SELECT ") + kResultColumns + result_vote_columns(version_) +
                           " FROM results x JOIN runs r ON r.id = x.run_id WHERE x.device_uuid = ?1"

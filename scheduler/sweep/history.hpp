@@ -139,6 +139,8 @@ class History {
   void quarantine(const std::string& device_uuid, const std::string& reason, double now);
   void release(const std::string& device_uuid, const std::string& by, double now);
   double last_release_at(const std::string& device_uuid) const;  // 0: never released
+  // Every quarantine decision, oldest first (the fleet store's quarantine events).
+  std::vector<QuarantineRecord> quarantines() const;
   // First attempts with fault transient or device_error since `since`.
   std::vector<ResultRecord> transient_faults(const std::string& device_uuid, double since) const;
   // Complete sweep passes since `since` in which the device passed a probe and failed none.

@@ -262,13 +262,14 @@ class Sweep {
     }
     outcome.fault = outcome.fault || health == 1;
     outcome.stopped = outcome.stopped || stop_.requested();
+    report.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
     if (!options_.spool_dir.empty()) {
-      report.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
       write_file_atomically((std::filesystem::path(options_.spool_dir) /
                              ("sdcprobe-" + report.host + "-" + std::to_string(run_id) + ".json"))
                                 .string(),
                             report_json(report).dump() + "\n");
     }
+    if (options_.on_report) options_.on_report(report);
     history_.finish_run(run_id, outcome.stopped ? "interrupted" : "complete", unix_now());
     guard.release();
     if (!ids_.empty()) history_.set_state(cursor_key, std::to_string((cursor + ran_everywhere) % ids_.size()));

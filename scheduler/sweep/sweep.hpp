@@ -26,6 +26,7 @@
 #include "host/time.hpp"
 #include "scheduler/consensus/fleet_seed.hpp"
 #include "scheduler/qualify/isolation.hpp"
+#include "scheduler/qualify/runner.hpp"
 #include "scheduler/sweep/quarantine.hpp"
 
 namespace sdc {
@@ -57,6 +58,9 @@ struct SweepOptions {
   std::optional<uint64_t> size_bytes;
   std::optional<uint32_t> iterations;
   std::string inject;  // fault injection clauses, for tests and drills
+  // Called with each pass's report once its results are in, before the pass is recorded complete
+  // (the CLI's fleet store writer: scheduler/ never includes fleet/). It may throw, as the spool does.
+  std::function<void(const RunReport&)> on_report;
 };
 
 // The worker command of a pass with these run options (its seed, level, sizes).
