@@ -40,6 +40,8 @@ void add_fleet_sdc_command(CLI::App& fleet, int& exit_code);
 void add_fleet_import_command(CLI::App& fleet, int& exit_code);
 // goodput, plan and simulate.
 void add_goodput_commands(CLI::App& app, int& exit_code);
+// hang: the rank that hung a job, from its flight-recorder dumps.
+void add_hang_command(CLI::App& app, int& exit_code);
 // `fleet goodput`: the cluster ledger and its work list.
 void add_fleet_goodput_command(CLI::App& fleet, int& exit_code);
 

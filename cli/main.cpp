@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   sdc::cli::add_golden_command(app, global, exit_code);
   sdc::cli::add_coverage_command(app, global, exit_code);
   sdc::cli::add_goodput_commands(app, exit_code);
+  sdc::cli::add_hang_command(app, exit_code);
   sdc::cli::add_worker_command(app, global, exit_code);
   sdc::cli::add_sweep_command(app, global, exit_code);
   sdc::cli::add_history_commands(app, exit_code);

@@ -8,7 +8,8 @@ collective fails sets it, and then every rank, the stuck one included, writes it
 buffer with torch's _dump_fr_trace_file (pickle, no stack frames) to OUTDIR/SCENARIO/nccl_trace_rank_R,
 and exits. A rank killed with SIGKILL or one that has left the job writes nothing. The scenario
 "stop" also writes the JSON form (_dump_fr_trace_json) to OUTDIR/stop_json/nccl_trace_rank_R.json.
-Each folder gets expected.json: what the attribution must say.
+Each folder gets expected.json: what the attribution must say. "recorder_off" is one rank's dump
+with the recorder turned off (TORCH_FR_BUFFER_SIZE=0), which the reader refuses.
 """
 import datetime
 import json
@@ -98,10 +99,14 @@ def steps(rank, scenario):
         dist.all_reduce(x)
 
 
-def worker(rank, scenario, port, out):
+def worker(rank, scenario, port, out, world=WORLD):
     os.environ["TORCH_FR_DUMP_TEMP_FILE"] = os.path.join(out, scenario, "nccl_trace_rank_")
-    store = dist.TCPStore("127.0.0.1", port, WORLD, rank == 0, timeout=datetime.timedelta(seconds=60))
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=WORLD, timeout=TIMEOUT)
+    store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=TIMEOUT)
+    if scenario == "recorder_off":
+        dist.all_reduce(torch.ones(4))
+        dump(rank, scenario, out)
+        return
     threading.Thread(target=dump_on_request, args=(store, rank, scenario, out), daemon=True).start()
     try:
         steps(rank, scenario)
@@ -116,7 +121,18 @@ def worker(rank, scenario, port, out):
     threading.Event().wait()                   # the side thread dumps and exits
 
 
+def recorder_off(out):
+    """One gloo rank with TORCH_FR_BUFFER_SIZE=0, set before torch reads it (in a fresh process)."""
+    os.makedirs(os.path.join(out, "recorder_off"), exist_ok=True)
+    os.environ["TORCH_FR_BUFFER_SIZE"] = "0"
+    ctx = mp.spawn(worker, args=("recorder_off", free_port(), out, 1), nprocs=1, join=False)
+    ctx.processes[0].join(60)
+    del os.environ["TORCH_FR_BUFFER_SIZE"]
+
+
 def record(scenario, out):
+    if scenario == "recorder_off":
+        return recorder_off(out)
     os.makedirs(os.path.join(out, scenario), exist_ok=True)
     if scenario == "stop":
         os.makedirs(os.path.join(out, "stop_json"), exist_ok=True)
@@ -136,5 +152,5 @@ def record(scenario, out):
 
 if __name__ == "__main__":
     out = os.path.abspath(sys.argv[1])
-    for name in sys.argv[2:] or SCENARIOS:
+    for name in sys.argv[2:] or list(SCENARIOS) + ["recorder_off"]:
         record(name, out)

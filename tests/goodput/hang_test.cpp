@@ -1,0 +1,163 @@
+// `sdcprobe hang` on the dumps that tests/goodput/data/flight_recorder/record.py recorded from real
+// torch 2.15 gloo jobs: each scenario names exactly the rank of its expected.json, or cannot decide.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "goodput/flight_recorder.hpp"
+#include "goodput/hang_attribution.hpp"
+#include "goodput/hang_command.hpp"
+
+namespace sdc::goodput {
+namespace {
+
+const std::string kData = std::string(SDC_SOURCE_DIR) + "/tests/goodput/data/flight_recorder/";
+
+std::set<int> ranks_of(const std::vector<HangRank>& ranks) {
+  std::set<int> s;
+  for (const HangRank& r : ranks) s.insert(r.rank);
+  return s;
+}
+
+class HangScenario : public testing::TestWithParam<const char*> {};
+
+TEST_P(HangScenario, NamesTheExpectedRanks) {
+  const std::string dir = kData + GetParam();
+  std::ifstream in(dir + "/expected.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const HangReport report = attribute_hang(read_fr_dumps(dir));
+
+  EXPECT_EQ(verdict_name(report.verdict), expected["verdict"].get<std::string>());
+  EXPECT_EQ(report.world_size, expected["world_size"].get<int>());
+  EXPECT_EQ(ranks_of(report.culprits), expected["culprits"].get<std::set<int>>());
+  // The only ranks left undecided are those without a dump.
+  EXPECT_EQ(ranks_of(report.undecided), expected["no_dump"].get<std::set<int>>());
+  for (const HangRank& r : report.undecided) EXPECT_EQ(r.why.rfind("no dump", 0), 0u) << r.why;
+  if (expected.contains("seq")) {
+    // Where: the first collective the culprit never enqueued, or the one whose sizes differ.
+    const std::string group = expected["group"];
+    const int64_t seq = expected["seq"];
+    const int culprit = expected["culprits"][0];
+    bool found = false;
+    for (const HangGroup& g : report.groups) {
+      found |=
+          g.group == group && g.first_incomplete == seq && std::count(g.missing.begin(), g.missing.end(), culprit) == 1;
+    }
+    for (const HangMismatch& m : report.mismatches) {
+      found |= m.group == group && m.seq == seq && m.odd == std::vector<int>{culprit};
+    }
+    EXPECT_TRUE(found) << hang_report_json(report).dump(1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recorded, HangScenario,
+                         testing::Values("clean", "stop", "stop_json", "sleep_in_step", "two_stuck", "killed",
+                                         "sizes_differ", "skip", "mesh_stop"));
+
+TEST(Hang, CleanJobNamesNoGroupAndNoMismatch) {
+  const HangReport report = attribute_hang(read_fr_dumps(kData + "clean"));
+  EXPECT_TRUE(report.groups.empty());
+  EXPECT_TRUE(report.mismatches.empty());
+  EXPECT_EQ(report.dumped, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// Rank 3 stops before its tensor-parallel all-reduce: rank 2 waits in that group, ranks 0 and 1
+// in their data-parallel groups behind rank 2 and rank 3. Only rank 3 blocks.
+TEST(Hang, NestedGroupsBlameTheRankThatBlocksTheEarliestGroup) {
+  const HangReport report = attribute_hang(read_fr_dumps(kData + "mesh_stop"));
+  ASSERT_EQ(report.culprits.size(), 1u);
+  EXPECT_EQ(report.culprits[0].rank, 3);
+  std::map<std::string, std::vector<int>> missing;
+  for (const HangGroup& g : report.groups) missing[g.group] = g.missing;
+  EXPECT_EQ(missing["2"], std::vector<int>{3});  // tensor-parallel {2, 3}
+  EXPECT_EQ(missing["3"], std::vector<int>{2});  // data-parallel {0, 2}: rank 2 waits behind rank 3
+  EXPECT_EQ(missing["4"], std::vector<int>{3});  // data-parallel {1, 3}
+}
+
+TEST(Hang, SizesThatDifferNameTheOddRankAndTheField) {
+  const HangReport report = attribute_hang(read_fr_dumps(kData + "sizes_differ"));
+  ASSERT_EQ(report.mismatches.size(), 1u);
+  const HangMismatch& m = report.mismatches[0];
+  EXPECT_EQ(m.field, "input_sizes");
+  EXPECT_EQ(m.seq, 4);
+  EXPECT_EQ(m.odd, std::vector<int>{2});
+  EXPECT_EQ(m.odd_value, "[[8]]");
+  EXPECT_EQ(m.common_value, "[[4]]");
+}
+
+TEST(Hang, KilledRankCannotBeDecidedAndSaysWhoWaits) {
+  const HangReport report = attribute_hang(read_fr_dumps(kData + "killed"));
+  ASSERT_EQ(report.undecided.size(), 1u);
+  EXPECT_EQ(report.undecided[0].why,
+            "no dump: ranks 0, 1, 2 may be waiting for it in collective 6 of process group 0 (default_pg)");
+}
+
+TEST(Hang, JsonAndPickleFormsReadTheSame) {
+  const std::vector<FrDump> pickled = read_fr_dumps(kData + "stop");
+  const std::vector<FrDump> json = read_fr_dumps(kData + "stop_json");
+  ASSERT_EQ(pickled.size(), json.size());
+  for (size_t r = 0; r < pickled.size(); ++r) {
+    EXPECT_EQ(pickled[r].version, json[r].version);
+    EXPECT_EQ(pickled[r].last_enqueued, json[r].last_enqueued);
+    ASSERT_EQ(pickled[r].entries.size(), json[r].entries.size());
+    for (size_t k = 0; k < pickled[r].entries.size(); ++k) {
+      EXPECT_EQ(pickled[r].entries[k].seq, json[r].entries[k].seq);
+      EXPECT_EQ(pickled[r].entries[k].input_sizes, json[r].entries[k].input_sizes);
+      EXPECT_EQ(pickled[r].entries[k].created_ns, json[r].entries[k].created_ns);
+    }
+  }
+  EXPECT_EQ(hang_report_json(attribute_hang(pickled)), hang_report_json(attribute_hang(json)));
+}
+
+TEST(Hang, ReadsTheFieldsOfGlooDump) {
+  const FrDump d = read_fr_dump(kData + "stop/nccl_trace_rank_2", 2);
+  EXPECT_EQ(d.version, "2.10");
+  EXPECT_EQ(d.comm_lib_version, "");
+  ASSERT_EQ(d.entries.size(), 5u);
+  EXPECT_EQ(d.last_enqueued.at("0"), 5);
+  const FrEntry& e = d.entries.back();
+  EXPECT_EQ(e.group, "0");
+  EXPECT_EQ(e.group_desc, "default_pg");
+  EXPECT_EQ(e.seq, 5);
+  EXPECT_EQ(e.op, "all_reduce");
+  EXPECT_EQ(e.input_sizes, "[[4]]");
+  EXPECT_EQ(e.input_dtypes, "[\"Float\"]");
+  EXPECT_EQ(e.timeout_ms, 3000);
+  EXPECT_GT(e.created_ns, 1'700'000'000'000'000'000);
+  EXPECT_TRUE(d.config_ranks.empty());  // gloo's pg_config entry "" is not trusted
+  EXPECT_EQ(d.largest_rank_named, 3);
+}
+
+// Two ranks each waiting for the other in a different group: no rank is named.
+TEST(Hang, RanksWaitingForEachOtherCannotBeDecided) {
+  auto dump = [](int rank, std::vector<FrEntry> entries) {
+    FrDump d;
+    d.path = "rank" + std::to_string(rank);
+    d.rank = rank;
+    for (FrEntry& e : entries) d.last_enqueued[e.group] = std::max(d.last_enqueued[e.group], e.seq);
+    d.entries = std::move(entries);
+    return d;
+  };
+  auto entry = [](const char* group, int64_t seq) {
+    FrEntry e;
+    e.group = group;
+    e.seq = seq;
+    e.op = "all_reduce";
+    return e;
+  };
+  // Rank 0 entered group A's second collective, rank 1 group B's: each waits for the other.
+  const HangReport report = attribute_hang(
+      {dump(0, {entry("A", 1), entry("B", 1), entry("A", 2)}), dump(1, {entry("A", 1), entry("B", 1), entry("B", 2)})},
+      2);
+  EXPECT_EQ(report.verdict, HangReport::Verdict::kCannotDecide);
+  EXPECT_TRUE(report.culprits.empty());
+  ASSERT_EQ(report.undecided.size(), 2u);
+  EXPECT_NE(report.undecided[0].why.find("wait for each other"), std::string::npos) << report.undecided[0].why;
+}
+
+}  // namespace
+}  // namespace sdc::goodput
