@@ -1,12 +1,16 @@
-// Seeded mutation fuzzing of the fleet report reader: every mutated report is read or refused with
-// an InputError naming the file, never a crash, hang or other exception (corpus in fuzz/fleet/).
+// Seeded mutation fuzzing of the fleet report reader and of the store import's reading of a report:
+// every mutated report is read (and imported as whole rows) or refused with an InputError naming the
+// file, never a crash, hang or other exception (corpus in fuzz/fleet/).
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
 #include "fleet/fleet_sdc_analysis.hpp"
 #include "fleet/fleet_sdc_ingest.hpp"
 #include "fleet/fleet_topology.hpp"
+#include "fleet/store_import.hpp"
 #include "host/error.hpp"
 #include "tests/fuzz/mutate.hpp"
 #include "tests/fuzz/properties.hpp"
@@ -41,6 +45,45 @@ TEST(FleetFuzz, MutatedReportsAreReadOrRefusedNamingTheFile) {
   }
   // Both kinds of case were exercised: the mutations neither all break nor all miss the parser.
   EXPECT_GT(read, 0u);
+  EXPECT_GT(refused, 0u);
+}
+
+// The import reads a report as `fleet sdc` does, then as a run: what it accepts becomes rows with
+// every column, one results row per result of the report.
+TEST(FleetFuzz, MutatedReportsImportAsWholeRowsOrAreRefusedNamingTheFile) {
+  const std::vector<std::string> corpus = fuzz::read_corpus(SDC_FLEET_CORPUS);
+  ASSERT_FALSE(corpus.empty());
+  const std::vector<std::string> dictionary = {
+      "\"mode\"", "\"level\"", "\"samples\"", "\"wrong_results\"", "\"injections\"", "null", "[]", "{}",
+      "-1",       "1e400",     "\"\""};
+  fuzz::Mutator mutator(kSeed);
+  size_t imported = 0, refused = 0;
+  for (int c = 0; c < kCases; ++c) {
+    const std::string text = mutator.mutate(corpus[mutator.below(corpus.size())], dictionary);
+    try {
+      for (const StoreFile& f : report_store_files("case.json", text)) {
+        EXPECT_FALSE(f.rows.empty());
+        size_t start = 0;
+        for (size_t end; (end = f.rows.find('\n', start)) != std::string::npos; start = end + 1) {
+          const nlohmann::json row = nlohmann::json::parse(f.rows.substr(start, end - start), nullptr, false);
+          EXPECT_TRUE(row.is_object() && row.value("schema_version", 0) == kStoreSchemaVersion)
+              << "seed " << kSeed << " case " << c << ": " << f.rows.substr(start, end - start);
+          if (f.table == "results") {
+            EXPECT_EQ(row.size(), 30u) << "seed " << kSeed << " case " << c;
+          }
+        }
+        EXPECT_EQ(start, f.rows.size()) << "seed " << kSeed << " case " << c << ": a row without its newline";
+      }
+      ++imported;
+    } catch (const InputError& e) {
+      ++refused;
+      EXPECT_EQ(std::string(e.what()).rfind("case.json: ", 0), 0u)
+          << "seed " << kSeed << " case " << c << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "seed " << kSeed << " case " << c << ": not an InputError: " << e.what();
+    }
+  }
+  EXPECT_GT(imported, 0u);
   EXPECT_GT(refused, 0u);
 }
 
