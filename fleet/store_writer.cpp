@@ -454,18 +454,18 @@ void prepare_store(const std::string& dir) {
 }
 
 void publish_store_files(const std::string& dir, const std::vector<StoreFile>& files) {
-  std::vector<const StoreFile*> order;
-  for (const auto& f : files) order.push_back(&f);
-  std::stable_sort(order.begin(), order.end(), [](const StoreFile* a, const StoreFile* b) {
-    return a->table != "results" && b->table == "results";
-  });
-  for (const StoreFile* f : order) {
-    const fs::path folder = fs::path(dir) / f->table / ("day=" + f->day);
-    std::error_code ec;
-    fs::create_directories(folder, ec);
-    if (ec) throw InputError("cannot write " + folder.string() + ": " + ec.message());
-    write_file_atomically((folder / f->name).string(), f->rows);
+  std::vector<std::pair<std::string, std::string>> batch;
+  for (const bool results : {false, true}) {
+    for (const StoreFile& f : files) {
+      if ((f.table == "results") != results) continue;
+      const fs::path folder = fs::path(dir) / f.table / ("day=" + f.day);
+      std::error_code ec;
+      fs::create_directories(folder, ec);
+      if (ec) throw InputError("cannot write " + folder.string() + ": " + ec.message());
+      batch.emplace_back((folder / f.name).string(), f.rows);
+    }
   }
+  write_files_atomically(batch);
 }
 
 }  // namespace sdc

@@ -49,8 +49,9 @@ std::vector<StoreFile> store_files(const History& history, const std::string& pa
 // file in a table folder. Throws InputError naming DIR and why.
 void prepare_store(const std::string& dir);
 
-// Publishes each file atomically, devices, sites and quarantine before results, so that a reader
-// who sees a run's results finds its devices and sites. Throws InputError naming the file.
+// Publishes the files atomically, all synced together, then renamed devices, sites and quarantine
+// before results, so that a reader who sees a run's results finds its devices and sites. Throws
+// InputError naming the file.
 void publish_store_files(const std::string& dir, const std::vector<StoreFile>& files);
 
 }  // namespace sdc

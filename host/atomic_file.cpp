@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 #include "host/error.hpp"
 
@@ -46,14 +48,20 @@ std::string resolve_links(const std::string& path) {
   fail(path, "resolving symbolic links", ELOOP);
 }
 
-}  // namespace
+// A regular file's new content, in a temporary file beside its target until it is renamed there.
+struct Staged {
+  std::string path, target, tmp;
+  int fd = -1;
+};
 
-void write_file_atomically(const std::string& path, const std::string& content, unsigned mode) {
+// Writes `content` straight to standard output, a FIFO or a character device (nullopt: nothing to
+// rename); otherwise to a new temporary file beside the link-resolved target, with its mode.
+std::optional<Staged> stage(const std::string& path, const std::string& content, unsigned mode) {
   if (path.empty()) throw InputError("cannot write an empty path");
   if (path == "-") {
     std::fflush(stdout);  // after what the command printed
     if (const int err = write_all(STDOUT_FILENO, content); err != 0) fail("standard output", "write", err);
-    return;
+    return std::nullopt;
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -68,34 +76,73 @@ void write_file_atomically(const std::string& path, const std::string& content, 
     const int err = write_all(fd, content);
     ::close(fd);
     if (err != 0) fail(path, "write", err);
-    return;
+    return std::nullopt;
   }
 
-  const std::string target = resolve_links(path);
-  const size_t slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
-  std::string tmp = dir + "." + base + ".tmp.XXXXXX";
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) fail(path, "create a temporary file in " + (dir.empty() ? std::string("./") : dir), errno);
+  Staged s;
+  s.path = path;
+  s.target = resolve_links(path);
+  const size_t slash = s.target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : s.target.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? s.target : s.target.substr(slash + 1);
+  s.tmp = dir + "." + base + ".tmp.XXXXXX";
+  s.fd = ::mkostemp(s.tmp.data(), O_CLOEXEC);
+  if (s.fd < 0) fail(path, "create a temporary file in " + (dir.empty() ? std::string("./") : dir), errno);
   auto give_up = [&](const char* what, int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
+    ::close(s.fd);
+    ::unlink(s.tmp.c_str());
     fail(path, what, err);
   };
-  if (const int err = write_all(fd, content); err != 0) give_up("write", err);
+  if (const int err = write_all(s.fd, content); err != 0) give_up("write", err);
   // The umask must not narrow the mode a reader such as node_exporter relies on.
-  if (::fchmod(fd, mode) != 0) give_up("chmod", errno);
-  if (::fsync(fd) != 0) give_up("sync", errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail(path, "close", err);
+  if (::fchmod(s.fd, mode) != 0) give_up("chmod", errno);
+  return s;
+}
+
+// Removes what is left of staged files after a failure: open descriptors and temporary files.
+void discard(std::vector<Staged>& staged) {
+  for (Staged& s : staged) {
+    if (s.fd >= 0) ::close(s.fd);
+    if (!s.tmp.empty()) ::unlink(s.tmp.c_str());
   }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail(path, "rename", err);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& content, unsigned mode) {
+  write_files_atomically({{path, content}}, mode);
+}
+
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files, unsigned mode) {
+  std::vector<Staged> staged;
+  try {
+    for (const auto& [path, content] : files) {
+      if (std::optional<Staged> s = stage(path, content, mode)) staged.push_back(std::move(*s));
+    }
+    // Synced at once, each on a thread of its own: a journaling file system (ext4's jbd2, XFS's log)
+    // commits concurrent syncs together, so N files cost about one sync, where one after another
+    // they cost N.
+    std::vector<int> sync_errors(staged.size(), 0);
+    std::vector<std::thread> syncs;
+    for (size_t i = 1; i < staged.size(); ++i) {
+      syncs.emplace_back([&, i] { sync_errors[i] = ::fsync(staged[i].fd) == 0 ? 0 : errno; });
+    }
+    if (!staged.empty()) sync_errors[0] = ::fsync(staged[0].fd) == 0 ? 0 : errno;
+    for (auto& t : syncs) t.join();
+    for (size_t i = 0; i < staged.size(); ++i) {
+      Staged& s = staged[i];
+      if (sync_errors[i] != 0) fail(s.path, "sync", sync_errors[i]);
+      const int fd = s.fd;
+      s.fd = -1;
+      if (::close(fd) != 0) fail(s.path, "close", errno);
+    }
+    for (Staged& s : staged) {
+      if (::rename(s.tmp.c_str(), s.target.c_str()) != 0) fail(s.path, "rename", errno);
+      s.tmp.clear();
+    }
+  } catch (...) {
+    discard(staged);
+    throw;
   }
 }
 

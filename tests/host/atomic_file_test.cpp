@@ -1,5 +1,6 @@
 // write_file_atomically must never change what a path is: links are written through, FIFOs and
-// character devices are written directly, and a failure leaves no temporary file behind.
+// character devices are written directly, and a failure leaves no temporary file behind; nor may
+// write_files_atomically, which renames none of its files when one cannot be written.
 #include "host/atomic_file.hpp"
 
 #include <fcntl.h>
@@ -179,6 +180,25 @@ TEST_F(AtomicFileTest, AFailedWriteLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(read(path("report.json")), "old");
   EXPECT_EQ(entries(), 1u);
+}
+
+TEST_F(AtomicFileTest, SeveralFilesAreWrittenWholeAndAFailureRenamesNone) {
+  write_files_atomically({{path("a.ndjson"), "a\n"}, {path("b.ndjson"), "b\n"}, {path("c.ndjson"), "c\n"}});
+  EXPECT_EQ(read(path("a.ndjson")), "a\n");
+  EXPECT_EQ(read(path("c.ndjson")), "c\n");
+  EXPECT_EQ(entries(), 3u);
+  // The third cannot be written: nothing is renamed (the first keeps its old content, the new file
+  // never appears) and no temporary file is left.
+  ASSERT_EQ(::mkdir(path("dir").c_str(), 0755), 0);
+  try {
+    write_files_atomically({{path("a.ndjson"), "new a\n"}, {path("d.ndjson"), "d\n"}, {path("dir"), "x"}});
+    FAIL() << "accepted a directory";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path("dir")), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read(path("a.ndjson")), "a\n");
+  EXPECT_FALSE(fs::exists(path("d.ndjson")));
+  EXPECT_EQ(entries(), 4u);
 }
 
 TEST_F(AtomicFileTest, DashIsStandardOutput) {
