@@ -170,7 +170,27 @@ class Machine {
     return integer(static_cast<int64_t>(v));
   }
 
-  NodePtr str(std::string_view s) {
+  // Strict UTF-8 (RFC 3629: no surrogates, no overlong forms), as JSON text must be.
+  static bool utf8(std::string_view s) {
+    for (size_t k = 0; k < s.size();) {
+      const auto c = static_cast<uint8_t>(s[k]);
+      size_t n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : 4;
+      if (n == 4 || k + n >= s.size()) return false;
+      uint32_t cp = n == 0 ? c : c & (0x3f >> n);
+      for (size_t j = 1; j <= n; ++j) {
+        const auto d = static_cast<uint8_t>(s[k + j]);
+        if ((d & 0xc0) != 0x80) return false;
+        cp = cp << 6 | (d & 0x3f);
+      }
+      static constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+      if (cp < kLeast[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+      k += n + 1;
+    }
+    return true;
+  }
+
+  NodePtr str(std::string_view s, size_t at) {
+    if (!utf8(s)) fail(at, "a string that is not UTF-8");
     NodePtr n = make(Node::Kind::kStr);
     n->s.assign(s);
     return n;
@@ -226,20 +246,20 @@ class Machine {
         push(n, at);
         return;
       }
-      case 0x8c: push(str(bytes(le(1))), at); return;  // SHORT_BINUNICODE
-      case 'X': push(str(bytes(le(4))), at); return;   // BINUNICODE
-      case 0x8d: push(str(bytes(le(8))), at); return;  // BINUNICODE8
-      case 'C': push(str(bytes(le(1))), at); return;   // SHORT_BINBYTES
-      case 'B': push(str(bytes(le(4))), at); return;   // BINBYTES
-      case 0x8e: push(str(bytes(le(8))), at); return;  // BINBYTES8
-      case 'q': memo_put(le(1), at); return;           // BINPUT
-      case 'r': memo_put(le(4), at); return;           // LONG_BINPUT
-      case 0x94: memo_put(memo_.size(), at); return;   // MEMOIZE
-      case 'h': memo_get(le(1), at); return;           // BINGET
-      case 'j': memo_get(le(4), at); return;           // LONG_BINGET
-      case '0': pop(at); return;                       // POP
-      case '1': pop_mark(at); return;                  // POP_MARK
-      case '2': push(top(at), at); return;             // DUP
+      case 0x8c: push(str(bytes(le(1)), at), at); return;  // SHORT_BINUNICODE
+      case 'X': push(str(bytes(le(4)), at), at); return;   // BINUNICODE
+      case 0x8d: push(str(bytes(le(8)), at), at); return;  // BINUNICODE8
+      case 'C': push(str(bytes(le(1)), at), at); return;   // SHORT_BINBYTES
+      case 'B': push(str(bytes(le(4)), at), at); return;   // BINBYTES
+      case 0x8e: push(str(bytes(le(8)), at), at); return;  // BINBYTES8
+      case 'q': memo_put(le(1), at); return;               // BINPUT
+      case 'r': memo_put(le(4), at); return;               // LONG_BINPUT
+      case 0x94: memo_put(memo_.size(), at); return;       // MEMOIZE
+      case 'h': memo_get(le(1), at); return;               // BINGET
+      case 'j': memo_get(le(4), at); return;               // LONG_BINGET
+      case '0': pop(at); return;                           // POP
+      case '1': pop_mark(at); return;                      // POP_MARK
+      case '2': push(top(at), at); return;                 // DUP
       case 0x85:
       case 0x86:
       case 0x87: {  // TUPLE1..3

@@ -10,8 +10,9 @@
 
 namespace sdc::goodput {
 
-// The pickle's value as JSON: a tuple is an array, bytes are a string, a dict's keys must be str
-// (an int key becomes its decimal text). Throws InputError "byte N: ..." (the caller adds the file).
+// The pickle's value as JSON: a tuple is an array, bytes are a string, every string must be UTF-8,
+// a dict's keys must be str (an int key becomes its decimal text). Throws InputError "byte N: ..." (the caller adds the
+// file).
 nlohmann::json read_pickle(std::string_view data);
 
 }  // namespace sdc::goodput

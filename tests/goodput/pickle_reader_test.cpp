@@ -93,6 +93,14 @@ TEST(PickleReader, BoundsWhatTheMemoCanMultiply) {
   EXPECT_NE(error_of(kProto2 + b({']', 'q', 0, 'h', 0, 'a', '.'})).find("nesting deeper than 64"), std::string::npos);
 }
 
+TEST(PickleReader, StringsMustBeUtf8) {
+  EXPECT_EQ(read_pickle(kProto2 + ustr("\xc3\xa9\xe2\x82\xac\xf0\x9f\x8f\x96") + "."),
+            "\xc3\xa9\xe2\x82\xac\xf0\x9f\x8f\x96");
+  for (const char* bad : {"\xff", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "a\x80"}) {
+    EXPECT_EQ(error_of(kProto2 + ustr(bad) + "."), "byte 2: a string that is not UTF-8") << bad;
+  }
+}
+
 TEST(PickleReader, RefusesABrokenMachine) {
   EXPECT_EQ(error_of(kProto2 + b({'h', 5, '.'})), "byte 2: memo index 5 was never put");
   EXPECT_EQ(error_of(kProto2 + b({'N', 'N', '.'})), "byte 4: STOP with a stack that is not one value");
