@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <tuple>
 
 #include "fleet/fleet_sdc_tally.hpp"
 #include "host/atomic_file.hpp"

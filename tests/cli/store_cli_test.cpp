@@ -160,6 +160,19 @@ TEST_F(StoreCli, ABadReportIsExit2NamingTheFileAndTheGoodOnesBeforeItStay) {
   EXPECT_EQ(o.code, 2) << o.out;
   EXPECT_NE(o.out.find(bad + ": results[0].device_uuid"), std::string::npos) << o.out;
   EXPECT_EQ(rows(store, "results").size(), 1u);  // a.json's: importing both again after a fix adds nothing twice
+
+  // A truncated report, and an SQLite file that is not a history: exit 2 naming each, nothing written.
+  const std::string truncated = (dir_ / "t.json").string(), foreign = (dir_ / "other.db").string();
+  std::ofstream(truncated) << j.dump().substr(0, 200);
+  std::ofstream(foreign) << std::string("SQLite format 3\0", 16) << std::string(4080, '\0');
+  const auto before = files(store);
+  for (const std::string& input : {truncated, foreign}) {
+    const Outcome f = sdcprobe("fleet import " + input + " --store " + store.string());
+    EXPECT_EQ(f.code, 2) << f.out;
+    EXPECT_NE(f.out.find("sdcprobe: error: "), std::string::npos) << f.out;
+    EXPECT_NE(f.out.find(input), std::string::npos) << f.out;
+  }
+  EXPECT_EQ(files(store), before);
 }
 
 }  // namespace
