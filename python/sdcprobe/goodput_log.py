@@ -22,6 +22,7 @@ import os
 import threading
 import time
 
+from sdcprobe.flight_recorder import FlightRecorderDumps
 from sdcprobe.inline import INT64_MAX, _int_in
 
 # The schema's events (docs/goodput.md, goodput/event.cpp), those that need "step", and
@@ -123,6 +124,9 @@ class GoodputLog:
         how `sdcprobe goodput` tells the ranks' files apart.
     clock: a callable returning Unix nanoseconds (tests inject one); default: wall time at open plus
         monotonic time since.
+    flight_recorder: the folder, beside the log, of each attempt's flight-recorder dumps
+        (FOLDER/attempt<N>/nccl_trace_rank_<R>, for `sdcprobe hang`): when an attempt fails, every
+        rank writes its own (sdcprobe.flight_recorder); None: off.
 
     Each event is one write() to a file opened with O_APPEND, so a killed process leaves only whole
     lines. Faults, commits and the ends of attempts and of the job are also fsynced, so even a lost
@@ -130,7 +134,7 @@ class GoodputLog:
     log too (a fault from a watchdog thread); spans of one kind belong to one thread.
     """
 
-    def __init__(self, path="events.rank{rank}.jsonl", rank=None, clock=None):
+    def __init__(self, path="events.rank{rank}.jsonl", rank=None, clock=None, flight_recorder="flight_recorder"):
         self.rank = _int_in("rank", _default_rank() if rank is None else rank, 0, INT64_MAX)
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError("path must be a string, got %r" % (path,))
@@ -145,6 +149,10 @@ class GoodputLog:
         self._open = set()  # activities running now ("step", "ckpt", ...), each once
         self._saved = set()  # steps whose save ended, so commit(step) has something to commit
         self._faulted = False  # a fault was logged in this attempt; exiting with it adds none
+        if flight_recorder is not None and not isinstance(flight_recorder, (str, os.PathLike)):
+            raise TypeError("flight_recorder must be a folder or None, got %r" % (flight_recorder,))
+        self._fr_folder = flight_recorder
+        self.flight_recorder = None  # this attempt's FlightRecorderDumps
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         self._file_last_t = _last_time_in(self._fd)  # a restarted process appends after its predecessor
 
@@ -200,6 +208,8 @@ class GoodputLog:
                 clean_exit = isinstance(e, SystemExit) and e.code in (None, 0)
                 if not clean_exit and not self._faulted:
                     self.fault(type(e).__name__)
+                if not clean_exit and self.flight_recorder is not None:
+                    self.flight_recorder.request()
                 if clean_exit:
                     self._end(end_event)
                 raise
@@ -252,6 +262,11 @@ class GoodputLog:
         if slurm_restart is not None:
             fields["slurm_restart"] = slurm_restart
         self._write("process_start", durable=True, at=start_ns, **fields)
+        if self._fr_folder is not None:
+            name = "attempt%d" % attempt if slurm_restart is None else "requeue%d.attempt%d" % (slurm_restart, attempt)
+            folder = os.path.join(os.path.dirname(self.path), os.fspath(self._fr_folder), name)
+            self.flight_recorder = FlightRecorderDumps(folder, name)
+            self.flight_recorder.start()
         return self._lifetime(None)
 
     def init(self):
@@ -261,6 +276,8 @@ class GoodputLog:
     def step(self, step):
         """One training step, numbered by the global step."""
         step = _int_in("step", step, 0, INT64_MAX)
+        if self.flight_recorder is not None:
+            self.flight_recorder.start()  # once the process group exists
         return self._span("step", {"step": step}, {"step": step})
 
     def checkpoint(self, step):
