@@ -8,6 +8,7 @@
 #include "goodput/analyze.hpp"
 #include "goodput/merge.hpp"
 #include "goodput/report.hpp"
+#include "goodput/run_hangs.hpp"
 #include "host/atomic_file.hpp"
 #include "host/error.hpp"
 
@@ -30,12 +31,14 @@ std::string ratio(double r) {
 nlohmann::ordered_json activity_json(const Activity& a) { return {{"count", a.count}, {"ns", a.ns}}; }
 
 // The ledger's JSON, plus the job id and what the logs measured (docs/goodput.md, "Cluster").
-std::string summary_json(const Analysis& analysis, const GoodputOptions& o, const Tally& t) {
+std::string summary_json(const Analysis& analysis, const GoodputOptions& o, const Tally& t,
+                         const std::vector<RunHang>& hangs) {
   nlohmann::ordered_json j = json_report(analysis);
   if (o.job_id >= 0) j["job_id"] = o.job_id;
   j["measured"] = {{"saves", activity_json(t.saves)},        {"data_waits", activity_json(t.data_waits)},
                    {"evals", activity_json(t.evals)},        {"probes", activity_json(t.probes)},
                    {"save_interval_ns", t.save_interval_ns}, {"incidents", t.incidents}};
+  if (!hangs.empty()) j["hangs"] = run_hangs_json(hangs);
   return j.dump(2) + "\n";
 }
 
@@ -60,8 +63,10 @@ int goodput_command(const GoodputOptions& o, std::ostream& out) {
   if (analysis.stats.events == 0) {
     throw InputError((paths.size() > 1 ? std::string("the merged logs") : paths[0]) + ": no events");
   }
+  // The flight-recorder dumps beside the logs name the rank that hung an attempt (docs/goodput.md).
+  const std::vector<RunHang> hangs = find_run_hangs(paths);
   if (!o.svg_path.empty()) write_file_atomically(o.svg_path, svg_report(analysis.breakdown));
-  out << (o.json ? summary_json(analysis, o, measured) : text_report(analysis));
+  out << (o.json ? summary_json(analysis, o, measured, hangs) : text_report(analysis) + run_hangs_text(hangs));
   return 0;
 }
 

@@ -122,7 +122,10 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
       g.missing.assign(behind.begin(), behind.end());
       for (const auto& [r, l] : last) {
         for (const FrEntry& e : by_rank[r]->entries) {
-          if (e.group == group && e.seq == g.first_incomplete) g.op = e.op;
+          if (e.group == group && e.seq == g.first_incomplete) {
+            g.op = e.op;
+            g.timeout_ms = std::max(g.timeout_ms, e.timeout_ms);
+          }
         }
       }
       for (const auto& [r, l] : last) {

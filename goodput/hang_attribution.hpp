@@ -21,6 +21,7 @@ struct HangGroup {
   std::vector<int> no_dump;      // members without a dump
   int64_t first_incomplete = 0;  // the first sequence some dumped member never enqueued; 0: none
   std::string op;                // that collective, as the ranks that enqueued it name it
+  int64_t timeout_ms = 0;        // its timeout: how long the ranks that enqueued it waited
   std::vector<int> missing;      // the dumped members that never enqueued it
 };
 

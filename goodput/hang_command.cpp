@@ -23,6 +23,7 @@ nlohmann::json hang_report_json(const HangReport& report) {
                       {"no_dump", g.no_dump},
                       {"first_incomplete", g.first_incomplete},
                       {"op", g.op},
+                      {"timeout_ms", g.timeout_ms},
                       {"missing", g.missing}});
   }
   nlohmann::json mismatches = nlohmann::json::array();

@@ -19,6 +19,7 @@ Then `sdcprobe goodput 'events.rank*.jsonl'` gives the breakdown.
 import contextlib
 import json
 import os
+import socket
 import threading
 import time
 
@@ -257,7 +258,8 @@ class GoodputLog:
             # appends to its predecessor's file).
             start_ns = max(self._last_t, self._file_last_t, min(start_ns, self._clock()))
         self._faulted = False
-        fields = {"attempt": attempt}
+        # The host names the node of a rank that hangs the job (`sdcprobe goodput`, "Hangs").
+        fields = {"attempt": attempt, "host": socket.gethostname()}
         slurm_restart = _slurm_restart()
         if slurm_restart is not None:
             fields["slurm_restart"] = slurm_restart

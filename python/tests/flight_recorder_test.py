@@ -104,6 +104,10 @@ class FlightRecorder(unittest.TestCase):
                              summary["wall_ns"])
             # The stop: from the last progress to the fault, the wait for the timeout.
             self.assertGreaterEqual(summary["categories"]["detection_teardown"]["ns"], 2_000_000_000)
+            # ... and the incident's cause: the hang, its culprit and host, the timeout it waited.
+            hang, = summary["hangs"]
+            self.assertEqual((hang["cause"], hang["verdict"], hang["timeout_ms"]), ("hang", "culprit", 3000))
+            self.assertEqual([(c["rank"], c["host"]) for c in hang["culprits"]], [(STUCK, socket.gethostname())])
 
     @unittest.skipIf(HAS_RECORDER, "torch %s has a flight recorder" % torch.__version__)
     def test_without_a_recorder_the_log_says_so_and_goes_on(self):

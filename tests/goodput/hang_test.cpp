@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -11,6 +12,7 @@
 #include "goodput/flight_recorder.hpp"
 #include "goodput/hang_attribution.hpp"
 #include "goodput/hang_command.hpp"
+#include "goodput/run_hangs.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -157,6 +159,39 @@ TEST(Hang, RanksWaitingForEachOtherCannotBeDecided) {
   EXPECT_TRUE(report.culprits.empty());
   ASSERT_EQ(report.undecided.size(), 2u);
   EXPECT_NE(report.undecided[0].why.find("wait for each other"), std::string::npos) << report.undecided[0].why;
+}
+
+// sdcprobe goodput finds the dumps GoodputLog wrote beside the logs, and each culprit's host in its
+// log's process_start.
+TEST(Hang, RunHangsBesideTheEventLogs) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "run_hangs";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "flight_recorder");
+  fs::copy(kData + "stop", dir / "flight_recorder" / "attempt0");
+  fs::create_directories(dir / "flight_recorder" / "attempt1");
+  for (const char* f : {"nccl_trace_rank_0", "nccl_trace_rank_1", "nccl_trace_rank_2", "nccl_trace_rank_3"}) {
+    fs::copy(kData + "clean/" + f, dir / "flight_recorder" / "attempt1" / f);
+  }
+  std::vector<std::string> logs;
+  for (int r = 0; r < 4; ++r) {
+    logs.push_back((dir / ("events.rank" + std::to_string(r) + ".jsonl")).string());
+    std::ofstream(logs.back()) << "{\"t\":1,\"event\":\"process_start\",\"rank\":" << r
+                               << ",\"attempt\":0,\"host\":\"node" << r << "\"}\n";
+  }
+  const std::vector<RunHang> hangs = find_run_hangs(logs);
+  ASSERT_EQ(hangs.size(), 2u);
+  EXPECT_EQ(hangs[0].report.verdict, HangReport::Verdict::kCulprit);
+  EXPECT_EQ(hangs[0].culprit_hosts, std::vector<std::string>{"node2"});
+  EXPECT_EQ(hangs[0].timeout_ms, 3000);
+  EXPECT_EQ(hangs[1].report.verdict, HangReport::Verdict::kNoHang);
+  const nlohmann::ordered_json j = run_hangs_json(hangs);
+  EXPECT_EQ(j[0]["cause"], "hang");
+  EXPECT_EQ(j[0]["culprits"][0]["rank"], 2);
+  EXPECT_EQ(j[0]["culprits"][0]["host"], "node2");
+  EXPECT_EQ(run_hangs_text(hangs).substr(0, run_hangs_text(hangs).find(')') + 1),
+            "Hang (" + (dir / "flight_recorder" / "attempt0").string() + ", timeout 3 s)");
+  EXPECT_NE(run_hangs_text(hangs).find("rank 2 on node2\n"), std::string::npos) << run_hangs_text(hangs);
 }
 
 }  // namespace
