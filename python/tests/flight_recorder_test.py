@@ -1,7 +1,8 @@
 """GoodputLog's flight-recorder dumps (sdcprobe.flight_recorder, docs/goodput.md "Hangs").
 
 Under torch 2.x: a job of 4 gloo ranks under torch.multiprocessing.spawn, instrumented with
-GoodputLog alone, in which rank 2 stops entering collectives at step 6. The other ranks time out
+GoodputLog alone, in which rank 2 stops entering collectives at step 6 (and another in which it is
+SIGKILLed there: no dump, "cannot decide"). The other ranks time out
 (3 s), their attempts fail, and every rank's dump lands in flight_recorder/attempt0/ beside the
 event logs, the stuck rank's included (its side thread answers the store); `sdcprobe hang` names
 rank 2, and the event logs' breakdown still sums exactly. Under torch 1.13 (Debian's), which has no
@@ -13,6 +14,7 @@ Needs SDCPROBE_BINARY (ctest sets it).
 import datetime
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -41,7 +43,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def worker(rank, tmp, port):
+def worker(rank, tmp, port, scenario):
     torch.set_num_threads(1)
     store = dist.TCPStore("127.0.0.1", port, WORLD, rank == 0, timeout=datetime.timedelta(seconds=60))
     log = GoodputLog(os.path.join(tmp, "events.rank{rank}.jsonl"), rank=rank)
@@ -53,8 +55,10 @@ def worker(rank, tmp, port):
             t = torch.ones(4)
             for step in range(1, 9):
                 with log.step(step):
-                    if rank == STUCK and step == 6:
+                    if rank == STUCK and step == 6 and scenario == "stop":
                         threading.Event().wait()  # a data-loader deadlock: never enters again
+                    if rank == STUCK and step == 6 and scenario == "kill":
+                        os.kill(os.getpid(), signal.SIGKILL)
                     dist.all_reduce(t)
     except Exception:
         pass
@@ -71,7 +75,7 @@ class FlightRecorder(unittest.TestCase):
     @unittest.skipUnless(HAS_RECORDER, "torch %s has no flight recorder" % torch.__version__)
     def test_every_rank_dumps_and_the_stuck_rank_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
-            ctx = mp.spawn(worker, args=(tmp, free_port()), nprocs=WORLD, join=False)
+            ctx = mp.spawn(worker, args=(tmp, free_port(), "stop"), nprocs=WORLD, join=False)
             deadline = time.monotonic() + 120
             for rank, p in enumerate(ctx.processes):
                 if rank != STUCK:
@@ -108,6 +112,24 @@ class FlightRecorder(unittest.TestCase):
             hang, = summary["hangs"]
             self.assertEqual((hang["cause"], hang["verdict"], hang["timeout_ms"]), ("hang", "culprit", 3000))
             self.assertEqual([(c["rank"], c["host"]) for c in hang["culprits"]], [(STUCK, socket.gethostname())])
+
+    @unittest.skipUnless(HAS_RECORDER, "torch %s has no flight recorder" % torch.__version__)
+    def test_a_killed_rank_has_no_dump_and_is_not_guessed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ctx = mp.spawn(worker, args=(tmp, free_port(), "kill"), nprocs=WORLD, join=False)
+            for p in ctx.processes:
+                p.join(120)
+            self.assertEqual(ctx.processes[STUCK].exitcode, -signal.SIGKILL)
+            folder = os.path.join(tmp, "flight_recorder", "attempt0")
+            self.assertEqual(sorted(os.listdir(folder)), ["nccl_trace_rank_%d" % r for r in range(WORLD) if r != STUCK])
+            out = os.path.join(tmp, "hang.json")
+            r = sdcprobe("hang", folder, "--json", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                report = json.load(f)
+            self.assertEqual((report["verdict"], report["culprits"]), ("cannot_decide", []))
+            self.assertEqual([u["rank"] for u in report["undecided"]], [STUCK])
+            self.assertTrue(report["undecided"][0]["why"].startswith("no dump"), report["undecided"][0]["why"])
 
     @unittest.skipIf(HAS_RECORDER, "torch %s has a flight recorder" % torch.__version__)
     def test_without_a_recorder_the_log_says_so_and_goes_on(self):
