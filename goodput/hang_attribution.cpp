@@ -9,9 +9,21 @@
 namespace sdc::goodput {
 namespace {
 
+// "0, 1, 3, 5-9": runs of three or more as ranges, so that a world of thousands stays short.
 std::string list_ranks(const std::set<int>& ranks) {
   std::string s;
-  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  for (auto it = ranks.begin(); it != ranks.end();) {
+    auto end = std::next(it);
+    while (end != ranks.end() && *end == *std::prev(end) + 1) ++end;
+    const int first = *it, last = *std::prev(end), run = last - first + 1;
+    s += s.empty() ? "" : ", ";
+    if (run >= 3) {
+      s += std::to_string(first) + "-" + std::to_string(last);
+    } else {
+      s += std::to_string(first) + (run == 2 ? ", " + std::to_string(last) : "");
+    }
+    it = end;
+  }
   return s;
 }
 
@@ -90,7 +102,9 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
   }
 
   // Who waits for whom: definitely (a dumped member lags), or perhaps (a member has no dump).
-  std::map<int, std::set<int>> waits_on, may_wait_on;
+  std::map<int, std::vector<std::string>> waits_in;  // the groups a rank waits in for a dumped rank
+  std::map<std::string, std::set<int>> behind_in;    // per group, the ranks the others wait for
+  std::map<int, std::set<int>> may_wait_on;
   std::map<int, std::string> why_needed;         // for a rank others wait for: where
   std::map<int, std::set<int>> waited_by_maybe;  // for a rank without a dump: who may wait for it
   std::map<int, std::string> where_maybe;
@@ -129,10 +143,9 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
         }
       }
       for (const auto& [r, l] : last) {
-        for (const auto& [m, lm] : last) {
-          if (lm < l) waits_on[r].insert(m);
-        }
+        if (l > lo) waits_in[r].push_back(group);
       }
+      behind_in[group] = behind;
       for (int m : behind) {
         why_needed[m] += std::string(why_needed[m].empty() ? "" : "; ") + "never enqueued collective " +
                          std::to_string(g.first_incomplete) + (g.op.empty() ? "" : " (" + g.op + ")") + " of " +
@@ -154,13 +167,13 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
   // Collectives that differ at one sequence number.
   std::map<int, std::string> why_mismatch;
   std::set<int> mismatch_undecided;
-  std::map<std::pair<std::string, int64_t>, std::map<int, const FrEntry*>> at_seq;
-  for (const FrDump& d : dumps) {
-    for (const FrEntry& e : d.entries) at_seq[{e.group, e.seq}][d.rank] = &e;
+  std::map<std::pair<std::string, int64_t>, std::vector<std::pair<int, const FrEntry*>>> at_seq;
+  for (const auto& [rank, d] : by_rank) {
+    for (const FrEntry& e : d->entries) at_seq[{e.group, e.seq}].emplace_back(rank, &e);
   }
   for (const auto& [key, entries] : at_seq) {
     if (entries.size() < 2) continue;
-    for (const auto& [name, field] : compared_fields(entries.begin()->second->op)) {
+    for (const auto& [name, field] : compared_fields(entries.front().second->op)) {
       std::map<std::string, std::set<int>> values;
       for (const auto& [r, e] : entries) values[e->*field].insert(r);
       if (values.size() < 2) continue;
@@ -188,7 +201,7 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
     }
   }
 
-  bool anyone_waits = !waits_on.empty() || !may_wait_on.empty();
+  bool anyone_waits = !waits_in.empty() || !may_wait_on.empty();
 
   // A rank others wait for that waits for no one is a culprit; one that may wait for a rank
   // without a dump cannot be decided; one that waits behind another is not named.
@@ -196,12 +209,11 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
   for (const auto& [r, why] : why_mismatch) {
     (mismatch_undecided.count(r) != 0 ? undecided : culprits)[r] = why;
   }
-  auto count = [](const std::map<int, std::set<int>>& m, int r) { return m.count(r) == 0 ? 0 : m.at(r).size(); };
   bool blocker_found = false;
   for (const auto& [r, why] : why_needed) {
-    if (count(waits_on, r) != 0) continue;
+    if (waits_in.count(r) != 0) continue;
     blocker_found = true;
-    if (count(may_wait_on, r) == 0) {
+    if (may_wait_on.count(r) == 0) {
       culprits[r] += (culprits[r].empty() ? "" : "; ") + why + "; it waits in no collective";
     } else {
       undecided[r] =
@@ -212,7 +224,9 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
   if (!why_needed.empty() && !blocker_found) {
     for (const auto& [r, why] : why_needed) {
       if (undecided.count(r) != 0) continue;
-      undecided[r] = why + ", while waiting for rank " + list_ranks(waits_on[r]) +
+      std::set<int> waited_for;
+      for (const std::string& g : waits_in[r]) waited_for.insert(behind_in[g].begin(), behind_in[g].end());
+      undecided[r] = why + ", while waiting for rank " + list_ranks(waited_for) +
                      " itself: the ranks wait for each other (collectives entered in a different order)";
     }
   }

@@ -42,7 +42,8 @@ std::vector<RunHang> find_run_hangs(const std::vector<std::string>& event_paths)
     const fs::path base = fs::path(p).parent_path() / "flight_recorder";
     if (p == "-" || !fs::is_directory(base, ec)) continue;
     for (const fs::directory_entry& d : fs::directory_iterator(base, ec)) {
-      if (d.is_directory(ec)) folders.insert(d.path());
+      // A folder without files is an attempt that ended before any rank dumped.
+      if (d.is_directory(ec) && !fs::is_empty(d.path(), ec)) folders.insert(d.path());
     }
   }
   if (folders.empty()) return {};
@@ -54,12 +55,17 @@ std::vector<RunHang> find_run_hangs(const std::vector<std::string>& event_paths)
   for (const fs::path& folder : folders) {
     RunHang h;
     h.folder = folder.string();
-    h.report = attribute_hang(read_fr_dumps(h.folder));
+    const std::vector<FrDump> dumps = read_fr_dumps(h.folder);
+    h.report = attribute_hang(dumps);
+    // Each rank's newest collective is the one it was in when the job stopped: its timeout is how
+    // long the waiting ranks waited.
+    for (const FrDump& d : dumps) {
+      if (!d.entries.empty()) h.timeout_ms = std::max(h.timeout_ms, d.entries.back().timeout_ms);
+    }
     for (const HangRank& c : h.report.culprits) {
       auto host = hosts.find(c.rank);
       h.culprit_hosts.push_back(host == hosts.end() ? "" : host->second);
     }
-    for (const HangGroup& g : h.report.groups) h.timeout_ms = std::max(h.timeout_ms, g.timeout_ms);
     hangs.push_back(std::move(h));
   }
   return hangs;
@@ -89,7 +95,8 @@ std::string run_hangs_text(const std::vector<RunHang>& hangs) {
   std::string out;
   for (const RunHang& h : hangs) {
     if (h.report.verdict == HangReport::Verdict::kNoHang) continue;
-    out += "Hang (" + h.folder + ", timeout " + std::to_string(h.timeout_ms / 1000) + " s): ";
+    out += "Hang (" + h.folder + (h.timeout_ms > 0 ? ", timeout " + std::to_string(h.timeout_ms / 1000) + " s" : "") +
+           "): ";
     if (h.report.culprits.empty()) out += "cannot decide which rank";
     for (size_t k = 0; k < h.report.culprits.size(); ++k) {
       out += std::string(k == 0 ? "" : ", ") + "rank " + std::to_string(h.report.culprits[k].rank) +

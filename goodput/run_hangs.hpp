@@ -16,7 +16,7 @@ struct RunHang {
   std::string folder;
   HangReport report;
   std::vector<std::string> culprit_hosts;  // per report.culprits; "" where no log names it
-  int64_t timeout_ms = 0;                  // the longest timeout of the incomplete collectives
+  int64_t timeout_ms = 0;                  // the longest timeout of the ranks' newest collectives
 };
 
 // Looks beside each event log (not "-") for flight_recorder/*/. Throws InputError naming a dump

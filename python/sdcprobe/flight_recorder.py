@@ -92,7 +92,6 @@ class FlightRecorderDumps:
                           torch.__version__, RuntimeWarning, stacklevel=2)
             return False
         from torch.distributed.distributed_c10d import _get_default_store
-        os.makedirs(self.directory, exist_ok=True)
         self._store = _get_default_store()
         # The side thread's wait holds its connection to the store: it gets a connection of its own.
         self._watch = self._store.clone() if hasattr(self._store, "clone") else None
@@ -125,6 +124,7 @@ class FlightRecorderDumps:
                 data = self.c10d._dump_nccl_trace(includeStackTraces=False)
             else:
                 data = self.c10d._dump_fr_trace(includeStackTraces=False)
+            os.makedirs(self.directory, exist_ok=True)  # only an attempt that failed has a folder
             _atomic_write(os.path.join(self.directory, _FILE % self._rank), data)
             self._dumped = True
         try:

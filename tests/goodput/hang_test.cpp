@@ -95,7 +95,7 @@ TEST(Hang, KilledRankCannotBeDecidedAndSaysWhoWaits) {
   const HangReport report = attribute_hang(read_fr_dumps(kData + "killed"));
   ASSERT_EQ(report.undecided.size(), 1u);
   EXPECT_EQ(report.undecided[0].why,
-            "no dump: ranks 0, 1, 2 may be waiting for it in collective 6 of process group 0 (default_pg)");
+            "no dump: ranks 0-2 may be waiting for it in collective 6 of process group 0 (default_pg)");
 }
 
 TEST(Hang, JsonAndPickleFormsReadTheSame) {
@@ -159,6 +159,30 @@ TEST(Hang, RanksWaitingForEachOtherCannotBeDecided) {
   EXPECT_TRUE(report.culprits.empty());
   ASSERT_EQ(report.undecided.size(), 2u);
   EXPECT_NE(report.undecided[0].why.find("wait for each other"), std::string::npos) << report.undecided[0].why;
+}
+
+// A world of 4,096 ranks in one group, rank 17 behind: named, with the others as a range.
+TEST(Hang, ThousandsOfRanksStayLinearAndShort) {
+  std::vector<FrDump> dumps(4096);
+  for (int r = 0; r < 4096; ++r) {
+    dumps[r].path = "rank" + std::to_string(r);
+    dumps[r].rank = r;
+    for (int64_t seq = 1; seq <= (r == 17 ? 9 : 10); ++seq) {
+      FrEntry e;
+      e.group = "0";
+      e.group_desc = "default_pg";
+      e.seq = seq;
+      e.op = "all_reduce";
+      dumps[r].entries.push_back(e);
+    }
+    dumps[r].last_enqueued["0"] = r == 17 ? 9 : 10;
+  }
+  const HangReport report = attribute_hang(dumps);
+  ASSERT_EQ(report.culprits.size(), 1u);
+  EXPECT_EQ(report.culprits[0].rank, 17);
+  EXPECT_EQ(report.culprits[0].why,
+            "never enqueued collective 10 (all_reduce) of process group 0 (default_pg), which ranks 0-16, 18-4095 "
+            "enqueued; it waits in no collective");
 }
 
 // sdcprobe goodput finds the dumps GoodputLog wrote beside the logs, and each culprit's host in its
