@@ -27,6 +27,9 @@ std::string list_ranks(const std::set<int>& ranks) {
   return s;
 }
 
+// "rank 3" or "ranks 0, 1, 3".
+std::string name_ranks(const std::set<int>& r) { return (r.size() == 1 ? "rank " : "ranks ") + list_ranks(r); }
+
 std::string group_name(const std::string& group, const std::string& desc) {
   return "process group " + group + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
 }
@@ -149,16 +152,27 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
       for (int m : behind) {
         why_needed[m] += std::string(why_needed[m].empty() ? "" : "; ") + "never enqueued collective " +
                          std::to_string(g.first_incomplete) + (g.op.empty() ? "" : " (" + g.op + ")") + " of " +
-                         group_name(group, g.desc) + ", which ranks " + list_ranks(ahead) + " enqueued";
+                         group_name(group, g.desc) + ", which " + name_ranks(ahead) + " enqueued";
       }
+    }
+    // Any rank of the group may be waiting, inside its own newest collective, for a rank without a
+    // dump: one behind too (its peers may have finished a collective it is still in, when the
+    // killed rank sent them its part and died before it sent the rest).
+    int64_t entered = INT64_MAX;
+    for (const auto& [r, l] : last) {
+      if (l > 0) entered = std::min(entered, l);
     }
     for (int u : g.no_dump) {
       for (const auto& [r, l] : last) {
-        if (l == hi && l > 0) {
+        if (l > 0) {
           may_wait_on[r].insert(u);
           waited_by_maybe[u].insert(r);
-          where_maybe[u] = "collective " + std::to_string(hi) + " of " + group_name(group, g.desc);
         }
+      }
+      if (entered != INT64_MAX) {
+        where_maybe[u] = (entered == hi ? "collective " + std::to_string(hi)
+                                        : "collectives " + std::to_string(entered) + " to " + std::to_string(hi)) +
+                         " of " + group_name(group, g.desc);
       }
     }
     if (g.first_incomplete != 0 || !g.no_dump.empty()) report.groups.push_back(std::move(g));
@@ -188,7 +202,7 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
         for (int r : ranks) {
           if (majority) {
             why_mismatch[r] += std::string(why_mismatch[r].empty() ? "" : "; ") + "its " + what + " differs from " +
-                               common->first + " of ranks " + list_ranks(common->second);
+                               common->first + " of " + name_ranks(common->second);
           } else {
             mismatch_undecided.insert(r);
             why_mismatch[r] += std::string(why_mismatch[r].empty() ? "" : "; ") + "its " + what +
@@ -216,8 +230,7 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
     if (may_wait_on.count(r) == 0) {
       culprits[r] += (culprits[r].empty() ? "" : "; ") + why + "; it waits in no collective";
     } else {
-      undecided[r] =
-          why + ", but it may be waiting for rank " + list_ranks(may_wait_on.at(r)) + ", whose dump is missing";
+      undecided[r] = why + ", but it may be waiting for " + name_ranks(may_wait_on.at(r)) + ", whose dump is missing";
     }
   }
   // Everyone that others wait for waits too: a cycle.
@@ -226,7 +239,7 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
       if (undecided.count(r) != 0) continue;
       std::set<int> waited_for;
       for (const std::string& g : waits_in[r]) waited_for.insert(behind_in[g].begin(), behind_in[g].end());
-      undecided[r] = why + ", while waiting for rank " + list_ranks(waited_for) +
+      undecided[r] = why + ", while waiting for " + name_ranks(waited_for) +
                      " itself: the ranks wait for each other (collectives entered in a different order)";
     }
   }
@@ -234,7 +247,7 @@ HangReport attribute_hang(const std::vector<FrDump>& dumps, int world_size) {
     if (by_rank.count(r) != 0) continue;
     std::string why = "no dump";
     if (waited_by_maybe.count(r) != 0) {
-      why += ": ranks " + list_ranks(waited_by_maybe[r]) + " may be waiting for it in " + where_maybe[r];
+      why += ": " + name_ranks(waited_by_maybe[r]) + " may be waiting for it in " + where_maybe[r];
     }
     undecided[r] = why;
   }

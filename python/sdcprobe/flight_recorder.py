@@ -20,6 +20,7 @@ import warnings
 _KEY = "sdcprobe/flight_recorder/dump/%s"
 _DONE = "sdcprobe/flight_recorder/dumped/%s"
 _FILE = "nccl_trace_rank_%d"
+_POLL_S = 1.0
 
 
 def _c10d(torch):
@@ -63,7 +64,7 @@ class FlightRecorderDumps:
         self.c10d = None
         self._thread = None
         self._store = None
-        self._watch = None
+        self._stop = threading.Event()
         self._rank = None
         self._world = None
         self._backend = ""
@@ -93,8 +94,6 @@ class FlightRecorderDumps:
             return False
         from torch.distributed.distributed_c10d import _get_default_store
         self._store = _get_default_store()
-        # The side thread's wait holds its connection to the store: it gets a connection of its own.
-        self._watch = self._store.clone() if hasattr(self._store, "clone") else None
         self._rank = dist.get_rank()
         self._world = dist.get_world_size()
         self._backend = str(dist.get_backend())
@@ -103,17 +102,23 @@ class FlightRecorderDumps:
         return True
 
     def _wait_for_request(self):
+        # Polls: a thread blocked in the store's wait when the store's server exits (rank 0's process
+        # ending) makes torch call std::terminate at the interpreter's exit. Once a second, as
+        # NCCL's own watchdog polls the store for its dump signal.
         key = _KEY % self.attempt
-        try:
-            if self._watch is not None:
-                # One outstanding request per rank, answered by the store when the key is set.
-                self._watch.wait([key], datetime.timedelta(days=365))
-            else:
-                while not self._store.check([key]):
-                    time.sleep(1)
-        except Exception:  # the store went away: the job ended
-            return
-        self.dump()
+        while not self._stop.wait(_POLL_S):
+            try:
+                if self._store.check([key]):
+                    self.dump()
+                    return
+            except Exception:  # the store went away: the job ended
+                return
+
+    def stop(self):
+        """Ends the side thread (the attempt is over); waits for it at most one poll."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(_POLL_S + 1)
 
     def dump(self):
         """Writes this rank's dump once; True when written."""

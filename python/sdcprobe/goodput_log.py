@@ -209,11 +209,15 @@ class GoodputLog:
                 clean_exit = isinstance(e, SystemExit) and e.code in (None, 0)
                 if not clean_exit and not self._faulted:
                     self.fault(type(e).__name__)
-                if not clean_exit and self.flight_recorder is not None:
-                    self.flight_recorder.request()
+                if self.flight_recorder is not None:
+                    if not clean_exit:
+                        self.flight_recorder.request()
+                    self.flight_recorder.stop()
                 if clean_exit:
                     self._end(end_event)
                 raise
+            if self.flight_recorder is not None:
+                self.flight_recorder.stop()
             self._end(end_event)
 
         return span()

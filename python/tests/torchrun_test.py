@@ -152,6 +152,18 @@ class TorchrunTest(unittest.TestCase):
         self.assertGreater(c["rework"]["sdc_ns"], 0)
         self.assertGreater(c["rework"]["ns"], c["rework"]["sdc_ns"])  # the kill's rework is not SDC's
 
+        # GoodputLog's flight-recorder dumps (torch 2.x): the killed rank left none, so attempt 0's
+        # hang is not decided; the SDC stopped every rank after the same collective: no hang.
+        import torch
+        if hasattr(torch._C._distributed_c10d, "_dump_fr_trace"):
+            hangs = {os.path.basename(h["folder"]): h for h in report["hangs"]}
+            self.assertEqual(sorted(hangs), ["attempt0", "attempt1"])
+            self.assertEqual(hangs["attempt0"]["verdict"], "cannot_decide")
+            self.assertEqual([(u["rank"], u["why"][:7]) for u in hangs["attempt0"]["undecided"]], [(KILL[1], "no dump")])
+            self.assertEqual(hangs["attempt1"]["verdict"], "no_hang")
+        else:
+            self.assertNotIn("hangs", report)
+
         # Productive by hand: in each attempt, from its first step to where the lineage was cut (the
         # end of the save the next attempt restored; the job's end for the last), less the blocking
         # spans (saves and checks) in that window.

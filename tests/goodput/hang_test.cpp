@@ -13,6 +13,7 @@
 #include "goodput/hang_attribution.hpp"
 #include "goodput/hang_command.hpp"
 #include "goodput/run_hangs.hpp"
+#include "host/error.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -134,6 +135,38 @@ TEST(Hang, ReadsTheFieldsOfGlooDump) {
   EXPECT_EQ(d.largest_rank_named, 3);
 }
 
+// Rank 1 was killed: rank 0 went on to collective 38, rank 2 failed inside 37 (rank 1 died before
+// sending it the rest). Rank 2 is behind, but may be waiting for rank 1: not named (seen under
+// torchrun, python_torch2_goodput_torchrun).
+TEST(Hang, ARankBehindBesideAMissingDumpIsNotNamed) {
+  auto dump = [](int rank, int64_t last) {
+    FrDump d;
+    d.path = "rank" + std::to_string(rank);
+    d.rank = rank;
+    for (int64_t seq = 1; seq <= last; ++seq) {
+      FrEntry e;
+      e.group = "0";
+      e.group_desc = "default_pg";
+      e.seq = seq;
+      e.op = "all_reduce";
+      d.entries.push_back(e);
+    }
+    d.last_enqueued["0"] = last;
+    return d;
+  };
+  const HangReport report = attribute_hang({dump(0, 38), dump(2, 37)}, 3);
+  EXPECT_EQ(report.verdict, HangReport::Verdict::kCannotDecide);
+  EXPECT_TRUE(report.culprits.empty());
+  ASSERT_EQ(report.undecided.size(), 2u);
+  EXPECT_EQ(report.undecided[0].rank, 1);
+  EXPECT_EQ(report.undecided[0].why,
+            "no dump: ranks 0, 2 may be waiting for it in collectives 37 to 38 of process group 0 (default_pg)");
+  EXPECT_EQ(report.undecided[1].rank, 2);
+  EXPECT_EQ(report.undecided[1].why,
+            "never enqueued collective 38 (all_reduce) of process group 0 (default_pg), which rank 0 enqueued, but it "
+            "may be waiting for rank 1, whose dump is missing");
+}
+
 // Two ranks each waiting for the other in a different group: no rank is named.
 TEST(Hang, RanksWaitingForEachOtherCannotBeDecided) {
   auto dump = [](int rank, std::vector<FrEntry> entries) {
@@ -216,6 +249,19 @@ TEST(Hang, RunHangsBesideTheEventLogs) {
   EXPECT_EQ(run_hangs_text(hangs).substr(0, run_hangs_text(hangs).find(')') + 1),
             "Hang (" + (dir / "flight_recorder" / "attempt0").string() + ", timeout 3 s)");
   EXPECT_NE(run_hangs_text(hangs).find("rank 2 on node2\n"), std::string::npos) << run_hangs_text(hangs);
+
+  // A dump that cannot be read stops sdcprobe goodput with its error (exit 2), naming it.
+  fs::create_directories(dir / "flight_recorder" / "attempt2");
+  std::ofstream(dir / "flight_recorder" / "attempt2" / "nccl_trace_rank_0") << "\x80\x02}";
+  try {
+    find_run_hangs(logs);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(
+        std::string(e.what()).rfind((dir / "flight_recorder" / "attempt2" / "nccl_trace_rank_0").string() + ": ", 0),
+        0u)
+        << e.what();
+  }
 }
 
 }  // namespace
