@@ -31,12 +31,6 @@ struct Node {
 };
 using NodePtr = std::shared_ptr<Node>;
 
-NodePtr make(Node::Kind kind) {
-  auto n = std::make_shared<Node>();
-  n->kind = kind;
-  return n;
-}
-
 const char* refused_name(uint8_t op) {
   switch (op) {
     case 'c': return "GLOBAL";
@@ -74,6 +68,16 @@ const char* refused_name(uint8_t op) {
 class Machine {
  public:
   explicit Machine(std::string_view data) : data_(data) {}
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
+  // A pickle can make a list that holds itself (refused, but built): its nodes would keep each
+  // other alive.
+  ~Machine() {
+    for (const NodePtr& n : arena_) {
+      n->items.clear();
+      n->entries.clear();
+    }
+  }
 
   nlohmann::json run() {
     if (data_.size() < 2 || static_cast<uint8_t>(data_[0]) != 0x80) fail(0, "not a pickle of protocol 2 or later");
@@ -90,6 +94,13 @@ class Machine {
   }
 
  private:
+  NodePtr make(Node::Kind kind) {
+    auto n = std::make_shared<Node>();
+    n->kind = kind;
+    arena_.push_back(n);
+    return n;
+  }
+
   [[noreturn]] void fail(size_t at, const std::string& why) const {
     throw InputError("byte " + std::to_string(at) + ": " + why);
   }
@@ -361,6 +372,7 @@ class Machine {
   size_t pos_ = 0;
   std::vector<NodePtr> stack_;
   std::vector<NodePtr> memo_;
+  std::vector<NodePtr> arena_;  // every node made, to break cycles at the end
   size_t nodes_ = 0;
   size_t budget_ = 16 * data_.size() + 1024;
 };
