@@ -10,12 +10,14 @@ rank killed or stuck holding Python's lock writes nothing, which the reader call
 Dumps skip stack frames (about 4 s with them).
 """
 
+import atexit
 import datetime
 import os
 import sys
 import threading
 import time
 import warnings
+import weakref
 
 _KEY = "sdcprobe/flight_recorder/dump/%s"
 _DONE = "sdcprobe/flight_recorder/dumped/%s"
@@ -32,6 +34,15 @@ def _c10d(torch):
 
 
 _ENV_SET = {}  # the values this module set, which a later attempt may replace
+_LIVE = weakref.WeakSet()  # the side threads running
+
+
+@atexit.register
+def _stop_all():
+    """Side threads end before the interpreter does: one still inside a store call while Python
+    finalises would make torch call std::terminate (GoodputCallback never ends its attempt)."""
+    for dumps in list(_LIVE):
+        dumps.stop()
 
 
 def _set_env(name, value):
@@ -99,6 +110,7 @@ class FlightRecorderDumps:
         self._backend = str(dist.get_backend())
         self._thread = threading.Thread(target=self._wait_for_request, name="sdcprobe-flight-recorder", daemon=True)
         self._thread.start()
+        _LIVE.add(self)
         return True
 
     def _wait_for_request(self):
