@@ -42,8 +42,12 @@ std::vector<RunHang> find_run_hangs(const std::vector<std::string>& event_paths)
     const fs::path base = fs::path(p).parent_path() / "flight_recorder";
     if (p == "-" || !fs::is_directory(base, ec)) continue;
     for (const fs::directory_entry& d : fs::directory_iterator(base, ec)) {
-      // A folder without files is an attempt that ended before any rank dumped.
-      if (d.is_directory(ec) && !fs::is_empty(d.path(), ec)) folders.insert(d.path());
+      // Only the folders the integrations write (attempt<N>); a folder without files is an attempt
+      // that ended before any rank dumped.
+      const std::string name = d.path().filename().string();
+      const bool attempt = name.size() > 7 && name.compare(0, 7, "attempt") == 0 &&
+                           name.find_first_not_of("0123456789", 7) == std::string::npos;
+      if (attempt && d.is_directory(ec) && !fs::is_empty(d.path(), ec)) folders.insert(d.path());
     }
   }
   if (folders.empty()) return {};
