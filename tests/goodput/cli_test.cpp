@@ -12,15 +12,10 @@
 #include "cli/commands.hpp"
 #include "goodput/commands.hpp"
 #include "host/error.hpp"
+#include "tests/goodput/cli_run.hpp"
 
 namespace sdc::goodput {
 namespace {
-
-struct CliResult {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
 
 // Parses `args` like cli/main.cpp does, including its mapping of errors to exit code 2.
 CliResult run_cli(std::vector<std::string> args) {
@@ -28,20 +23,7 @@ CliResult run_cli(std::vector<std::string> args) {
   app.require_subcommand(1);
   int exit_code = 0;
   sdc::cli::add_goodput_commands(app, exit_code);
-  std::vector<const char*> argv{"sdcprobe"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  std::string err;
-  try {
-    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-  } catch (const CLI::ParseError& e) {
-    exit_code = e.get_exit_code() == 0 ? 0 : 2;
-    err = e.what();
-  } catch (const InputError& e) {
-    exit_code = 2;
-    err = e.what();
-  }
-  return {exit_code, testing::internal::GetCapturedStdout(), err};
+  return run_cli_app(app, exit_code, args);
 }
 
 std::string temp_path(const std::string& name) { return testing::TempDir() + "goodput_cli_" + name; }

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "goodput/hang_command.hpp"
 #include "host/error.hpp"
+#include "tests/goodput/cli_run.hpp"
 
 namespace sdc::goodput {
 namespace {
@@ -18,31 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kData = std::string(SDC_SOURCE_DIR) + "/tests/goodput/data/flight_recorder/";
 
-struct CliResult {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
 // Parses `args` like cli/main.cpp does, with its mapping of InputError to exit code 2.
 CliResult run_hang(std::vector<std::string> args) {
   CLI::App app{"test"};
   int exit_code = 0;
   sdc::cli::add_hang_command(app, exit_code);
-  std::vector<const char*> argv{"sdcprobe", "hang"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  std::string err;
-  try {
-    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-  } catch (const CLI::ParseError& e) {
-    exit_code = e.get_exit_code() == 0 ? 0 : 2;
-    err = e.what();
-  } catch (const InputError& e) {
-    exit_code = 2;
-    err = e.what();
-  }
-  return {exit_code, testing::internal::GetCapturedStdout(), err};
+  args.insert(args.begin(), "hang");
+  return run_cli_app(app, exit_code, args);
 }
 
 // A fresh folder holding copies of `files` (paths under kData), each named as its last component.
