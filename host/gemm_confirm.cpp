@@ -323,4 +323,24 @@ GemmVerdict gemm_verdict_of(const GemmRun& run) {
   return v;
 }
 
+GemmBatchCandidates gemm_batch_candidates(const std::vector<GemmCapture>& captures,
+                                          const std::vector<uint64_t>& values, uint32_t stride, unsigned rep) {
+  std::vector<std::pair<uint64_t, uint64_t>> found;
+  for (size_t slot = 0; slot < captures.size(); ++slot) {
+    const GemmCapture& c = captures[slot];
+    if (c.rep != rep) continue;
+    for (uint32_t e = 0; e < c.count && e < stride; ++e) found.emplace_back(c.first + e, values[slot * stride + e]);
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end(),
+                          [](const auto& x, const auto& y) { return x.first == y.first; }),
+              found.end());
+  GemmBatchCandidates out;
+  for (const auto& [index, bits] : found) {
+    out.index.push_back(index);
+    out.bits.push_back(bits);
+  }
+  return out;
+}
+
 }  // namespace sdc

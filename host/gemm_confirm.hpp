@@ -11,6 +11,7 @@
 #include "host/gemm.hpp"
 #include "host/gemm_inputs.hpp"
 #include "host/mismatch.hpp"
+#include "kernels/common/gemm_fast_check.hpp"
 
 namespace sdc {
 
@@ -86,5 +87,13 @@ MismatchRecord gemm_mismatch_record(const GemmSpec& spec, uint64_t index, uint64
 void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::vector<uint64_t>& seen);
 // A whole run's checks as one verdict, to merge runs as repeats (a burn's GEMMs).
 GemmVerdict gemm_verdict_of(const GemmRun& run);
+
+// The elements a batch's check captured for repeat `rep` (gemm_fast_check.hpp), to confirm: their
+// indices, sorted, and their bits (slot s's values from values[s * stride] on).
+struct GemmBatchCandidates {
+  std::vector<uint64_t> index, bits;
+};
+GemmBatchCandidates gemm_batch_candidates(const std::vector<GemmCapture>& captures,
+                                          const std::vector<uint64_t>& values, uint32_t stride, unsigned rep);
 
 }  // namespace sdc
