@@ -18,6 +18,7 @@ namespace sdc {
 namespace {
 
 double hours(double seconds) { return seconds / 3600; }
+double hours_ns(int64_t nanoseconds) { return static_cast<double>(nanoseconds) / 3.6e12; }
 
 void decide(FleetVote& v, const FleetTally& fleet) {
   const VoteTally& t = *v.tally;
@@ -51,9 +52,7 @@ void decide(FleetVote& v, const FleetTally& fleet) {
   const auto w = t.digests.find({v.winner->hi, v.winner->lo});
   if (w != t.digests.end()) {
     v.majority_devices = w->second.devices();
-    std::set<std::string_view> hosts;
-    for (uint32_t id : w->second.device_ids()) hosts.insert(fleet.by_id[id]->host);
-    v.majority_hosts = hosts.size();
+    v.majority_hosts = w->second.hosts(fleet);
   }
 }
 
@@ -293,7 +292,7 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
       g.rate.family = family;
       ++g.rate.devices;
       g.rate.failures += c.failures;
-      g.rate.device_hours += hours(c.tested_s);
+      g.rate.device_hours += hours_ns(c.tested_ns);
       if (c.failures > 0) {
         ++g.rate.devices_failing;
         g.ttff_h.push_back(std::max(0.0, hours(c.first_failure - d.first_seen)));
@@ -329,7 +328,7 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
     Lemon l{d.host, &d, d.model};
     for (const auto& [family, c] : fams) {
       l.failures += c.failures;
-      l.device_hours += hours(c.tested_s);
+      l.device_hours += hours_ns(c.tested_ns);
     }
     if (l.device_hours <= 0) continue;
     fleet[group].first += l.failures;

@@ -164,13 +164,6 @@ struct ReportDevice {
   }
 };
 
-// What a vote's key holds besides the class and probe: the level, --size and --iterations, as
-// "standard|1048576|" (empty: the probes' default), the same from a report and from a history.
-std::string run_config(std::string_view level, std::optional<uint64_t> size_bytes, std::optional<uint64_t> iterations) {
-  return std::string(level) + "|" + (size_bytes ? std::to_string(*size_bytes) : "") + "|" +
-         (iterations ? std::to_string(*iterations) : "");
-}
-
 // The vote of `key`, made from the report's prototype when new.
 VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& proto, const std::string& class_key,
                      const std::string& probe, const FleetDevice& device) {
@@ -200,6 +193,10 @@ bool same_class(const ReportDevice& a, const ReportDevice& b) {
          a.runtime_version == b.runtime_version;
 }
 
+// A history's time (seconds, to the nanosecond) to the microsecond, as the fleet store keeps it, so
+// that a history read here and through the store gives the same times.
+double store_time(double unix_s) { return static_cast<double>(std::llround(unix_s * 1e6)) / 1e6; }
+
 void ingest_file(const std::string& path, FleetTally& tally) {
   ++tally.files;
   if (const std::optional<std::string> text = read_fleet_file(path)) return ingest_report_text(path, *text, tally);
@@ -225,7 +222,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
   const auto optional_number = [&](const char* key) {
     return r.has(top, key) ? std::optional<uint64_t>(r.unsigned_number(top, key, top_at)) : std::nullopt;
   };
-  proto.config = run_config(r.text(top, "level", top_at), optional_number("size_bytes"), optional_number("iterations"));
+  proto.config = vote_config(r.text(top, "level", top_at), optional_number("size_bytes"), optional_number("iterations"));
   if (r.has(top, "injections") && r.array(top, "injections", top_at).size() > 0) ++tally.with_injections;
 
   std::vector<ReportDevice> devices;
@@ -249,13 +246,8 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     if (f.uuid.empty()) {
       f.host = host;
       f.uuid = d.uuid;
-      f.pci_bus_id = pci_bus_id;
-      f.model = d.name;
-      f.backend = d.backend;
-      f.driver = d.driver_version;
     }
-    f.first_seen = f.first_seen == 0 ? at : std::min(f.first_seen, at);
-    f.last_seen = std::max(f.last_seen, at);
+    f.seen(at, pci_bus_id, d.name, d.driver_version, d.backend);
     d.tallied = &f;
     devices.push_back(d);
   }
@@ -302,7 +294,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     const bool failed = outcome != "pass";
     FamilyCounts& family = device.families[probe_family(result.probe)];
     ++family.results;
-    family.tested_s += duration;
+    family.tested_ns += std::llround(duration * 1e9);
     if (failed) {
       ++family.failures;
       family.first_failure = family.first_failure == 0 ? at : std::min(family.first_failure, at);
@@ -315,6 +307,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
       FaultSite site;
       site.probe = result.probe;
       site.at = at;
+      site.record = static_cast<int>(k - 1);
       if (r.has(rec, "byte_offset")) site.byte_offset = r.integer(rec, "byte_offset", at_m, 0, INT64_MAX);
       if (r.has(rec, "unit")) site.unit = static_cast<int>(r.integer(rec, "unit", at_m, 0, 1 << 20));
       if (r.has(rec, "lane")) site.lane = static_cast<int>(r.integer(rec, "lane", at_m, 0, 1 << 20));
@@ -329,7 +322,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
           site.bits.push_back(static_cast<int>(v));
         }
       }
-      if (device.sites.size() < kMaxSitesPerDevice) device.sites.push_back(std::move(site));
+      device.add_site(std::move(site));
     }
     if (!o.has(kDigest)) continue;
     const std::string_view hex = r.text(o.get(kDigest, r, at_r), "digest", at_r);
@@ -358,7 +351,7 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
               std::string(library),
               std::string(algorithm),
               result.seed,
-              &find_vote(tally, class_key + '\x1f' + result.probe + '\x1f' + proto.config, proto, class_key,
+              &find_vote(tally, vote_key(class_key, result.probe, proto.config), proto, class_key,
                          result.probe, device)};
     }
     add_member(*last.vote, last_digest, golden, device, failed, at);
@@ -375,12 +368,12 @@ void ingest_history(const std::string& path, FleetTally& tally) {
   for (const auto& [id, run] : runs) {
     VoteTally& proto = protos[id];
     proto.seed = run.seed;
-    proto.config = run_config(run.level, run.size_bytes, run.iterations);
+    proto.config = vote_config(run.level, run.size_bytes, run.iterations);
   }
   std::map<std::string, DeviceRecord> known;
   for (const auto& d : history.devices()) known[d.uuid] = d;
   std::map<std::string, double> released;
-  for (const auto& [uuid, d] : known) released[uuid] = history.last_release_at(uuid);
+  for (const auto& [uuid, d] : known) released[uuid] = store_time(history.last_release_at(uuid));
   for (const auto& r : history.results()) {
     ++tally.results;
     if (r.attempt != 0) continue;  // the re-run with a new seed after a failure: the same fault
@@ -398,23 +391,18 @@ void ingest_history(const std::string& path, FleetTally& tally) {
     if (device.uuid.empty()) {
       device.host = host;
       device.uuid = r.device_uuid;
-      device.pci_bus_id = d->second.pci_bus_id;
-      device.model = d->second.name;
-      device.backend = d->second.backend;
-      device.driver = d->second.driver_version;
-      device.released_at = released[r.device_uuid];
     }
-    const double at = r.recorded_at;
-    device.first_seen = device.first_seen == 0 ? at : std::min(device.first_seen, at);
-    device.last_seen = std::max(device.last_seen, at);
+    device.released_at = std::max(device.released_at, released[r.device_uuid]);
+    const double at = store_time(r.recorded_at);
+    device.seen(at, d->second.pci_bus_id, d->second.name, d->second.driver_version, d->second.backend);
     FamilyCounts& family = device.families[probe_family(r.probe)];
     ++family.results;
-    family.tested_s += r.duration_s;
+    family.tested_ns += std::llround(r.duration_s * 1e9);
     const bool failed = r.outcome != "pass";
     if (!r.class_key) {
       ++tally.results_without_digests;
     } else if (r.digest) {
-      VoteTally& vote = find_vote(tally, *r.class_key + '\x1f' + r.probe + '\x1f' + protos[r.run_id].config,
+      VoteTally& vote = find_vote(tally, vote_key(*r.class_key, r.probe, protos[r.run_id].config),
                                   protos[r.run_id], *r.class_key, r.probe, device);
       add_member(vote, *r.digest, r.golden_digest, device, failed, at);
     }
@@ -500,6 +488,7 @@ FleetTally ingest_fleet(const std::vector<std::string>& paths, unsigned threads,
   if (progress) progress->finish();
   if (error_at < files.size()) throw InputError(error);
   for (unsigned t = 1; t < threads; ++t) tallies[0].merge(std::move(tallies[t]));
+  tallies[0].order_members();
   return std::move(tallies[0]);
 }
 

@@ -1,11 +1,28 @@
 #include "fleet/fleet_sdc_tally.hpp"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 namespace sdc {
 namespace {
 
 double earliest(double a, double b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
+
+bool site_before(const FaultSite& a, const FaultSite& b) {
+  return std::tie(a.at, a.probe, a.record) < std::tie(b.at, b.probe, b.record);
+}
+
+// Adds `m` to `members`, or moves a member that is there to m's run when that came earlier.
+void add_member(std::vector<VoteMember>& members, const VoteMember& m) {
+  const auto known =
+      std::find_if(members.begin(), members.end(), [&](const VoteMember& x) { return x.device == m.device; });
+  if (known == members.end()) {
+    if (members.size() < kMaxNamedPerDigest) members.push_back(m);
+  } else if (m.at < known->at) {
+    *known = m;
+  }
+}
 
 }  // namespace
 
@@ -13,10 +30,16 @@ void DigestTally::add(uint32_t device, bool failed, double at) {
   ++runs;
   ids_.push_back(device);
   if (ids_.size() >= 2 * unique_ + 64) deduplicate();
-  if (members.size() >= kMaxNamedPerDigest) return;
-  const bool known =
-      std::any_of(members.begin(), members.end(), [&](const VoteMember& m) { return m.device == device; });
-  if (!known) members.push_back({device, failed, at});
+  add_member(members, {device, failed, at});
+}
+
+void DigestTally::set_counts(uint64_t devices, uint64_t hosts) { counted_ = {devices, hosts}; }
+
+uint64_t DigestTally::hosts(const FleetTally& tally) const {
+  if (counted_) return counted_->second;
+  std::set<std::string_view> named;
+  for (uint32_t id : device_ids()) named.insert(tally.by_id[id]->host);
+  return named.size();
 }
 
 void DigestTally::merge(DigestTally&& o, const std::vector<uint32_t>& remap) {
@@ -25,10 +48,7 @@ void DigestTally::merge(DigestTally&& o, const std::vector<uint32_t>& remap) {
   deduplicate();
   for (auto& m : o.members) {
     m.device = remap[m.device];
-    if (members.size() >= kMaxNamedPerDigest) break;
-    const bool known =
-        std::any_of(members.begin(), members.end(), [&](const VoteMember& x) { return x.device == m.device; });
-    if (!known) members.push_back(m);
+    add_member(members, m);
   }
 }
 
@@ -45,22 +65,41 @@ void DigestTally::deduplicate() const {
 
 void FamilyCounts::add(const FamilyCounts& o) {
   results += o.results;
-  tested_s += o.tested_s;
+  tested_ns += o.tested_ns;
   failures += o.failures;
   first_failure = earliest(first_failure, o.first_failure);
 }
 
+void FleetDevice::seen(double at, std::string_view bus_id, std::string_view model_name, std::string_view driver_version,
+                       std::string_view backend_name) {
+  if (uuid.empty()) return;  // named by the caller first
+  if (first_seen == 0 || at < first_seen) {
+    first_seen = at;
+    pci_bus_id = bus_id;
+    model = model_name;
+    driver = driver_version;
+    backend = backend_name;
+  }
+  last_seen = std::max(last_seen, at);
+}
+
+void FleetDevice::add_site(FaultSite&& site) {
+  if (sites.size() < kMaxSitesPerDevice) {
+    sites.push_back(std::move(site));
+    return;
+  }
+  const auto latest = std::max_element(sites.begin(), sites.end(), site_before);
+  if (site_before(site, *latest)) *latest = std::move(site);
+}
+
 void FleetDevice::merge(const FleetDevice& o) {
-  first_seen = earliest(first_seen, o.first_seen);
+  if (o.first_seen != 0) seen(o.first_seen, o.pci_bus_id, o.model, o.driver, o.backend);
   last_seen = std::max(last_seen, o.last_seen);
   for (const auto& [family, counts] : o.families) families[family].add(counts);
-  for (const auto& s : o.sites) {
-    if (sites.size() < kMaxSitesPerDevice) sites.push_back(s);
-  }
+  for (FaultSite s : o.sites) add_site(std::move(s));
   released_at = std::max(released_at, o.released_at);
   failures_before_release += o.failures_before_release;
   failures_after_release += o.failures_after_release;
-  if (driver.empty()) driver = o.driver;
 }
 
 FleetDevice& FleetTally::device(const std::string& key) {
@@ -104,10 +143,32 @@ void FleetTally::merge(FleetTally&& o) {
   results_without_digests += o.results_without_digests;
 }
 
+void FleetTally::order_members() {
+  const auto before = [this](const VoteMember& a, const VoteMember& b) {
+    const FleetDevice& x = *by_id[a.device];
+    const FleetDevice& y = *by_id[b.device];
+    return std::tie(a.at, x.host, x.uuid) < std::tie(b.at, y.host, y.uuid);
+  };
+  for (auto& [key, vote] : votes) {
+    for (auto& [digest, tally] : vote.digests) std::sort(tally.members.begin(), tally.members.end(), before);
+  }
+}
+
 std::string fleet_device_key(std::string_view host, std::string_view uuid) {
   std::string key;
   key.reserve(host.size() + 1 + uuid.size());
   return key.append(host).append(1, '/').append(uuid);
+}
+
+std::string vote_config(std::string_view level, std::optional<uint64_t> size_bytes, std::optional<uint64_t> iterations) {
+  return std::string(level) + "|" + (size_bytes ? std::to_string(*size_bytes) : "") + "|" +
+         (iterations ? std::to_string(*iterations) : "");
+}
+
+std::string vote_key(std::string_view class_key, std::string_view probe, std::string_view config) {
+  std::string key;
+  key.reserve(class_key.size() + probe.size() + config.size() + 2);
+  return key.append(class_key).append(1, '\x1f').append(probe).append(1, '\x1f').append(config);
 }
 
 std::string probe_family(const std::string& probe) { return probe.substr(0, probe.find('.')); }

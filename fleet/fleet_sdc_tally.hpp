@@ -19,13 +19,14 @@ namespace sdc {
 // Devices named per digest of a vote, with the outcome of their run: beyond these a digest's devices
 // are counted exactly (by id, 4 bytes each) but not named as suspects.
 inline constexpr size_t kMaxNamedPerDigest = 64;
-// Fault sites kept per device for the location analysis.
+// Fault sites kept per device for the location analysis: its earliest, by (run start, probe, record).
 inline constexpr size_t kMaxSitesPerDevice = 64;
 
 // One mismatch record's place: memory probes by byte offset, compute probes by unit and lane.
 struct FaultSite {
   std::string probe;
   double at = 0;             // the run's start, Unix seconds
+  int record = 0;            // its place among the result's mismatch records
   int64_t byte_offset = -1;  // memory probes
   int unit = -1;             // SM or core
   int lane = -1;
@@ -34,7 +35,9 @@ struct FaultSite {
 
 struct FamilyCounts {
   uint64_t results = 0;  // results that ran (not skipped)
-  double tested_s = 0;   // device time under test
+  // Device time under test, in whole nanoseconds: an exact sum, the same in whatever order the
+  // results are added (by ingest threads here, by an engine over the store).
+  int64_t tested_ns = 0;
   uint64_t failures = 0;
   double first_failure = 0;  // Unix seconds; 0: none
   void add(const FamilyCounts& o);
@@ -45,10 +48,15 @@ struct FleetDevice {
   std::string host, uuid, pci_bus_id, model, driver, backend;
   double first_seen = 0, last_seen = 0;          // of its runs, Unix seconds
   std::map<std::string, FamilyCounts> families;  // probe family (alu, gemm, mem, sfu, ...) -> counts
-  std::vector<FaultSite> sites;
+  std::vector<FaultSite> sites;  // the earliest kMaxSitesPerDevice
   // From a history: the last release from quarantine, and failures before and after it.
   double released_at = 0;
   uint64_t failures_before_release = 0, failures_after_release = 0;
+  // Its model, driver, backend and bus id are those of its earliest record.
+  void seen(double at, std::string_view pci_bus_id, std::string_view model, std::string_view driver,
+            std::string_view backend);
+  // Keeps `site` if it is among the device's kMaxSitesPerDevice earliest.
+  void add_site(FaultSite&& site);
   void merge(const FleetDevice& o);
 };
 
@@ -58,22 +66,30 @@ struct VoteMember {
   double at = 0;
 };
 
+struct FleetTally;
+
 class DigestTally {
  public:
-  uint64_t runs = 0;                // every result with this digest
-  std::vector<VoteMember> members;  // distinct devices, the first kMaxNamedPerDigest
+  uint64_t runs = 0;  // every result with this digest
+  // Distinct devices, each at its earliest run: the first kMaxNamedPerDigest met, ordered by
+  // FleetTally::order_members. An engine's aggregates name the earliest kMaxNamedPerDigest.
+  std::vector<VoteMember> members;
 
   // One run of `device`; a device that repeats the seed counts once.
   void add(uint32_t device, bool failed, double at);
+  // From an engine's aggregates, which count devices and hosts without listing every device.
+  void set_counts(uint64_t devices, uint64_t hosts);
   // Joins `o`, whose device ids `remap` translates to this tally's.
   void merge(DigestTally&& o, const std::vector<uint32_t>& remap);
   // The distinct devices, sorted by id: exact, however many ran. It deduplicates what is pending, so
   // one thread at a time (each ingest thread fills its own tally).
   const std::vector<uint32_t>& device_ids() const;
-  uint64_t devices() const { return device_ids().size(); }
+  uint64_t devices() const { return counted_ ? counted_->first : device_ids().size(); }
+  uint64_t hosts(const FleetTally& tally) const;  // the distinct hosts of its devices
   bool truncated() const { return devices() > members.size(); }  // more devices than named
 
  private:
+  std::optional<std::pair<uint64_t, uint64_t>> counted_;  // (devices, hosts), from aggregates
   // Appended as they come and deduplicated (sorted) when they have doubled since the last time, so
   // they never hold more than twice the distinct devices plus 64.
   mutable std::vector<uint32_t> ids_;
@@ -106,9 +122,17 @@ struct FleetTally {
   // The device of `key` (host/uuid), added with the next id when new.
   FleetDevice& device(const std::string& key);
   void merge(FleetTally&& o);
+  // Each digest's members by (earliest run, host, UUID): the order the analysis names them in,
+  // whatever order the files were read in.
+  void order_members();
 };
 
 std::string fleet_device_key(std::string_view host, std::string_view uuid);
+// What a vote's key holds besides the class and probe: the level, --size and --iterations, as
+// "standard|1048576|" (empty: the probes' default), the same from a report, a history and the store.
+std::string vote_config(std::string_view level, std::optional<uint64_t> size_bytes, std::optional<uint64_t> iterations);
+// A vote's key in FleetTally::votes: the class (which holds the seed), the probe and the parameters.
+std::string vote_key(std::string_view class_key, std::string_view probe, std::string_view config);
 // "gemm" for gemm.exact.fp32: the part before the first dot.
 std::string probe_family(const std::string& probe);
 

@@ -1,0 +1,394 @@
+"""The fleet store's aggregations (docs/fleet.md), on DuckDB or on Spark, from one definition.
+
+The heavy part of `sdcprobe fleet sdc` is group-bys over every result: exposure and failures per
+device and family, distinct devices per vote and digest, the devices each digest names, fault sites,
+failures per day. An engine runs them over the store and writes small aggregate tables; sdcprobe
+reads those (`fleet sdc --aggregates DIR`, or `fleet sdc --store DIR`, which runs DuckDB here) and
+does the statistics, decisions and outputs itself, as it does for files.
+
+    python -m sdcprobe.fleet_engine aggregate --store DIR --out AGG [--since DAY] [--until DAY]
+    spark-submit fleet_engine.py aggregate --engine spark --store PATH --out PATH [...]
+    python -m sdcprobe.fleet_engine compact --store DIR
+
+Only the reading of the store differs between the engines (engine_views below); every aggregation is
+the SQL in AGGREGATES, run as it is by both. Bad input exits 2 naming the file.
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+# The store's schema version this reads (docs/fleet.md#versions), and the aggregates' own.
+STORE_SCHEMA_VERSION = 1
+AGGREGATES_VERSION = 1
+# Devices named per digest and fault sites kept per device, as sdcprobe keeps them from files.
+MAX_NAMED_PER_DIGEST = 64
+MAX_SITES_PER_DEVICE = 64
+
+# The store's tables, their columns in order and their SQL types (docs/fleet.md#tables). `time` is
+# read as text and turned into microseconds by each engine's view.
+COLUMNS = {
+    "results": [
+        ("schema_version", "INTEGER"), ("run_key", "STRING"), ("time", "STRING"), ("host", "STRING"),
+        ("mode", "STRING"), ("device_uuid", "STRING"), ("pci_bus_id", "STRING"), ("model", "STRING"),
+        ("driver", "STRING"), ("backend", "STRING"), ("class_key", "STRING"), ("probe", "STRING"),
+        ("family", "STRING"), ("level", "STRING"), ("size_bytes", "BIGINT"), ("iterations", "BIGINT"),
+        ("run_seed", "STRING"), ("seed", "STRING"), ("attempt", "INTEGER"), ("outcome", "STRING"),
+        ("duration_s", "DOUBLE"), ("checked", "BIGINT"), ("mismatches", "BIGINT"), ("digest", "STRING"),
+        ("golden_digest", "STRING"), ("injected", "BOOLEAN"), ("temperature_c", "DOUBLE"),
+        ("sm_clock_mhz", "DOUBLE"), ("power_w", "DOUBLE"), ("power_limit_w", "DOUBLE"),
+    ],
+    "sites": [
+        ("schema_version", "INTEGER"), ("run_key", "STRING"), ("time", "STRING"), ("host", "STRING"),
+        ("device_uuid", "STRING"), ("probe", "STRING"), ("attempt", "INTEGER"), ("record", "INTEGER"),
+        ("element_index", "BIGINT"), ("byte_offset", "BIGINT"), ("unit", "INTEGER"), ("lane", "INTEGER"),
+        ("width_bits", "INTEGER"), ("expected", "STRING"), ("observed", "STRING"), ("bits", "ARRAY<INTEGER>"),
+        ("preempted", "BOOLEAN"),
+    ],
+    "devices": [
+        ("schema_version", "INTEGER"), ("run_key", "STRING"), ("time", "STRING"), ("host", "STRING"),
+        ("uuid", "STRING"), ("pci_bus_id", "STRING"), ("model", "STRING"), ("backend", "STRING"),
+        ("compute_units", "INTEGER"), ("compute_capability", "STRING"), ("memory_bytes", "BIGINT"),
+        ("driver", "STRING"), ("runtime_version", "STRING"), ("open_error", "STRING"),
+    ],
+    "quarantine": [
+        ("schema_version", "INTEGER"), ("time", "STRING"), ("host", "STRING"), ("device_uuid", "STRING"),
+        ("quarantine_id", "BIGINT"), ("event", "STRING"), ("reason", "STRING"), ("released_by", "STRING"),
+    ],
+}
+
+# What makes a row the same row when a store holds it twice (a report imported again after its
+# day was compacted, a history's day file rewritten with more rows): one copy of each counts.
+ROW_KEYS = {
+    "results": "run_key, device_uuid, probe, attempt",
+    "sites": "run_key, device_uuid, probe, attempt, record",
+    "devices": "run_key, host, uuid, time",
+    "quarantine": "host, device_uuid, quarantine_id, event",
+}
+
+VOTE = "class_key, probe, level, size_bytes, iterations, run_seed, digest"
+# A result of attempt 0 that ran: what the rates count (a history's re-run after a failure is the same fault).
+RAN = "attempt = 0 AND outcome <> 'skipped'"
+
+# The aggregations, in the SQL both DuckDB and Spark run as written, over the views `results`,
+# `sites`, `devices` and `quarantine` (each row once, with `t_us`: its time in microseconds since
+# the epoch). Each is one aggregate table; docs/fleet.md lists their columns.
+AGGREGATES = {
+    "inputs": f"""
+        SELECT
+          (SELECT count(*) FROM results) AS results,
+          (SELECT count(*) FROM results WHERE attempt = 0 AND outcome = 'skipped') AS skipped,
+          (SELECT count(*) FROM results WHERE {RAN} AND class_key IS NULL) AS results_without_digests,
+          (SELECT count(DISTINCT run_key) FROM devices WHERE run_key IS NOT NULL) AS reports,
+          (SELECT count(DISTINCT run_key) FROM results WHERE injected) AS reports_with_injections,
+          (SELECT count(DISTINCT host) FROM results WHERE injected IS NULL) AS histories
+    """,
+    # A device as its earliest record gives it; seen from the first to the last of its runs (a
+    # report's devices, a history's results that ran); its last release and failures around it.
+    "devices": f"""
+        WITH seen AS (
+          SELECT host, device_uuid AS uuid, pci_bus_id, model, driver, backend, t_us FROM results WHERE {RAN}
+          UNION ALL
+          SELECT host, uuid, pci_bus_id, model, driver, backend, t_us FROM devices WHERE run_key IS NOT NULL
+        ), ranked AS (
+          SELECT host, uuid, pci_bus_id, model, driver, backend,
+            row_number() OVER (PARTITION BY host, uuid ORDER BY t_us, pci_bus_id, model, driver, backend) AS k,
+            min(t_us) OVER (PARTITION BY host, uuid) AS first_us,
+            max(t_us) OVER (PARTITION BY host, uuid) AS last_us
+          FROM seen
+        ), released AS (
+          SELECT host, device_uuid AS uuid, max(t_us) AS released_us FROM quarantine
+          WHERE event = 'released' GROUP BY host, device_uuid
+        ), refailed AS (
+          SELECT r.host, r.device_uuid AS uuid,
+            sum(CASE WHEN r.t_us < q.released_us THEN 1 ELSE 0 END) AS failures_before_release,
+            sum(CASE WHEN r.t_us < q.released_us THEN 0 ELSE 1 END) AS failures_after_release
+          FROM results r JOIN released q ON r.host = q.host AND r.device_uuid = q.uuid
+          WHERE r.attempt = 0 AND r.outcome IN ('fail', 'device_error') AND r.injected IS NULL
+          GROUP BY r.host, r.device_uuid
+        )
+        SELECT d.host, d.uuid, d.pci_bus_id, d.model, d.driver, d.backend, d.first_us, d.last_us,
+          coalesce(q.released_us, 0) AS released_us,
+          coalesce(f.failures_before_release, 0) AS failures_before_release,
+          coalesce(f.failures_after_release, 0) AS failures_after_release
+        FROM ranked d
+        LEFT JOIN released q ON d.host = q.host AND d.uuid = q.uuid
+        LEFT JOIN refailed f ON d.host = f.host AND d.uuid = f.uuid
+        WHERE d.k = 1
+    """,
+    # Exposure and failures per device and probe family. Durations are summed in whole nanoseconds,
+    # exactly, so that no engine's order of addition changes a rate.
+    "families": f"""
+        SELECT host, device_uuid AS uuid, family, count(*) AS results,
+          sum(CAST(round(duration_s * 1e9) AS BIGINT)) AS tested_ns,
+          sum(CASE WHEN outcome <> 'pass' THEN 1 ELSE 0 END) AS failures,
+          min(CASE WHEN outcome <> 'pass' THEN t_us END) AS first_failure_us
+        FROM results WHERE {RAN}
+        GROUP BY host, device_uuid, family
+    """,
+    "failures_by_day": f"""
+        SELECT model, CAST(floor(t_us / 86400000000.0) AS BIGINT) AS day_number, count(*) AS failures
+        FROM results WHERE {RAN} AND outcome <> 'pass'
+        GROUP BY model, CAST(floor(t_us / 86400000000.0) AS BIGINT)
+    """,
+    # Each vote's digests: its runs, distinct devices and hosts, and the host's golden digest.
+    "digests": f"""
+        SELECT {VOTE}, max(golden_digest) AS golden_digest, count(*) AS runs,
+          count(DISTINCT concat(host, '/', device_uuid)) AS devices, count(DISTINCT host) AS hosts
+        FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
+        GROUP BY {VOTE}
+    """,
+    # The devices each digest names, the earliest first: each device at its earliest run of the
+    # digest, with whether that run failed its own checks.
+    "members": f"""
+        WITH runs AS (
+          SELECT {VOTE}, host, device_uuid AS uuid, t_us, outcome,
+            row_number() OVER (PARTITION BY {VOTE}, host, device_uuid ORDER BY t_us, outcome) AS k
+          FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
+        ), named AS (
+          SELECT {VOTE}, host, uuid, t_us, outcome,
+            row_number() OVER (PARTITION BY {VOTE} ORDER BY t_us, host, uuid) AS m
+          FROM runs WHERE k = 1
+        )
+        SELECT {VOTE}, host, uuid, t_us, outcome <> 'pass' AS failed FROM named WHERE m <= {MAX_NAMED_PER_DIGEST}
+    """,
+    # Each device's earliest mismatch records, for where on the chip its faults lie.
+    "sites": f"""
+        SELECT host, uuid, probe, t_us, record, byte_offset, unit, lane, bits FROM (
+          SELECT host, device_uuid AS uuid, probe, t_us, record, byte_offset, unit, lane, bits,
+            row_number() OVER (PARTITION BY host, device_uuid ORDER BY t_us, probe, record) AS n
+          FROM sites WHERE attempt = 0
+        ) WHERE n <= {MAX_SITES_PER_DEVICE}
+    """,
+}
+
+
+class StoreError(Exception):
+    """Bad input: exit 2, naming the file."""
+
+
+DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def store_files(store, table, since, until):
+    """The table's published files (landing NDJSON and compacted Parquet) in the days asked for."""
+    files = {"ndjson": [], "parquet": []}
+    for folder in sorted(glob.glob(os.path.join(store, table, "day=*"))):
+        day = os.path.basename(folder)[4:]
+        if not DAY.match(day):
+            raise StoreError(f"{folder}: not a day folder (day=YYYY-MM-DD)")
+        if (since and day < since) or (until and day > until):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if name.startswith((".", "_")):
+                continue  # a writer's temporary file, or an engine's marker
+            for kind in files:
+                if name.endswith("." + kind):
+                    files[kind].append(os.path.join(folder, name))
+    return files
+
+
+def sql_list(paths):
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+
+
+class DuckDBEngine:
+    """Embedded DuckDB over a store in a local folder."""
+
+    def __init__(self, threads=None, memory_limit=None):
+        import duckdb
+
+        self.db = duckdb.connect()
+        if threads:
+            self.db.execute(f"SET threads = {int(threads)}")
+        if memory_limit:
+            self.db.execute(f"SET memory_limit = '{memory_limit}'")
+        self.db.execute("SET preserve_insertion_order = false")
+        self.error = duckdb.Error
+
+    def duck_type(self, sql_type):
+        return {"STRING": "VARCHAR", "ARRAY<INTEGER>": "INTEGER[]"}.get(sql_type, sql_type)
+
+    def load(self, store, table, since, until):
+        files = store_files(store, table, since, until)
+        columns = COLUMNS[table]
+        names = ", ".join(c for c, _ in columns)
+        parts = []
+        if files["ndjson"]:
+            spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
+            parts.append(f"SELECT {names}, filename FROM read_json({sql_list(files['ndjson'])}, "
+                         f"format='newline_delimited', columns={{{spec}}}, filename=true)")
+        if files["parquet"]:
+            parts.append(f"SELECT {names}, filename FROM read_parquet({sql_list(files['parquet'])}, filename=true)")
+        if not parts:
+            empty = ", ".join(f"CAST(NULL AS {self.duck_type(t)}) AS {c}" for c, t in columns)
+            parts.append(f"SELECT {empty}, CAST(NULL AS VARCHAR) AS filename WHERE false")
+        self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table}_raw AS " + " UNION ALL ".join(parts))
+        self.check_version(table)
+        self.db.execute(f"""CREATE OR REPLACE TEMP VIEW {table} AS SELECT * EXCLUDE (copy, filename) FROM (
+            SELECT *, epoch_us(CAST(time AS TIMESTAMP)) AS t_us,
+              row_number() OVER (PARTITION BY {ROW_KEYS[table]} ORDER BY filename) AS copy
+            FROM {table}_raw) WHERE copy = 1""")
+
+    def check_version(self, table):
+        try:
+            bad = self.db.execute(
+                f"SELECT filename, schema_version FROM {table}_raw "
+                f"WHERE schema_version IS DISTINCT FROM {STORE_SCHEMA_VERSION} LIMIT 1").fetchone()
+        except self.error as e:
+            raise StoreError(f"{table}: {e}") from e
+        if bad:
+            raise StoreError(f"{bad[0]}: schema_version {bad[1]}: this sdcprobe reads version {STORE_SCHEMA_VERSION}")
+
+    def write(self, name, sql, folder):
+        os.makedirs(folder)
+        try:
+            self.db.execute(f"COPY ({sql}) TO '{os.path.join(folder, 'part-0.json')}' (FORMAT JSON)")
+        except self.error as e:
+            raise StoreError(f"{name}: {e}") from e
+        open(os.path.join(folder, "_SUCCESS"), "w").close()
+
+
+class SparkEngine:
+    """Spark SQL, over a store at any path Spark reads (a folder, HDFS, s3a)."""
+
+    def __init__(self, spark=None):
+        from pyspark.sql import SparkSession
+
+        self.spark = spark or SparkSession.builder.appName("sdcprobe fleet aggregates").getOrCreate()
+        self.spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+    def load(self, store, table, since, until):
+        from pyspark.sql import functions as F
+
+        schema = ", ".join(f"{c} {t}" for c, t in COLUMNS[table])
+        frames = []
+        local = "://" not in store
+        paths = store_files(store, table, since, until) if local else None
+        reader = self.spark.read.option("basePath", os.path.join(store, table))
+        if local:
+            if paths["ndjson"]:
+                frames.append(reader.schema(schema).json(paths["ndjson"]))
+            if paths["parquet"]:
+                frames.append(reader.parquet(*paths["parquet"]).select(*[c for c, _ in COLUMNS[table]]))
+        else:
+            frames.append(reader.schema(schema).json(os.path.join(store, table, "day=*", "*.ndjson")))
+        names = [c for c, _ in COLUMNS[table]]
+        if not frames:
+            frame = self.spark.createDataFrame([], schema)
+        else:
+            frame = frames[0].select(*names)
+            for f in frames[1:]:
+                frame = frame.unionByName(f.select(*names))
+        frame = frame.withColumn("filename", F.input_file_name())
+        if since or until:
+            day = F.date_format(F.to_timestamp("time"), "yyyy-MM-dd")
+            if since:
+                frame = frame.where(day >= since)
+            if until:
+                frame = frame.where(day <= until)
+        frame.createOrReplaceTempView(f"{table}_raw")
+        bad = self.spark.sql(f"SELECT filename, schema_version FROM {table}_raw "
+                             f"WHERE NOT (schema_version <=> {STORE_SCHEMA_VERSION}) LIMIT 1").collect()
+        if bad:
+            raise StoreError(f"{bad[0][0]}: schema_version {bad[0][1]}: this sdcprobe reads version "
+                             f"{STORE_SCHEMA_VERSION}")
+        self.spark.sql(f"""CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM (
+            SELECT *, unix_micros(to_timestamp(time)) AS t_us,
+              row_number() OVER (PARTITION BY {ROW_KEYS[table]} ORDER BY filename) AS copy
+            FROM {table}_raw) WHERE copy = 1""")
+
+    def write(self, name, sql, folder):
+        # ignoreNullFields=false: every column on every line, as DuckDB writes them.
+        self.spark.sql(sql).coalesce(1).write.mode("errorifexists").option("ignoreNullFields", "false").json(folder)
+
+
+def aggregate(engine, store, out, since=None, until=None):
+    """Writes the aggregate tables of `store` under `out`, one folder each with its _SUCCESS."""
+    local_store = "://" not in store
+    if local_store and not os.path.isdir(store):
+        raise StoreError(f"{store}: not a store folder")
+    for table in COLUMNS:
+        engine.load(store, table, since, until)
+    local_out = "://" not in out
+    work = tempfile.mkdtemp(prefix=".aggregates-", dir=os.path.dirname(os.path.abspath(out))) if local_out else out
+    try:
+        for name, sql in AGGREGATES.items():
+            engine.write(name, sql, os.path.join(work, name))
+        version = os.path.join(work, "version")
+        engine.write("version", f"SELECT {AGGREGATES_VERSION} AS aggregates_version, "
+                     f"{STORE_SCHEMA_VERSION} AS store_schema_version", version)
+        if local_out:
+            if os.path.exists(out):
+                shutil.rmtree(out)
+            os.rename(work, out)
+    except BaseException:
+        if local_out:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def compact(store):
+    """Merges each table's landing files of a day into one Parquet file, then removes them."""
+    engine = DuckDBEngine()
+    merged = 0
+    for table in COLUMNS:
+        for folder in sorted(glob.glob(os.path.join(store, table, "day=*"))):
+            day = os.path.basename(folder)[4:]
+            files = store_files(store, table, day, day)
+            if not files["ndjson"]:
+                continue
+            engine.load(store, table, day, day)  # every row of the day once, the old Parquet included
+            names = ", ".join(c for c, _ in COLUMNS[table])
+            fd, temp = tempfile.mkstemp(prefix=".compact-", suffix=".tmp", dir=folder)
+            os.close(fd)
+            engine.db.execute(f"COPY (SELECT {names} FROM {table}) TO '{temp}' (FORMAT PARQUET)")
+            with open(temp, "rb") as f:
+                os.fsync(f.fileno())
+            target = os.path.join(folder, f"compacted-{os.getpid()}-{merged}.parquet")
+            os.rename(temp, target)
+            # Only once the Parquet file is published are the files it holds removed.
+            for path in files["ndjson"] + files["parquet"]:
+                os.remove(path)
+            merged += 1
+    return merged
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="sdcprobe.fleet_engine", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    agg = sub.add_parser("aggregate", help="the aggregate tables of a store")
+    agg.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb")
+    agg.add_argument("--store", required=True)
+    agg.add_argument("--out", required=True)
+    agg.add_argument("--since", help="first day, YYYY-MM-DD")
+    agg.add_argument("--until", help="last day, YYYY-MM-DD")
+    agg.add_argument("--threads", type=int)
+    agg.add_argument("--memory-limit")
+    comp = sub.add_parser("compact", help="merge each day's landing files into Parquet (DuckDB)")
+    comp.add_argument("--store", required=True)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "compact":
+            print(f"sdcprobe fleet compact: {compact(args.store)} day files written")
+            return 0
+        for name in ("since", "until"):
+            if getattr(args, name) and not DAY.match(getattr(args, name)):
+                raise StoreError(f"--{name}: expected a day like 2026-12-01, got {getattr(args, name)!r}")
+        engine = DuckDBEngine(args.threads, args.memory_limit) if args.engine == "duckdb" else SparkEngine()
+        aggregate(engine, args.store, args.out, args.since, args.until)
+        return 0
+    except ImportError as e:
+        print(f"sdcprobe: fleet engine: {e.name or e} is not installed in {sys.executable}", file=sys.stderr)
+        return 2
+    except StoreError as e:
+        print(f"sdcprobe: fleet engine: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
