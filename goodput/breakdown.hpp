@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace sdc::goodput {
 
@@ -27,6 +28,15 @@ struct CategoryNs {
   bool operator==(const CategoryNs& o) const { return ns == o.ns && sdc_ns == o.sdc_ns; }
 };
 
+// One attempt's detection & teardown (from its process_start to the next), split at its first
+// fault: the time from the last progress to the fault (a hang's wait for the watchdog), and from the
+// fault on (teardown). What explains an incident, such as a hang's culprit, is joined to it by
+// `slurm_restart` and `attempt`, its process_start's (-1 where it has none).
+struct AttemptLoss {
+  int64_t slurm_restart = -1, attempt = -1;
+  int64_t detection_ns = 0, teardown_ns = 0;
+};
+
 struct Breakdown {
   int64_t wall_ns = 0;
   int64_t productive_ns = 0;
@@ -39,6 +49,8 @@ struct Breakdown {
   // Probes the loop did not wait for ("blocking": false): their spans overlap training and take no
   // wall time from it, but they are the detector's cost, so SDC-attributed.
   int64_t overlapped_probe_ns = 0;
+  // The attempts with detection & teardown, in order; their sum is that category's ns.
+  std::vector<AttemptLoss> attempts;
 
   CategoryNs& operator[](Category c) { return categories[static_cast<size_t>(c)]; }
   const CategoryNs& operator[](Category c) const { return categories[static_cast<size_t>(c)]; }

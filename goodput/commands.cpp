@@ -64,7 +64,7 @@ int goodput_command(const GoodputOptions& o, std::ostream& out) {
     throw InputError((paths.size() > 1 ? std::string("the merged logs") : paths[0]) + ": no events");
   }
   // The flight-recorder dumps beside the logs name the rank that hung an attempt (docs/goodput.md).
-  const std::vector<RunHang> hangs = find_run_hangs(paths);
+  const std::vector<RunHang> hangs = find_run_hangs(paths, measured.starts, analysis.breakdown.attempts);
   if (!o.svg_path.empty()) write_file_atomically(o.svg_path, svg_report(analysis.breakdown));
   out << (o.json ? summary_json(analysis, o, measured, hangs) : text_report(analysis) + run_hangs_text(hangs));
   return 0;

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -178,7 +179,55 @@ struct Fields {
   Event event;
   bool have_t = false;
   bool have_kind = false;
+  // process_start's own fields, checked once the kind is known: another event may carry a field of
+  // the same name that means something else (sdc_detected's "device" names the suspect's GPU).
+  std::optional<int64_t> attempt;
+  std::optional<std::string> host, device, pci_bus_id;
+  std::string bad;  // why the first of them is malformed
 };
+
+// "0000:19:00.0" (sysfs) or "00000000:19:00.0" (NVML, CUDA): domain, bus, device and function in hex.
+bool pci_bus_id_form(const std::string& id) {
+  const size_t colon = id.find(':');
+  if (colon < 4 || colon > 8 || id.size() != colon + 8 || id[colon + 3] != ':' || id[colon + 6] != '.') return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    if (i != colon && i != colon + 3 && i != colon + 6 && !std::isxdigit(static_cast<unsigned char>(id[i]))) {
+      return false;
+    }
+  }
+  return id.back() >= '0' && id.back() <= '7';
+}
+
+// A string field of process_start's rank record, or why it is not one.
+void record_string(simdjson::ondemand::value value, const char* name, std::optional<std::string>& out,
+                   std::string& bad) {
+  std::string_view text;
+  if (value.get_string().get(text) == simdjson::SUCCESS) {
+    out = std::string(text);
+    return;
+  }
+  validate_value(value);
+  if (bad.empty()) bad = std::string("\"") + name + "\" must be a string";
+}
+
+// process_start's rank record, checked; throws InputError naming the field.
+void check_rank_record(Fields& f) {
+  if (!f.bad.empty()) throw InputError("process_start: " + f.bad);
+  f.event.attempt = f.attempt;
+  if (!f.host && !f.device && !f.pci_bus_id) return;
+  for (const auto& [name, field] : {std::pair{"host", &f.host}, {"device", &f.device}, {"pci_bus_id", &f.pci_bus_id}}) {
+    if (*field && (*field)->empty()) throw InputError(std::string("process_start: \"") + name + "\" must not be empty");
+  }
+  if (f.pci_bus_id && !pci_bus_id_form(*f.pci_bus_id)) {
+    throw InputError("process_start: \"pci_bus_id\" \"" + *f.pci_bus_id +
+                     "\" is not a PCI bus id (domain:bus:device.function, 00000000:19:00.0)");
+  }
+  if (f.pci_bus_id && (!f.device || *f.device == "cpu")) {
+    throw InputError("process_start: \"pci_bus_id\" names a GPU, but \"device\" does not");
+  }
+  f.event.where = std::make_shared<const RankRecord>(
+      RankRecord{f.host.value_or(""), f.device.value_or(""), f.pci_bus_id.value_or("")});
+}
 
 // The fields of one event's object, walked in order; throws InputError at the first bad one.
 Fields read_fields(simdjson::ondemand::object object) {
@@ -216,6 +265,20 @@ Fields read_fields(simdjson::ondemand::object object) {
       f.event.rank = field_step(value, "rank");
     } else if (key == "slurm_restart") {
       f.event.slurm_restart = field_step(value, "slurm_restart");
+    } else if (key == "attempt") {
+      int64_t attempt = 0;
+      if (value.get_int64().get(attempt) == simdjson::SUCCESS && attempt >= 0) {
+        f.attempt = attempt;
+      } else {
+        validate_value(value);
+        if (f.bad.empty()) f.bad = "\"attempt\" must be an integer from 0 to 2^63 - 1";
+      }
+    } else if (key == "host") {
+      record_string(value, "host", f.host, f.bad);
+    } else if (key == "device") {
+      record_string(value, "device", f.device, f.bad);
+    } else if (key == "pci_bus_id") {
+      record_string(value, "pci_bus_id", f.pci_bus_id, f.bad);
     } else if (key == "blocking") {
       bool blocking = false;
       if (value.get_bool().get(blocking) != simdjson::SUCCESS) throw InputError("\"blocking\" must be true or false");
@@ -231,9 +294,10 @@ Fields read_fields(simdjson::ondemand::object object) {
 
 // The event, once its object has been read whole: it needs a time, a kind and a step where the
 // kind takes one.
-Event checked(const Fields& f) {
+Event checked(Fields& f) {
   if (!f.have_t) throw InputError("missing \"t\"");
   if (!f.have_kind) throw InputError("missing \"event\"");
+  if (f.event.kind == EventKind::kProcessStart) check_rank_record(f);
   if (needs_step(f.event.kind) && !f.event.step) {
     throw InputError(std::string(event_name(f.event.kind)) + " needs \"step\"");
   }
@@ -253,7 +317,7 @@ Event parse_line(simdjson::ondemand::parser& parser, const char* data, size_t si
     const bool other_value = error == simdjson::INCORRECT_TYPE && doc.type().get(type) == simdjson::SUCCESS;
     throw InputError(other_value ? "not a JSON object" : "not valid JSON");
   }
-  const Fields fields = read_fields(object);
+  Fields fields = read_fields(object);
   // Trailing garbage after the object ("{...} x") is malformed too.
   const char* rest = nullptr;
   if (doc.current_location().get(rest) == simdjson::SUCCESS) throw InputError("not valid JSON (text after the object)");
@@ -391,7 +455,8 @@ EventReader::Stats EventReader::read(std::istream& in, const Sink& sink) {
         }
         if (value.get_object().get(object) != simdjson::SUCCESS) return false;
         try {
-          pending = checked(read_fields(object));
+          Fields fields = read_fields(object);
+          pending = checked(fields);
         } catch (const InputError&) {
           return false;
         }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <istream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,15 +48,24 @@ bool is_restart(EventKind kind);
 // The kind named `name`, or nothing when the name is unknown.
 std::optional<EventKind> event_kind(std::string_view name);
 
-// Only the fields the ledger uses; other fields of a line are ignored.
+// Where a rank ran, from its process_start (GoodputLog writes it): the node, and the device's UUID
+// ("GPU-...", or "cpu") and PCI bus id (a GPU's). Empty: not logged. `sdcprobe hang` and `goodput`
+// name a culprit's node and GPU by it.
+struct RankRecord {
+  std::string host, device, pci_bus_id;
+};
+
+// Only the fields the ledger uses, and process_start's rank record; other fields are ignored.
 struct Event {
   int64_t t = 0;  // Unix nanoseconds
   EventKind kind = EventKind::kJobEligible;
-  std::optional<int64_t> step;            // >= 0
-  std::optional<int64_t> last_good_step;  // sdc_detected only; >= 0
-  std::optional<int64_t> rank;            // the writer's rank, for merging per-rank files; >= 0
-  std::optional<int64_t> slurm_restart;   // process_start: Slurm's requeue count, its sacct record; >= 0
-  std::optional<bool> blocking;           // probe_begin/probe_end: whether the loop waits for the probe
+  std::optional<int64_t> step;              // >= 0
+  std::optional<int64_t> last_good_step;    // sdc_detected only; >= 0
+  std::optional<int64_t> rank;              // the writer's rank, for merging per-rank files; >= 0
+  std::optional<int64_t> slurm_restart;     // process_start: Slurm's requeue count, its sacct record; >= 0
+  std::optional<bool> blocking;             // probe_begin/probe_end: whether the loop waits for the probe
+  std::optional<int64_t> attempt;           // process_start: the launcher's restart count; >= 0
+  std::shared_ptr<const RankRecord> where;  // process_start: where the rank ran; null when it says nothing
 };
 
 // Parses one line of a log (without its newline) by the schema; throws InputError saying what is

@@ -152,6 +152,13 @@ void Ledger::settle(Category category, int64_t ns, bool sdc) {
   CategoryNs& c = totals_[category];
   c.ns += ns;
   if (sdc) c.sdc_ns += ns;
+  if (category == Category::kDetectionTeardown) (attempt_faulted_ ? attempt_.teardown_ns : attempt_.detection_ns) += ns;
+}
+
+void Ledger::end_attempt() {
+  if (attempt_.detection_ns + attempt_.teardown_ns > 0) totals_.attempts.push_back(attempt_);
+  attempt_ = {};
+  attempt_faulted_ = false;
 }
 
 void Ledger::label_until(int64_t t) {
@@ -272,6 +279,7 @@ void Ledger::start_incident(bool sdc, const Event& event) {
     rework_from_ = rework_until_ = 0;
     phase_ = Phase::kIncident;
   }
+  attempt_faulted_ = true;  // detection & teardown from here on is the teardown
 }
 
 void Ledger::rollback_to_step(int64_t step, bool committed_only) {
@@ -345,6 +353,11 @@ void Ledger::add(const Event& event) {
       if (phase_ == Phase::kTraining) abandon_pending(event.t);
       leave_training(0);
       phase_ = event.kind == EventKind::kAllocReleased ? Phase::kQueue : Phase::kWarmup;
+      if (event.kind == EventKind::kProcessStart) {
+        end_attempt();
+        attempt_.slurm_restart = event.slurm_restart.value_or(-1);
+        attempt_.attempt = event.attempt.value_or(-1);
+      }
       break;
     case EventKind::kJobEnd:
       if (phase_ == Phase::kTraining) commit_pending();
@@ -424,6 +437,7 @@ Breakdown Ledger::finish() {
   if (incident_ && !restored_) apply_implicit_restore();
   incident_ = false;
   phase_ = Phase::kEnded;
+  end_attempt();
   Breakdown out = totals_;
   out.productive_ns = train_ns_;
   out[Category::kBlockingOverhead].ns += block_ns_;

@@ -131,6 +131,10 @@ class Ledger {
   int64_t last_good_step_ = 0;
   int64_t rework_from_ = 0;  // in-flight step at the stop: rework in [rework_from_, rework_until_)
   int64_t rework_until_ = 0;
+  // The attempt whose detection & teardown is being counted, and whether it has had its fault.
+  AttemptLoss attempt_;
+  bool attempt_faulted_ = false;
+  void end_attempt();
   StepMedian median_;
   std::array<StepMedian, kSpanKinds> span_median_;
   std::array<int64_t, kSpanKinds> span_begin_{};

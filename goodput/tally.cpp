@@ -48,6 +48,10 @@ void TallyCounter::add(const Event& e) {
   if (first_event_ && e.rank) rank_ = *e.rank;
   first_event_ = false;
   const bool rank0 = rank_ == 0 || (rank_ < 0 && only_file_);
+  if (e.where) {
+    tally_.starts.push_back(
+        {e.rank.value_or(rank0 ? 0 : rank_), e.slurm_restart.value_or(-1), e.attempt.value_or(-1), *e.where});
+  }
   if (e.kind == EventKind::kFaultDetected || e.kind == EventKind::kSdcDetected) {
     faults_.push_back(e.t);
     if (!rank0) other_faults_.push_back(e.t);

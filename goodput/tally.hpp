@@ -18,6 +18,13 @@ struct Activity {
   bool operator==(const Activity& o) const { return count == o.count && ns == o.ns; }
 };
 
+// Where a rank ran in one attempt: its process_start's rank record (goodput/event.hpp).
+struct RankStart {
+  int64_t rank = 0;
+  int64_t slurm_restart = -1, attempt = -1;  // -1: the process_start does not say
+  RankRecord where;
+};
+
 struct Tally {
   Activity saves, data_waits, evals, probes;
   // Mean time between the ends of consecutive saves of one attempt (from a process_start to the
@@ -29,6 +36,8 @@ struct Tally {
   // between them are one incident; a step_end after another rank's fault and before rank 0 starts
   // over is the dying attempt's (as in the merge), not progress.
   int64_t incidents = 0;
+  // Every rank's process_starts that say where it ran, in file order (not in a job summary).
+  std::vector<RankStart> starts;
 };
 
 // The number after the last "rank" in a file's name (events.rank3.jsonl: 3), or -1.

@@ -106,7 +106,8 @@ class GoodputCallback(_lightning_callback()):
             self.replica_check = ReplicaCheck(event_log=self.recorder, **self._replica_spec)
         else:
             self.replica_check = self._replica_spec
-        self.recorder.attempt()  # process_start: when this process started, from the OS
+        # process_start: when this process started, from the OS; the strategy's device is set by now.
+        self.recorder.attempt(device=getattr(getattr(trainer, "strategy", None), "root_device", None))
 
     def _live(self):
         return self.recorder is not None and not self._finished

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -91,6 +92,33 @@ def process_start_ns():
         return boot + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return None
+
+
+def device_fields(device=None):
+    """Where this rank runs, for process_start: {"device": "GPU-<uuid>", "pci_bus_id": ...} for a CUDA
+    device, {"device": "cpu"} for the CPU, {} when it is not known yet (never guessed).
+
+    device: a torch.device, "cuda:1", an index of a CUDA device, or None: the current CUDA device
+    once this process has initialised CUDA (the job chose its device), the CPU where torch has no
+    CUDA; torch is never imported here."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"device": "cpu"} if device is not None and str(device) == "cpu" else {}
+    if device is None:
+        if not torch.cuda.is_available():
+            return {"device": "cpu"}
+        if not torch.cuda.is_initialized():
+            return {}
+        device = torch.cuda.current_device()
+    device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    if device.type == "cpu":
+        return {"device": "cpu"}
+    if device.type != "cuda":
+        return {}
+    props = torch.cuda.get_device_properties(torch.cuda.current_device() if device.index is None else device.index)
+    uuid = str(props.uuid)
+    return {"device": uuid if uuid.startswith(("GPU-", "MIG-")) else "GPU-" + uuid,
+            "pci_bus_id": "%08X:%02X:%02X.0" % (props.pci_domain_id, props.pci_bus_id, props.pci_device_id)}
 
 
 def _last_time_in(fd):
@@ -244,9 +272,11 @@ class GoodputLog:
         that will be restarted should not leave job() normally: only the last attempt ends the job."""
         return self._lifetime("job_end")
 
-    def attempt(self, attempt=None, start_ns=None):
+    def attempt(self, attempt=None, start_ns=None, device=None):
         """One process's run: `process_start` with `attempt` (default $TORCHELASTIC_RESTART_COUNT,
-        else $SLURM_RESTART_COUNT, else 0); a fault if it raises, an fsync when it ends.
+        else $SLURM_RESTART_COUNT, else 0), the host, and the device this rank runs on
+        (device_fields(device): give it when the attempt starts before the job sets its CUDA
+        device); a fault if it raises, an fsync when it ends.
 
         start_ns: when the attempt began. Default: the first event of a log on the default clock
         takes the process's own start time from the OS, so importing torch and building the model
@@ -262,8 +292,9 @@ class GoodputLog:
             # appends to its predecessor's file).
             start_ns = max(self._last_t, self._file_last_t, min(start_ns, self._clock()))
         self._faulted = False
-        # The host names the node of a rank that hangs the job (`sdcprobe goodput`, "Hangs").
-        fields = {"attempt": attempt, "host": socket.gethostname()}
+        # The host and device name the node and GPU of a rank that hangs the job (docs/goodput.md,
+        # "Hangs").
+        fields = {"attempt": attempt, "host": socket.gethostname(), **device_fields(device)}
         slurm_restart = _slurm_restart()
         if slurm_restart is not None:
             fields["slurm_restart"] = slurm_restart

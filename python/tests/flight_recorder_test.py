@@ -94,6 +94,10 @@ class FlightRecorder(unittest.TestCase):
             self.assertEqual([c["rank"] for c in report["culprits"]], [STUCK])
             self.assertEqual(report["undecided"], [])
             self.assertEqual(report["groups"][0]["first_incomplete"], 6)
+            # With the event logs: where the culprit ran, from its process_start (a CPU job here).
+            r = sdcprobe("hang", folder, "--events", os.path.join(tmp, "events.rank*.jsonl"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("culprit rank 2 (%s, cpu): never enqueued collective 6" % socket.gethostname(), r.stdout)
 
             # The ranks that timed out logged the fault; the breakdown still sums exactly.
             faults = []
@@ -111,7 +115,15 @@ class FlightRecorder(unittest.TestCase):
             # ... and the incident's cause: the hang, its culprit and host, the timeout it waited.
             hang, = summary["hangs"]
             self.assertEqual((hang["cause"], hang["verdict"], hang["timeout_ms"]), ("hang", "culprit", 3000))
-            self.assertEqual([(c["rank"], c["host"]) for c in hang["culprits"]], [(STUCK, socket.gethostname())])
+            self.assertEqual([(c["rank"], c["host"], c["device"], c["pci_bus_id"]) for c in hang["culprits"]],
+                             [(STUCK, socket.gethostname(), "cpu", "")])
+            # Its time is the attempt's detection & teardown: the wait for the timeout, then the teardown.
+            self.assertEqual(hang["detection_teardown_ns"], summary["categories"]["detection_teardown"]["ns"])
+            self.assertEqual(hang["waited_ns"] + hang["teardown_ns"], hang["detection_teardown_ns"])
+            self.assertGreaterEqual(hang["waited_ns"], 2_000_000_000)
+            r = sdcprobe("goodput", os.path.join(tmp, "events.rank*.jsonl"))
+            self.assertIn("Hang (%s, timeout 3 s): rank 2 on %s (cpu)\n  detection & teardown " %
+                          (folder, socket.gethostname()), r.stdout)
 
     @unittest.skipUnless(HAS_RECORDER, "torch %s has no flight recorder" % torch.__version__)
     def test_a_killed_rank_has_no_dump_and_is_not_guessed(self):

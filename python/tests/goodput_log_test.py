@@ -6,10 +6,12 @@ Needs SDCPROBE_BINARY (the ledger) and, for the probe case, SDCPROBE_LIBRARY; ct
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -28,6 +30,26 @@ class Clock:
 
     def __call__(self):
         return T0 + self.s * S
+
+
+class FakeTorch:
+    """What device_fields reads of torch: CUDA devices 0 to 2 (the current one 1), or no CUDA."""
+
+    class device:
+        def __init__(self, kind, index=None):
+            if isinstance(kind, FakeTorch.device):
+                kind, index = kind.type, kind.index
+            elif ":" in kind:
+                kind, index = kind.split(":")[0], int(kind.split(":")[1])
+            self.type, self.index = kind, index
+
+    def __init__(self, cuda, initialized=True):
+        def props(i):
+            return types.SimpleNamespace(uuid="8f2c0d1a-7b3e-4c5d-9e6f-0a1b2c3d4e5f", pci_domain_id=0,
+                                         pci_bus_id=0x19 + i, pci_device_id=0)
+
+        self.cuda = types.SimpleNamespace(is_available=lambda: cuda, is_initialized=lambda: initialized,
+                                          current_device=lambda: 1, get_device_properties=props)
 
 
 def read_events(path):
@@ -252,6 +274,36 @@ class LauncherTest(unittest.TestCase):
                 os.environ.pop(k, None)
                 if v is not None:
                     os.environ[k] = v
+
+    def test_process_start_says_where_the_rank_runs(self):
+        def logged(torch, device=None):
+            saved = sys.modules.pop("torch", None)
+            if torch is not None:
+                sys.modules["torch"] = torch
+            try:
+                log = GoodputLog(self.path, rank=0, clock=Clock())
+                with log.attempt(device=device):
+                    pass
+                log.close()
+            finally:
+                sys.modules.pop("torch", None)
+                if saved is not None:
+                    sys.modules["torch"] = saved
+            e = read_events(self.path)[-1]
+            self.assertEqual(e["host"], socket.gethostname())
+            return {k: e[k] for k in ("device", "pci_bus_id") if k in e}
+
+        self.assertEqual(logged(None), {})  # torch not loaded: not known, and not guessed
+        self.assertEqual(logged(None, device="cpu"), {"device": "cpu"})
+        self.assertEqual(logged(FakeTorch(cuda=False)), {"device": "cpu"})
+        self.assertEqual(logged(FakeTorch(cuda=True, initialized=False)), {})  # the job has not chosen its GPU
+        gpu = {"device": "GPU-8f2c0d1a-7b3e-4c5d-9e6f-0a1b2c3d4e5f", "pci_bus_id": "00000000:1A:00.0"}
+        self.assertEqual(logged(FakeTorch(cuda=True)), gpu)  # the current device, 1
+        self.assertEqual(logged(FakeTorch(cuda=True), device="cuda:2")["pci_bus_id"], "00000000:1B:00.0")
+        self.assertEqual(logged(FakeTorch(cuda=True), device=0)["pci_bus_id"], "00000000:19:00.0")
+        self.assertEqual(logged(FakeTorch(cuda=True), device="cpu"), {"device": "cpu"})
+        # The ledger reads every attempt's record (a malformed one is exit 2 naming the field).
+        self.assertEqual(goodput(self.path)["diagnostics"]["skipped_lines"], 0)
 
     def test_process_start_is_when_the_process_started(self):
         # The child sleeps 1 s before it opens the log (as an import of torch would take); the

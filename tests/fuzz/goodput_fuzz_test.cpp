@@ -171,6 +171,12 @@ class Mutator {
         // A new event with a time near the neighbours' or an extreme one.
         std::string extra = pick(2) ? ",\"step\":" + std::string(one_of(kSteps)) : "";
         if (pick(4) == 0) extra += ",\"last_good_step\":" + std::string(one_of(kSteps));
+        // process_start's rank record, and its attempt (a malformed one is an error on it alone).
+        if (pick(4) == 0) extra += ",\"attempt\":" + std::string(one_of(kSteps));
+        if (pick(4) == 0) {
+          extra += std::string(",\"host\":\"n1\",\"device\":") +
+                   (pick(2) ? "\"GPU-1\",\"pci_bus_id\":\"00000000:19:00.0\"" : "\"cpu\"");
+        }
         lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(pick(lines.size() + 1)),
                      "{\"t\":" + std::string(pick(2) ? one_of(kTimes) : std::to_string(pick(4000))) + ",\"event\":\"" +
                          one_of(kEvents) + "\"" + extra + "}");

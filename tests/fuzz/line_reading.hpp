@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -29,9 +30,16 @@ struct Reading {
 // The sink refuses some events, as the ledger would.
 inline bool refused(const Event& e) { return e.t % 7 == 3; }
 
+inline bool same(const std::shared_ptr<const goodput::RankRecord>& a,
+                 const std::shared_ptr<const goodput::RankRecord>& b) {
+  if (!a || !b) return !a && !b;
+  return a->host == b->host && a->device == b->device && a->pci_bus_id == b->pci_bus_id;
+}
+
 inline bool same(const Event& a, const Event& b) {
   return a.t == b.t && a.kind == b.kind && a.step == b.step && a.last_good_step == b.last_good_step &&
-         a.rank == b.rank && a.blocking == b.blocking;
+         a.rank == b.rank && a.blocking == b.blocking && a.slurm_restart == b.slurm_restart && a.attempt == b.attempt &&
+         same(a.where, b.where);
 }
 
 inline bool same(const Reading& a, const Reading& b) {

@@ -57,6 +57,48 @@ TEST(GoodputBadInput, MalformedLineNamesItsLine) {
   EXPECT_EQ(error_of(with_line("{\"t\":5,\"event\":\"step_begin\"}", 2)), "line 2: step_begin needs \"step\"");
 }
 
+// process_start's rank record (host, device, PCI bus id, attempt) is read, and a malformed one is
+// refused naming the field; other events' fields of those names mean other things and are not.
+TEST(GoodputBadInput, RankRecordIsReadAndCheckedOnProcessStart) {
+  const Event e =
+      parse_event(R"({"t":1,"event":"process_start","rank":3,"attempt":2,"host":"node7",)"
+                  R"("device":"GPU-8f2c0d1a-7b3e-4c5d-9e6f-0a1b2c3d4e5f","pci_bus_id":"00000000:19:00.0"})");
+  ASSERT_TRUE(e.where);
+  EXPECT_EQ(e.attempt, 2);
+  EXPECT_EQ(e.where->host, "node7");
+  EXPECT_EQ(e.where->device, "GPU-8f2c0d1a-7b3e-4c5d-9e6f-0a1b2c3d4e5f");
+  EXPECT_EQ(e.where->pci_bus_id, "00000000:19:00.0");
+  EXPECT_EQ(parse_event(R"({"t":1,"event":"process_start","host":"n","device":"cpu"})").where->device, "cpu");
+  EXPECT_EQ(
+      parse_event(R"({"t":1,"event":"process_start","device":"GPU-1","pci_bus_id":"0000:3b:00.1"})").where->pci_bus_id,
+      "0000:3b:00.1");
+  EXPECT_FALSE(parse_event(R"({"t":1,"event":"process_start"})").where);
+
+  const std::pair<const char*, const char*> bad[] = {
+      {R"("host":7)", "\"host\" must be a string"},
+      {R"("host":"")", "\"host\" must not be empty"},
+      {R"("device":null)", "\"device\" must be a string"},
+      {R"("device":"")", "\"device\" must not be empty"},
+      {R"("device":"GPU-1","pci_bus_id":["19"])", "\"pci_bus_id\" must be a string"},
+      {R"("device":"GPU-1","pci_bus_id":"19:00.0")",
+       "\"pci_bus_id\" \"19:00.0\" is not a PCI bus id (domain:bus:device.function, 00000000:19:00.0)"},
+      {R"("device":"GPU-1","pci_bus_id":"0000:19:00.8")",
+       "\"pci_bus_id\" \"0000:19:00.8\" is not a PCI bus id (domain:bus:device.function, 00000000:19:00.0)"},
+      {R"("device":"cpu","pci_bus_id":"0000:19:00.0")", "\"pci_bus_id\" names a GPU, but \"device\" does not"},
+      {R"("pci_bus_id":"0000:19:00.0")", "\"pci_bus_id\" names a GPU, but \"device\" does not"},
+      {R"("attempt":-1)", "\"attempt\" must be an integer from 0 to 2^63 - 1"},
+      {R"("attempt":"0")", "\"attempt\" must be an integer from 0 to 2^63 - 1"},
+  };
+  for (const auto& [fields, why] : bad) {
+    EXPECT_EQ(error_of(with_line(std::string(R"({"t":0,"event":"process_start",)") + fields + "}", 2)),
+              std::string("line 2: process_start: ") + why)
+        << fields;
+  }
+  // sdc_detected's "device" names the suspect's GPU, in whatever form its writer chose.
+  EXPECT_EQ(error_of(with_line(R"({"t":0,"event":"node_quarantined","device":3,"attempt":"x","host":1})", 2)),
+            "no error");
+}
+
 // Found by coverage-guided fuzzing: simdjson On Demand skipped the values of unused fields without
 // looking inside, so these lines were read.
 TEST(GoodputBadInput, MalformedValuesInUnusedFieldsNameTheirLine) {

@@ -67,6 +67,38 @@ TEST(HangBadInput, ExitsZeroWithTheReportAndItsJson) {
   EXPECT_EQ(report["culprits"][0]["rank"], 2);
 }
 
+// --events: the culprit's host, GPU and PCI bus id from its process_start in the folder's attempt
+// (attempt1 here); a bad event log is exit 2 naming its file, line and field.
+TEST(HangBadInput, EventsNameWhereTheCulpritRan) {
+  const std::string dir = folder("events", {});
+  const std::string dumps = dir + "/attempt1";
+  fs::create_directories(dumps);
+  for (const std::string& f : stop_files()) fs::copy_file(kData + f, dumps + "/" + fs::path(f).filename().string());
+  spit(
+      dir + "/events.rank2.jsonl",
+      R"({"t":1,"event":"process_start","rank":2,"attempt":0,"host":"node3","device":"cpu"})"
+      "\n"
+      R"({"t":2,"event":"process_start","rank":2,"attempt":1,"host":"node7","device":"GPU-8f2c","pci_bus_id":"00000000:19:00.0"})"
+      "\n");
+  const std::string json = dir + "/hang.json";
+  const CliResult r = run_hang({dumps, "--events", dir + "/events.rank*.jsonl", "--json", json});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  culprit rank 2 (node7, GPU-8f2c, 00000000:19:00.0): never enqueued collective 6"),
+            std::string::npos)
+      << r.out;
+  const nlohmann::json report = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(report["culprits"][0]["host"], "node7");
+  EXPECT_EQ(report["culprits"][0]["device"], "GPU-8f2c");
+  EXPECT_EQ(report["culprits"][0]["pci_bus_id"], "00000000:19:00.0");
+
+  spit(dir + "/events.rank2.jsonl", R"({"t":1,"event":"process_start","rank":2,"attempt":1,"host":""})"
+                                    "\n");
+  expect_error(run_hang({dumps, "--events", dir + "/events.rank2.jsonl"}), dir + "/events.rank2.jsonl",
+               "line 1: process_start: \"host\" must not be empty");
+  expect_error(run_hang({dumps, "--events", dir + "/none.jsonl"}), "event log " + dir + "/none.jsonl",
+               "cannot read the file");
+}
+
 TEST(HangBadInput, TruncatedPickle) {
   for (size_t keep : {0, 1, 2, 100, 700, 1200}) {
     const std::string dir = folder("truncated", stop_files());

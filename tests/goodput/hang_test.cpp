@@ -218,14 +218,15 @@ TEST(Hang, ThousandsOfRanksStayLinearAndShort) {
             "enqueued; it waits in no collective");
 }
 
-// sdcprobe goodput finds the dumps GoodputLog wrote beside the logs, and each culprit's host in its
-// log's process_start.
+// sdcprobe goodput finds the dumps GoodputLog wrote beside the logs, each culprit's host and GPU in
+// its process_start of that attempt, and the attempt's detection & teardown from the ledger.
 TEST(Hang, RunHangsBesideTheEventLogs) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(testing::TempDir()) / "run_hangs";
   fs::remove_all(dir);
   fs::create_directories(dir / "flight_recorder");
   fs::copy(kData + "stop", dir / "flight_recorder" / "attempt0");
+  fs::copy(kData + "stop", dir / "flight_recorder" / "requeue1.attempt0");
   fs::create_directories(dir / "flight_recorder" / "attempt1");
   for (const char* f : {"nccl_trace_rank_0", "nccl_trace_rank_1", "nccl_trace_rank_2", "nccl_trace_rank_3"}) {
     fs::copy(kData + "clean/" + f, dir / "flight_recorder" / "attempt1" / f);
@@ -233,28 +234,53 @@ TEST(Hang, RunHangsBesideTheEventLogs) {
   std::vector<std::string> logs;
   for (int r = 0; r < 4; ++r) {
     logs.push_back((dir / ("events.rank" + std::to_string(r) + ".jsonl")).string());
+    // Rank 2 runs on node2's GPU in attempt 0, and on node9's after Slurm's requeue.
     std::ofstream(logs.back()) << "{\"t\":1,\"event\":\"process_start\",\"rank\":" << r
-                               << ",\"attempt\":0,\"host\":\"node" << r << "\"}\n";
+                               << ",\"attempt\":0,\"host\":\"node" << r << "\",\"device\":\"GPU-" << r
+                               << "\",\"pci_bus_id\":\"00000000:1" << r << ":00.0\"}\n"
+                               << "{\"t\":2,\"event\":\"process_start\",\"rank\":" << r
+                               << ",\"attempt\":0,\"slurm_restart\":1,\"host\":\"node" << r + 7
+                               << "\",\"device\":\"cpu\"}\n";
   }
-  const std::vector<RunHang> hangs = find_run_hangs(logs);
-  ASSERT_EQ(hangs.size(), 2u);
+  const std::vector<RankStart> starts = read_rank_starts(logs);
+  ASSERT_EQ(starts.size(), 8u);
+  const std::vector<AttemptLoss> attempts = {{-1, 0, 3'100'000'000, 10'050'000'000}, {1, 0, 7, 8}};
+  const std::vector<RunHang> hangs = find_run_hangs(logs, starts, attempts);
+  ASSERT_EQ(hangs.size(), 3u);
   EXPECT_EQ(hangs[0].report.verdict, HangReport::Verdict::kCulprit);
-  EXPECT_EQ(hangs[0].culprit_hosts, std::vector<std::string>{"node2"});
+  ASSERT_EQ(hangs[0].culprit_places.size(), 1u);
+  EXPECT_EQ(place_text(hangs[0].culprit_places[0]), "node2, GPU-2, 00000000:12:00.0");
   EXPECT_EQ(hangs[0].timeout_ms, 3000);
+  EXPECT_EQ(hangs[0].loss.detection_ns, 3'100'000'000);
   EXPECT_EQ(hangs[1].report.verdict, HangReport::Verdict::kNoHang);
+  EXPECT_EQ(hangs[2].slurm_restart, 1);
+  EXPECT_EQ(place_text(hangs[2].culprit_places[0]), "node9, cpu");
+  EXPECT_EQ(hangs[2].loss.teardown_ns, 8);
   const nlohmann::ordered_json j = run_hangs_json(hangs);
   EXPECT_EQ(j[0]["cause"], "hang");
+  EXPECT_EQ(j[0]["attempt"], 0);
+  EXPECT_EQ(j[0]["detection_teardown_ns"], 13'150'000'000);
+  EXPECT_EQ(j[0]["waited_ns"], 3'100'000'000);
+  EXPECT_EQ(j[0]["teardown_ns"], 10'050'000'000);
   EXPECT_EQ(j[0]["culprits"][0]["rank"], 2);
   EXPECT_EQ(j[0]["culprits"][0]["host"], "node2");
-  EXPECT_EQ(run_hangs_text(hangs).substr(0, run_hangs_text(hangs).find(')') + 1),
-            "Hang (" + (dir / "flight_recorder" / "attempt0").string() + ", timeout 3 s)");
-  EXPECT_NE(run_hangs_text(hangs).find("rank 2 on node2\n"), std::string::npos) << run_hangs_text(hangs);
+  EXPECT_EQ(j[0]["culprits"][0]["device"], "GPU-2");
+  EXPECT_EQ(j[0]["culprits"][0]["pci_bus_id"], "00000000:12:00.0");
+  EXPECT_EQ(j[2]["slurm_restart"], 1);
+  const std::string text = run_hangs_text(hangs);
+  EXPECT_EQ(text.substr(0, text.find('\n') + 1), "Hang (" + (dir / "flight_recorder" / "attempt0").string() +
+                                                     ", timeout 3 s): rank 2 on node2 (GPU-2, 00000000:12:00.0)\n");
+  EXPECT_NE(text.find("  detection & teardown 13.2 s: 3.1 s waiting from the last progress to the fault, 10.1 s of "
+                      "teardown\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 2 on node9 (cpu)\n"), std::string::npos) << text;
 
   // A dump that cannot be read stops sdcprobe goodput with its error (exit 2), naming it.
   fs::create_directories(dir / "flight_recorder" / "attempt2");
   std::ofstream(dir / "flight_recorder" / "attempt2" / "nccl_trace_rank_0") << "\x80\x02}";
   try {
-    find_run_hangs(logs);
+    find_run_hangs(logs, starts, attempts);
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(

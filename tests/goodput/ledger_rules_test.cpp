@@ -167,6 +167,39 @@ TEST(GoodputRules, HungStepIsReworkForTheMedianThenDetection) {
   expect_labels(ledger_of(log), {1300, 500, 0, 600, 100, 100, 0});
 }
 
+// The detection & teardown of each attempt, split at its fault, is what a hang's report carries: the
+// wait from the last progress to the fault, and the teardown after it. They sum to the category.
+TEST(GoodputRules, DetectionAndTeardownPerAttempt) {
+  const std::string log = ev(0, "alloc_granted") + ev(0, "process_start", "\"attempt\":0") + st(0, 100, 1) +
+                          st(100, 200, 2) + ev(200, "ckpt_commit", step(2)) + ev(210, "step_begin", step(3)) +
+                          ev(1000, "fault_detected", "\"kind\":\"RuntimeError\"") + ev(1200, "teardown_end") +
+                          ev(1300, "process_start", "\"attempt\":1,\"slurm_restart\":2") + st(1300, 1400, 3) +
+                          ev(1400, "job_end");
+  const Breakdown b = ledger_of(log);
+  // Median step 100: rework 210..310; detection 200..210 and 310..1000 = 700; teardown 1000..1200.
+  ASSERT_EQ(b.attempts.size(), 1u);
+  EXPECT_EQ(b.attempts[0].attempt, 0);
+  EXPECT_EQ(b.attempts[0].slurm_restart, -1);
+  EXPECT_EQ(b.attempts[0].detection_ns, 700);
+  EXPECT_EQ(b.attempts[0].teardown_ns, 200);
+  EXPECT_EQ(b[Category::kDetectionTeardown].ns, 900);
+
+  // A stop with no fault event, found at the next start: all of it is detection, the first
+  // attempt's; the second's hang is the second's.
+  const std::string silent = ev(0, "alloc_granted") + ev(0, "process_start", "\"attempt\":0") + st(0, 100, 1) +
+                             ev(500, "process_start", "\"attempt\":1,\"slurm_restart\":2") + st(500, 600, 2) +
+                             ev(900, "fault_detected") + ev(950, "job_end");
+  const Breakdown c = ledger_of(silent);
+  ASSERT_EQ(c.attempts.size(), 2u);
+  EXPECT_EQ(c.attempts[0].attempt, 0);
+  EXPECT_EQ(c.attempts[0].detection_ns, 400);
+  EXPECT_EQ(c.attempts[0].teardown_ns, 0);
+  EXPECT_EQ(c.attempts[1].attempt, 1);
+  EXPECT_EQ(c.attempts[1].slurm_restart, 2);
+  EXPECT_EQ(c.attempts[1].detection_ns, 300);
+  EXPECT_EQ(c.attempts[1].teardown_ns, 50);
+}
+
 // Rule 5: the in-flight rework stops at the fault when the fault comes before the median step time;
 // detection & teardown starts there. The median of an even count is the lower middle value.
 TEST(GoodputRules, InFlightReworkEndsAtTheFault) {

@@ -78,6 +78,10 @@ TEST(GoodputProperty, LedgerEqualsSimulatorTruthOnTenThousandRandomLogs) {
       ASSERT_EQ(got.breakdown[c].sdc_ns, sim.truth[c].sdc_ns) << "seed " << seed << " " << category_key(c);
     }
     ASSERT_EQ(got.breakdown.overlapped_probe_ns, sim.truth.overlapped_probe_ns) << "seed " << seed;
+    // Each attempt's detection & teardown, which a hang carries, adds up to the category.
+    int64_t per_attempt = 0;
+    for (const AttemptLoss& a : got.breakdown.attempts) per_attempt += a.detection_ns + a.teardown_ns;
+    ASSERT_EQ(per_attempt, got.breakdown[Category::kDetectionTeardown].ns) << "seed " << seed;
     ASSERT_EQ(got.stats.events, sim.events);
     with_sdc += sim.sdc_detections > 0;
     with_faults += sim.faults > 0;
