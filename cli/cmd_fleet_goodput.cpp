@@ -19,6 +19,9 @@ void add_fleet_goodput_command(CLI::App& fleet, int& exit_code) {
                 "Event logs of a job: a path or glob with {job_id}, e.g. 'ROOT/{job_id}/events.rank*.jsonl'");
   g->add_option("summaries", o->inputs.summaries,
                 "Per-job summaries (sdcprobe goodput --json --job-id N), files or directories of *.json");
+  g->add_option("--health", o->inputs.health,
+                "The nodes' `sdcprobe health --json` reports: a node whose hang-culprit GPU shows a fault there "
+                "(an XID, a recovery action) is marked as hardware");
   g->add_option("--since", o->since, "Start of the window: a duration before its end (7d) or RFC 3339");
   g->add_option("--until", o->until, "End of the window, RFC 3339 (default: the newest time in the accounting)");
   g->add_option("--by", o->by, "Group the work list's items by user, account, partition or job")->capture_default_str();

@@ -12,6 +12,7 @@
 
 #include "goodput/cluster/cluster_summary.hpp"
 #include "goodput/merge.hpp"
+#include "goodput/run_hangs.hpp"
 #include "host/error.hpp"
 
 namespace sdc::goodput::cluster {
@@ -233,6 +234,7 @@ Cluster compute_cluster(const ClusterInputs& in, Progress* progress) {
   Cluster c;
   c.jobs = read_cluster_sacct(in.sacct_path);
   if (c.jobs.empty()) throw InputError(in.sacct_path + ": no job records");
+  c.gpu_faults = read_gpu_faults(in.health);
 
   // The window: without --since/--until, all of the accounting (to its newest time).
   int64_t first = INT64_MAX, last = 0;
@@ -341,6 +343,7 @@ Cluster compute_cluster(const ClusterInputs& in, Progress* progress) {
         }
         b = s.breakdown;
         r.tally = s.measured;
+        r.hangs = s.hangs;
       } else {
         std::vector<goodput::SlurmRecord> records;
         for (const ClusterRecord& rec : job.records) {
@@ -349,6 +352,8 @@ Cluster compute_cluster(const ClusterInputs& in, Progress* progress) {
         goodput::Tally measured;
         b = goodput::analyze_files(logs, ledger, false, &records, in.sacct_path, &measured).breakdown;
         logs_read = logs.size();
+        r.hangs = job_hangs(goodput::find_run_hangs(logs, measured.starts, b.attempts));
+        measured.starts = {};  // used: a job's result keeps its hangs, not its ranks' records
         r.tally = measured;
       }
       r.gpu.add_ledger(b, gpus);

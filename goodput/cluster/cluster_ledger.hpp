@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "goodput/breakdown.hpp"
+#include "goodput/cluster/cluster_health.hpp"
 #include "goodput/cluster/cluster_sacct.hpp"
+#include "goodput/cluster/cluster_summary.hpp"
 #include "goodput/ledger.hpp"
 #include "goodput/tally.hpp"
 #include "host/progress.hpp"
@@ -70,6 +72,7 @@ struct JobResult {
   int64_t gpus = 0;
   ClusterBreakdown gpu;
   std::optional<goodput::Tally> tally;  // from its logs or its summary's "measured"
+  std::vector<JobHang> hangs;           // from its logs' flight-recorder dumps or its summary's "hangs"
 };
 
 struct ClusterInputs {
@@ -78,6 +81,7 @@ struct ClusterInputs {
   // included): the job has no logs, and is listed in Cluster::logs_matched_nothing.
   std::string logs_template;
   std::vector<std::string> summaries;  // files or directories of *.json
+  std::vector<std::string> health;     // `sdcprobe health --json` reports of the nodes' GPUs
   std::optional<int64_t> since_s, until_s;
   std::optional<int64_t> since_before_until_s;  // --since 7d: that long before the window's end
   goodput::LedgerOptions ledger;
@@ -102,6 +106,7 @@ struct Cluster {
   int64_t jobs_without_gpus = 0;
   int64_t summaries_without_record = 0;
   std::vector<int64_t> logs_matched_nothing;  // ids of the counted jobs whose --logs matched no file
+  GpuFaults gpu_faults;                       // from the health reports
 };
 
 // Throws InputError naming the file and line or `jobs[i]` on bad input. `progress`: the summaries read,

@@ -149,6 +149,23 @@ std::string blocking_text(const WorkItem& w) {
   return s + "; " + kBlockingNames[top] + " dominate";
 }
 
+// "1.2 GPU-h in 2 hangs", then a line per node: "node7: 1.0 GPU-h (1 hang; GPU-b 00000000:19:00.0):
+// hardware, health: GPU-b: xid".
+std::string hangs_text(const WorkItem& w) {
+  return hours(w.hang_gpu_ns) + " GPU-h in " + std::to_string(w.hangs) + (w.hangs == 1 ? " hang" : " hangs");
+}
+std::string node_text(const HangNode& n) {
+  std::string gpus;
+  for (const std::string& g : n.gpus) gpus += "; " + g;
+  std::string s = n.host + ": " + hours(n.gpu_ns) + " GPU-h (" + std::to_string(n.hangs) +
+                  (n.hangs == 1 ? " hang" : " hangs") + gpus + ")";
+  if (!n.hardware()) return s;
+  s += ": hardware, health:";
+  for (const std::string& f : n.faults) s += " " + f + ";";
+  s.pop_back();
+  return s;
+}
+
 std::string owner_of(size_t i) {
   return i < goodput::kCategoryCount ? std::string(goodput::category_owner(goodput::kCategories[i]))
                                      : "instrumentation (no event log)";
@@ -204,10 +221,50 @@ std::string_view group_by_name(GroupBy by) {
   return "";
 }
 
+namespace {
+
+void add_unique(std::vector<std::string>& list, const std::string& s) {
+  if (std::find(list.begin(), list.end(), s) == list.end()) list.push_back(s);
+}
+
+// The hangs' cost on the detection & teardown item, and the nodes of their culprits.
+void add_hangs(const Cluster& c, const JobResult& r, WorkItem& item, std::unordered_map<std::string, HangNode>& nodes) {
+  for (const JobHang& h : r.hangs) {
+    const GpuNs cost = static_cast<GpuNs>(h.detection_teardown_ns) * r.gpus;
+    item.hang_gpu_ns += cost;
+    ++item.hangs;
+    const GpuNs n = static_cast<GpuNs>(h.culprits.size());
+    std::vector<std::string> counted;  // a hang counts once per node
+    for (size_t k = 0; k < h.culprits.size(); ++k) {
+      const goodput::RankRecord& where = h.culprits[k];
+      const std::string host = where.host.empty() ? "(unknown)" : where.host;
+      HangNode& node = nodes[host];
+      node.host = host;
+      node.gpu_ns += cost / n + (k == 0 ? cost % n : 0);
+      if (std::find(counted.begin(), counted.end(), host) == counted.end()) {
+        ++node.hangs;
+        counted.push_back(host);
+      }
+      if (where.device.empty()) continue;
+      add_unique(node.gpus, where.device + (where.pci_bus_id.empty() ? "" : " " + where.pci_bus_id));
+      const auto faults = c.gpu_faults.find(where.device);
+      if (faults == c.gpu_faults.end()) continue;
+      std::string fields;
+      for (const std::string& f : faults->second) fields += (fields.empty() ? "" : ", ") + f;
+      add_unique(node.faults, where.device + ": " + fields);
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<WorkItem> work_list(const Cluster& c, GroupBy by, size_t top) {
   std::vector<WorkItem> items(kClasses);
   std::vector<std::unordered_map<std::string, GroupItem>> groups(kClasses);
+  std::unordered_map<std::string, HangNode> nodes;
   for (const JobResult& r : c.results) {
+    // A job counted from its accounting alone (crossing the window) counts no ledger, so no hang.
+    if (r.source != JobSource::kSacct) add_hangs(c, r, items[static_cast<size_t>(Category::kDetectionTeardown)], nodes);
     const ClusterJob& job = c.jobs[r.job];
     const std::string key = group_key(job, by);
     for (size_t i = 0; i < kClasses; ++i) {
@@ -239,6 +296,12 @@ std::vector<WorkItem> work_list(const Cluster& c, GroupBy by, size_t top) {
     });
     if (w.top.size() > top) w.top.resize(top);
   }
+  WorkItem& dt = items[static_cast<size_t>(Category::kDetectionTeardown)];
+  for (auto& [host, node] : nodes) dt.nodes.push_back(std::move(node));
+  std::sort(dt.nodes.begin(), dt.nodes.end(), [](const HangNode& a, const HangNode& b) {
+    return a.gpu_ns != b.gpu_ns ? a.gpu_ns > b.gpu_ns : a.host < b.host;
+  });
+  if (dt.nodes.size() > top) dt.nodes.resize(top);
   std::stable_sort(items.begin(), items.end(),
                    [](const WorkItem& a, const WorkItem& b) { return a.gpu_ns > b.gpu_ns; });
   items.erase(std::remove_if(items.begin(), items.end(), [](const WorkItem& w) { return w.gpu_ns == 0; }), items.end());
@@ -313,6 +376,11 @@ std::string text_report(const Cluster& c, const std::vector<WorkItem>& work, Gro
       << " of the gap; SDC " << hours(w.sdc_gpu_ns) << ")\n     owner: " << w.owner << "\n     lever: " << w.lever
       << "\n";
     if (w.key == "blocking_overhead") o << "     " << blocking_text(w) << "\n";
+    if (w.hangs > 0) {
+      o << "     hangs: " << hangs_text(w) << (w.nodes.empty() ? "" : "; nodes by the GPU-hours their hangs cost:")
+        << "\n";
+      for (const HangNode& n : w.nodes) o << "       node " << node_text(n) << "\n";
+    }
     for (const GroupItem& g : w.top) {
       o << "       " << group_by_name(by) << " " << g.name << ": " << hours(g.gpu_ns) << " GPU-h ("
         << share(g.gpu_ns, t.gap()) << ")\n";
@@ -342,6 +410,8 @@ std::string markdown_report(const Cluster& c, const std::vector<WorkItem>& work,
     o << rank++ << ". **" << w.title << "**: " << hours(w.gpu_ns) << " GPU-h, " << share(w.gpu_ns, t.gap())
       << " of the gap (SDC " << hours(w.sdc_gpu_ns) << "). Owner: " << w.owner << ". " << w.lever << ".\n";
     if (w.key == "blocking_overhead") o << "   - " << blocking_text(w) << "\n";
+    if (w.hangs > 0) o << "   - hangs: " << hangs_text(w) << "\n";
+    for (const HangNode& n : w.nodes) o << "   - node " << node_text(n) << "\n";
     for (const GroupItem& g : w.top) {
       o << "   - " << group_by_name(by) << " `" << g.name << "`: " << hours(g.gpu_ns) << " GPU-h ("
         << share(g.gpu_ns, t.gap()) << ")";
@@ -401,6 +471,18 @@ std::string json_report(const Cluster& c, const std::vector<WorkItem>& work, Gro
                                     {"data_waits", gpu_hours(w.blocking[1])},
                                     {"evals", gpu_hours(w.blocking[2])},
                                     {"probes", gpu_hours(w.blocking[3])}};
+    }
+    if (w.hangs > 0) {
+      ordered_json nodes = ordered_json::array();
+      for (const HangNode& n : w.nodes) {
+        nodes.push_back({{"host", n.host},
+                         {"gpu_hours", gpu_hours(n.gpu_ns)},
+                         {"hangs", n.hangs},
+                         {"gpus", n.gpus},
+                         {"hardware", n.hardware()},
+                         {"faults", n.faults}});
+      }
+      item["hangs"] = {{"gpu_hours", gpu_hours(w.hang_gpu_ns)}, {"count", w.hangs}, {"nodes", nodes}};
     }
     ordered_json top = ordered_json::array();
     for (const GroupItem& gi : w.top) {

@@ -31,12 +31,27 @@ struct GroupItem {
   std::optional<Advice> advice;  // rework of a job
 };
 
+// A node by what its hangs cost: the GPU-time of the detection & teardown of each hang that named
+// one of its ranks the culprit (a hang of several culprits is shared among them).
+struct HangNode {
+  std::string host;  // "(unknown)" where no log said
+  GpuNs gpu_ns = 0;
+  int64_t hangs = 0;
+  std::vector<std::string> gpus;    // its culprit devices: "GPU-8f2c... 00000000:19:00.0", or "cpu"
+  std::vector<std::string> faults;  // those of them in fault in the health reports: "GPU-8f2c...: xid"
+  bool hardware() const { return !faults.empty(); }
+};
+
 struct WorkItem {
   std::string key, title, owner, lever;
   GpuNs gpu_ns = 0, sdc_gpu_ns = 0;
   std::vector<GroupItem> top;  // largest first
   // Blocking overhead: the measured time of saves, data waits, evals and probes (GPU-ns).
   std::array<GpuNs, 4> blocking{};
+  // Detection & teardown: what the hangs cost, and the `top` nodes that cost most.
+  GpuNs hang_gpu_ns = 0;
+  int64_t hangs = 0;
+  std::vector<HangNode> nodes;
 };
 
 // Loss categories and unlabelled run classes, largest first, each with its `top` largest groups.

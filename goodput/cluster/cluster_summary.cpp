@@ -24,7 +24,49 @@ goodput::Activity activity(const nlohmann::json& measured, const char* name) {
   return {count(measured.at(name), "count", where), count(measured.at(name), "ns", where)};
 }
 
+std::string text(const nlohmann::json& parent, const char* name, const std::string& where) {
+  if (!parent.contains(name)) return "";  // a summary older than the field
+  const nlohmann::json& v = parent.at(name);
+  if (!v.is_string()) throw InputError(where + "." + name + " must be a string");
+  return v.get<std::string>();
+}
+
+// The "hangs" of a summary (docs/goodput.md, "Hangs"): those that hung the job, each with its cost.
+std::vector<JobHang> hangs(const nlohmann::json& j) {
+  std::vector<JobHang> out;
+  if (!j.contains("hangs")) return out;
+  const nlohmann::json& a = j.at("hangs");
+  if (!a.is_array()) throw InputError("hangs must be an array");
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string where = "hangs[" + std::to_string(i) + "]";
+    const nlohmann::json& h = a[i];
+    if (!h.is_object()) throw InputError(where + " must be an object");
+    if (text(h, "verdict", where) == "no_hang") continue;
+    JobHang hang;
+    // A summary written before the hang carried its cost has none to give.
+    if (h.contains("detection_teardown_ns")) hang.detection_teardown_ns = count(h, "detection_teardown_ns", where);
+    if (!h.contains("culprits") || !h.at("culprits").is_array()) throw InputError(where + ".culprits must be an array");
+    for (size_t k = 0; k < h.at("culprits").size(); ++k) {
+      const nlohmann::json& c = h.at("culprits")[k];
+      const std::string at = where + ".culprits[" + std::to_string(k) + "]";
+      if (!c.is_object()) throw InputError(at + " must be an object");
+      hang.culprits.push_back({text(c, "host", at), text(c, "device", at), text(c, "pci_bus_id", at)});
+    }
+    out.push_back(std::move(hang));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<JobHang> job_hangs(const std::vector<goodput::RunHang>& run) {
+  std::vector<JobHang> out;
+  for (const goodput::RunHang& h : run) {
+    if (h.report.verdict == goodput::HangReport::Verdict::kNoHang) continue;
+    out.push_back({h.loss.detection_ns + h.loss.teardown_ns, h.culprit_places});
+  }
+  return out;
+}
 
 JobSummary parse_job_summary(const std::string& path, const std::string& text) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -62,6 +104,7 @@ JobSummary parse_job_summary(const std::string& path, const std::string& text) {
       t.incidents = count(m, "incidents", "measured");
       s.measured = t;
     }
+    s.hangs = hangs(j);
     return s;
   } catch (const InputError& e) {
     throw InputError(path + ": " + e.what());

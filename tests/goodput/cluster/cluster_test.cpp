@@ -421,6 +421,130 @@ void expect_error(const ClusterInputs& in, const std::string& needle) {
 // sacct as Slurm writes it: "meta" and "errors" around "jobs", and records that carry steps whose
 // keys repeat the record's own. Read one record at a time, keeping the record's own fields, the
 // cluster is the same as from the bare records.
+// The work list ranks nodes by the GPU-hours their hangs cost. Job 201 is the job GoodputLog
+// recorded (tests/goodput/data/goodput_hang: rank 2 on host vm, a CPU), read from its logs; job 202's
+// summary is sdcprobe goodput's over logs whose rank 2 ran on node7's GPU-8f2c..., which the node's
+// health report (tests/goodput/data/cluster_hang, sdcprobe health) shows in fault: hardware.
+TEST(ClusterLedger, HangsRankNodesAndMarkHardware) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const std::string data = std::string(SDC_SOURCE_DIR) + "/tests/goodput/data/";
+  fs::create_directories(dir.path("logs"));
+  fs::copy(data + "goodput_hang", dir.path("logs/201"), fs::copy_options::recursive);
+  int64_t first = INT64_MAX, last = 0;
+  for (int r = 0; r < 4; ++r) {
+    std::ifstream in(dir.path("logs/201/events.rank" + std::to_string(r) + ".jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const int64_t t = nlohmann::json::parse(line)["t"].get<int64_t>();
+      first = std::min(first, t);
+      last = std::max(last, t);
+    }
+  }
+  const int64_t start = first / goodput::kNsPerSecond, end = last / goodput::kNsPerSecond + 1;
+
+  // Job 202: 1 s steps; rank 2 never ends step 2 (begun at 2 s), rank 0 faults at 12 s, teardown to
+  // 20 s. Rework 2..3 s (the median step), waiting 3..12 s, teardown 12..20 s: 17 s on 4 GPUs.
+  const int64_t s = goodput::kNsPerSecond, t0 = kT0 * s;
+  const std::string b = "GPU-8f2c0d1a-7b3e-4c5d-9e6f-0a1b2c3d4e5f";
+  auto line = [&](int64_t t, const std::string& rest) {
+    return "{\"t\":" + std::to_string(t0 + t) + "," + rest + "}\n";
+  };
+  for (int r = 0; r < 4; ++r) {
+    const std::string where = r == 2 ? R"("host":"node7","device":")" + b + R"(","pci_bus_id":"00000000:11:00.0")"
+                                     : R"("host":"node3","device":"GPU-1111)" + std::to_string(r) + R"(")";
+    std::string log = line(0, R"("event":"process_start","attempt":0,"rank":)" + std::to_string(r) + "," + where);
+    if (r == 0) {
+      log += line(1 * s, R"("event":"step_begin","step":1)") + line(2 * s, R"("event":"step_end","step":1)") +
+             line(2 * s, R"("event":"step_begin","step":2)") + line(12 * s, R"("event":"fault_detected")") +
+             line(20 * s, R"("event":"teardown_end")") + line(20 * s, R"("event":"job_end")");
+    }
+    dir.file("job202/events.rank" + std::to_string(r) + ".jsonl", log);
+  }
+  fs::create_directories(dir.path("job202/flight_recorder"));
+  fs::copy(data + "flight_recorder/stop", dir.path("job202/flight_recorder/attempt0"));
+  fs::remove(dir.path("job202/flight_recorder/attempt0/expected.json"));
+  goodput::GoodputOptions o;
+  o.events_paths = {dir.path("job202/events.rank*.jsonl")};
+  o.json = true;
+  o.job_id = 202;
+  std::ostringstream summary;
+  goodput::goodput_command(o, summary);
+
+  ClusterInputs in;
+  in.sacct_path = dir.file("sacct.json", sacct({record(201, "ann", "a", 8, "FAILED", start, start, end),
+                                                record(202, "bob", "a", 4, "FAILED", kT0, kT0, kT0 + 20)}));
+  in.logs_template = dir.path("logs/{job_id}/events.rank*.jsonl");
+  in.summaries = {dir.file("spool/202.json", summary.str())};
+  in.health = {data + "cluster_hang/health.node7.json"};
+  const Cluster c = compute_cluster(in);
+  ASSERT_EQ(c.results.size(), 2u);
+  const std::vector<WorkItem> work = work_list(c, GroupBy::kUser, 5);
+  const auto dt =
+      std::find_if(work.begin(), work.end(), [](const WorkItem& w) { return w.key == "detection_teardown"; });
+  ASSERT_NE(dt, work.end());
+  EXPECT_EQ(dt->hangs, 2);
+  // Job 201's hang is its whole detection & teardown (one incident); job 202's, 17 s on 4 GPUs.
+  const GpuNs recorded = c.results[0].gpu[Category::kDetectionTeardown];
+  EXPECT_GT(recorded, 0);
+  EXPECT_EQ(dt->hang_gpu_ns, recorded + 4 * 17 * static_cast<GpuNs>(s));
+  EXPECT_EQ(dt->hang_gpu_ns, dt->gpu_ns);
+  ASSERT_EQ(dt->nodes.size(), 2u);
+  const HangNode& node7 = dt->nodes[recorded > 68 * static_cast<GpuNs>(s) ? 1 : 0];
+  const HangNode& vm = dt->nodes[recorded > 68 * static_cast<GpuNs>(s) ? 0 : 1];
+  EXPECT_EQ(node7.host, "node7");
+  EXPECT_EQ(node7.gpu_ns, 68 * static_cast<GpuNs>(s));
+  EXPECT_EQ(node7.gpus, std::vector<std::string>{b + " 00000000:11:00.0"});
+  EXPECT_EQ(node7.faults, std::vector<std::string>{b + ": recovery_action, xid"});
+  EXPECT_TRUE(node7.hardware());
+  EXPECT_EQ(vm.host, "vm");
+  EXPECT_EQ(vm.gpu_ns, recorded);
+  EXPECT_EQ(vm.gpus, std::vector<std::string>{"cpu"});
+  EXPECT_FALSE(vm.hardware());
+
+  auto hours = [](GpuNs v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", gpu_hours(v));
+    return std::string(buf);
+  };
+  const std::string text = text_report(c, work, GroupBy::kUser);
+  EXPECT_NE(text.find("     hangs: " + hours(dt->hang_gpu_ns) + " GPU-h in 2 hangs; nodes by the GPU-hours"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("       node node7: " + hours(node7.gpu_ns) + " GPU-h (1 hang; " + b +
+                      " 00000000:11:00.0): hardware, health: " + b + ": recovery_action, xid\n"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = nlohmann::json::parse(json_report(c, work, GroupBy::kUser));
+  for (const nlohmann::json& item : j["work_list"]) {
+    if (item["category"] != "detection_teardown") continue;
+    EXPECT_EQ(item["hangs"]["count"], 2);
+    bool found = false;
+    for (const nlohmann::json& n : item["hangs"]["nodes"]) {
+      if (n["host"] != "node7") continue;
+      found = true;
+      EXPECT_EQ(n["hardware"], true);
+      EXPECT_EQ(n["faults"][0], b + ": recovery_action, xid");
+    }
+    EXPECT_TRUE(found) << item.dump();
+  }
+
+  // A health report that is not one names its file and field.
+  for (const auto& [text_of, why] : std::vector<std::pair<std::string, std::string>>{
+           {"[]", "not a JSON object (expected `sdcprobe health --json` output)"},
+           {"{}", "gpus is missing"},
+           {R"({"gpus":[{"conditions":{}}]})", "gpus[0].uuid is missing"},
+           {R"({"gpus":[{"uuid":"GPU-1","conditions":{"xid":{"state":1}}}]})",
+            "gpus[0].conditions.xid.state must be a string"}}) {
+    in.health = {dir.file("bad-health.json", text_of)};
+    try {
+      compute_cluster(in);
+      ADD_FAILURE() << text_of;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), in.health[0] + ": " + why);
+    }
+  }
+}
+
 TEST(ClusterLedger, SacctRecordsAreReadOneAtATimeByTheirOwnFields) {
   Example plain;
   const Cluster expected = compute_cluster(plain.inputs);
@@ -543,6 +667,24 @@ FleetRun fleet_goodput(const TempDir& dir, std::vector<std::string> args) {
   FleetRun r{fuzz::run_process(args, dir.path(""), 120), nullptr};
   if (fs::exists(json)) r.report = nlohmann::json::parse(std::ifstream(json));
   return r;
+}
+
+// --health takes `sdcprobe health --json` reports; one that is not is exit 2 naming it, and nothing
+// is written.
+TEST(FleetGoodputCli, HealthReportsAreReadOrRefusedByName) {
+  TempDir dir;
+  const std::string sacct_path =
+      dir.file("sacct.json", sacct({record(1, "ann", "a", 2, "COMPLETED", kT0, kT0, kT0 + 10)}));
+  const std::string health = std::string(SDC_SOURCE_DIR) + "/tests/goodput/data/cluster_hang/health.node7.json";
+  FleetRun r = fleet_goodput(dir, {"--sacct", sacct_path, "--health", health});
+  ASSERT_TRUE(r.process.exited);
+  EXPECT_EQ(r.process.code, 0) << r.process.err;
+  const std::string bad = dir.file("bad.json", "{\"gpus\": 3}");
+  r = fleet_goodput(dir, {"--sacct", sacct_path, "--health", health, bad});
+  ASSERT_TRUE(r.process.exited);
+  EXPECT_EQ(r.process.code, 2);
+  EXPECT_EQ(r.process.err, "sdcprobe: error: " + bad + ": gpus must be an array\n");
+  EXPECT_TRUE(r.report.is_null());
 }
 
 // A job cancelled while pending, as each Slurm writes it: 22.05's null or 0 start, 24.11's NO_VAL
