@@ -62,6 +62,7 @@ struct GemmRun {
   double reference_s = 0;
   bool inputs_reused = false;      // the previous run's inputs and reference were reused
   std::vector<Digest128> digests;  // one per repeat, when repeats > 1 or spec.digest
+  std::vector<uint32_t> failed_repeats;  // the repeats (a burn's: GEMMs) that found a wrong element
   std::string algorithm;           // what computed it (for the equivalence class)
   std::string library_version;
 };

@@ -309,6 +309,7 @@ void gemm_merge_repeat(GemmRun& run, const GemmVerdict& v, uint32_t rep, std::ve
   }
   const uint64_t unrecorded = v.report.mismatches - v.report.records.size();
   if (rep == 0 || fresh > 0) run.report.mismatches += fresh + unrecorded;
+  if (v.report.mismatches > 0) run.failed_repeats.push_back(rep);
 }
 
 GemmVerdict gemm_verdict_of(const GemmRun& run) {

@@ -9,7 +9,9 @@
 #include <cstdint>
 
 #include "kernels/common/device_mismatch.hpp"
+#include "kernels/common/digest.hpp"
 #include "kernels/common/gemm_check.hpp"
+#include "kernels/common/gemm_fast_check.hpp"
 
 namespace sdc {
 
@@ -74,6 +76,33 @@ cudaError_t launch_gemm_reference_operand(const GemmGenerator& g, uint64_t rows,
 cudaError_t launch_gemm_reference_check(const GemmAccumulation& acc, GemmType type, uint32_t k, uint64_t elements,
                                         const float* c, const int32_t* ref, const int32_t* ref_abs,
                                         unsigned long long* candidates, uint64_t cap, GemmCheckSummary* summary,
+                                        cudaStream_t stream);
+
+// The check at speed's fast path (kernels/gemm_fast_check.cu; arithmetic in gemm_fast_check.hpp).
+// From launch_gemm_float_y's Y and |B||w|: Y rounded to FP32 (y32, tiles x k) and each tile's norm
+// of |B||w| (tile_norm).
+cudaError_t launch_gemm_fast_y(uint32_t k, uint32_t tiles, const double* y, const float* ya, float* y32,
+                               double* tile_norm, cudaStream_t stream);
+// The row checks' reference r (lines x tiles, line-major) in one pass over A as stored in `store`
+// (gemm_cuda_operands' type; fp64 against y, the others against y32), and each line's norm.
+cudaError_t launch_gemm_fast_reference(const GemmCheckShape& s, GemmType store, const void* a, const float* y32,
+                                       const double* y, double* r, double* line_norm, cudaStream_t stream);
+// Repeat `rep` of a batch: the row checks of C against r, its summary added to summaries[rep] (zeroed
+// by the caller once per batch), each failed check captured (caps, its tile's bits in values, s.tile
+// per slot; *count counts them all, zeroed once per batch).
+cudaError_t launch_gemm_fast_compare(const GemmCheckShape& s, const GemmFastBound& b, const void* c, const double* r,
+                                     const double* line_norm, const double* tile_norm, const double2* tw, unsigned rep,
+                                     GemmCheckSummary* summaries, GemmCapture* caps, unsigned long long* values,
+                                     unsigned* count, cudaStream_t stream);
+// Random fp8, repeat `rep` of a batch: each element against the exact reference, read four at a time;
+// failing elements captured alone (one value per slot).
+cudaError_t launch_gemm_fast_element_compare(const GemmAccumulation& acc, GemmType type, uint32_t k, uint64_t elements,
+                                             const float* c, const int32_t* ref, const int32_t* ref_abs, unsigned rep,
+                                             GemmCheckSummary* summaries, GemmCapture* caps,
+                                             unsigned long long* values, unsigned* count, cudaStream_t stream);
+// launch_gemm_diff into `log` only where digests[rep] differs from digests[0] (read on the device).
+cudaError_t launch_gemm_diff_if_changed(GemmType out_type, const void* c, const void* first, uint64_t elements,
+                                        uint32_t n, const Digest128* digests, unsigned rep, DeviceMismatchLog* log,
                                         cudaStream_t stream);
 
 // bits[q] = the bits of output element index[q] (candidates to confirm on the host).

@@ -54,6 +54,8 @@ while IFS=$'\t' read -r arch name seen; do
     *digest_kernel*) need=(LDG128) ;;                          # digest: 16-byte loads
     *"gemm_simt_fp32_kernel<true>"*) need=(LDG128 LDS128) ;;  # k % 4 == 0: float4 global loads
     *gemm_simt_fp32_kernel*) need=(LDS128) ;;
+    *fast_compare*) need=(LDG128) ;;                          # the check at speed reads C in vectors
+    *"fast_reference<"*", float>"*) need=(LDS128) ;;          # its reference reads staged A and Y as float4
     *) continue ;;
   esac
   checked=$((checked + 1))

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -383,6 +384,11 @@ double CudaGemmEngine::reference(const GemmSpec& spec, const GemmAccumulation& a
     matmul(int8, a_abs, bt_abs, ref_abs);
     SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
     synchronize();
+  } else if (fast_check()) {
+    SDC_CUDA_TRY(cudaEventRecord(start_.get(), stream_));
+    fast_reference(spec, acc);
+    SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
+    synchronize();
   } else {
     const GemmCheckShape s = gemm_check_shape(spec.type, spec.inputs, spec.m, spec.n, spec.k, spec.seed, false, acc);
     const uint64_t checks = uint64_t{s.lines} * s.tiles, ys = uint64_t{s.tiles} * s.k, as = uint64_t{s.lines} * s.k;
@@ -406,7 +412,146 @@ double CudaGemmEngine::reference(const GemmSpec& spec, const GemmAccumulation& a
   reference_spec_ = spec;
   reference_acc_ = acc;
   reference_valid_ = true;
+  reference_fast_ = fast_check();
   return elapsed_s(start_, end_);
+}
+
+bool CudaGemmEngine::fast_check() {
+  const char* path = std::getenv("SDCPROBE_GEMM_CHECK");
+  return path == nullptr || std::strcmp(path, "thin") != 0;
+}
+
+// Y = B w and |B||w| per tile (FP64, the inputs regenerated), Y rounded to FP32 and each tile's
+// norm; then r and each line's norm in one pass over A as generate() stored it:
+// (m + n) k input bytes read, no widened copy of A, no second thin GEMM for the bound (its sum comes
+// from the norms, gemm_norm_q).
+void CudaGemmEngine::fast_reference(const GemmSpec& spec, const GemmAccumulation& acc) {
+  const GemmCheckShape s = gemm_check_shape(spec.type, spec.inputs, spec.m, spec.n, spec.k, spec.seed, false, acc);
+  const uint64_t ys = uint64_t{s.tiles} * s.k;
+  grow(scratch_, gemm_float_check_scratch(s));
+  auto* y = grow(ref_y_, ys * sizeof(double)).as<double>();
+  auto* ya = grow(ref_ya_, ys * sizeof(float)).as<float>();
+  auto* y32 = grow(ref_y32_, ys * sizeof(float)).as<float>();
+  auto* tile_norm = grow(row_tile_norm_, s.tiles * sizeof(double)).as<double>();
+  auto* line_norm = grow(row_line_norm_, s.lines * sizeof(double)).as<double>();
+  auto* r = grow(row_r_, uint64_t{s.lines} * s.tiles * sizeof(double)).as<double>();
+  auto* tw = grow(row_tw_, s.tiles * sizeof(double2)).as<double2>();
+  SDC_CUDA_TRY(launch_gemm_float_y(s, scratch_.get(), y, ya, tw, stream_));
+  SDC_CUDA_TRY(launch_gemm_fast_y(s.k, s.tiles, y, ya, y32, tile_norm, stream_));
+  SDC_CUDA_TRY(launch_gemm_fast_reference(s, operands(spec).a, a_.get(), y32, y, r, line_norm, stream_));
+}
+
+void CudaGemmEngine::run_fast_repeats(const GemmSpec& spec, const GemmAccumulation& acc, DeviceBuffer& c,
+                                      GemmRun& run) {
+  const uint32_t reps = std::max(1u, spec.repeats);
+  const bool digests = spec.repeats > 1 || spec.digest, compared = spec.repeats > 1;
+  const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
+  const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
+  const unsigned width = gemm_output_bytes(spec.type) * 8;
+  const bool per_element = gemm_reference_check(spec.type, spec.inputs);
+  const GemmCheckShape s = gemm_check_shape(spec.type, spec.inputs, spec.m, spec.n, spec.k, spec.seed, false, acc);
+  const uint32_t stride = per_element ? 1 : s.tile;
+  auto* summaries = grow(batch_summaries_, reps * sizeof(GemmCheckSummary)).as<GemmCheckSummary>();
+  auto* caps = grow(batch_caps_, kGemmCaptureSlots * sizeof(GemmCapture)).as<GemmCapture>();
+  auto* values = grow(batch_values_, uint64_t{kGemmCaptureSlots} * stride * sizeof(uint64_t)).as<unsigned long long>();
+  auto* count = grow(batch_count_, sizeof(unsigned)).as<unsigned>();
+  auto* digest_d = digests ? grow(batch_digests_, reps * sizeof(Digest128)).as<Digest128>() : nullptr;
+  auto* logs = compared ? grow(batch_logs_, reps * sizeof(DeviceMismatchLog)).as<DeviceMismatchLog>() : nullptr;
+  while (batch_events_.size() < 4 * size_t{reps}) batch_events_.emplace_back(ordinal_);
+  SDC_CUDA_TRY(cudaMemsetAsync(summaries, 0, reps * sizeof(GemmCheckSummary), stream_));
+  SDC_CUDA_TRY(cudaMemsetAsync(count, 0, sizeof(unsigned), stream_));
+  if (compared) SDC_CUDA_TRY(cudaMemsetAsync(logs, 0, reps * sizeof(DeviceMismatchLog), stream_));
+  const GemmFastBound bound = gemm_fast_bound(s, acc);
+  const LaunchShape digest_shape{4096, 256};
+  for (uint32_t rep = 0; rep < reps; ++rep) {
+    Event* ev = &batch_events_[4 * size_t{rep}];
+    SDC_CUDA_TRY(cudaEventRecord(ev[0].get(), stream_));
+    matmul(spec, a_.get(), bt_.get(), c.data());
+    SDC_CUDA_TRY(cudaEventRecord(ev[1].get(), stream_));
+    inject_(c, elements, width, 1);
+    SDC_CUDA_TRY(cudaEventRecord(ev[2].get(), stream_));
+    if (per_element) {
+      SDC_CUDA_TRY(launch_gemm_fast_element_compare(acc, spec.type, spec.k, elements,
+                                                    static_cast<const float*>(c.data()), ref_c_.as<int32_t>(),
+                                                    ref_abs_.as<int32_t>(), rep, summaries, caps, values, count,
+                                                    stream_));
+    } else {
+      SDC_CUDA_TRY(launch_gemm_fast_compare(s, bound, c.data(), row_r_.as<double>(), row_line_norm_.as<double>(),
+                                            row_tile_norm_.as<double>(), row_tw_.as<double2>(), rep, summaries, caps,
+                                            values, count, stream_));
+    }
+    SDC_CUDA_TRY(cudaEventRecord(ev[3].get(), stream_));
+    if (digests)
+      SDC_CUDA_TRY(launch_digest(static_cast<const uint64_t*>(c.data()), c_bytes / 8, digest_d + rep, digest_shape,
+                                 stream_));
+    if (compared && rep == 0) {
+      SDC_CUDA_TRY(cudaMemcpyAsync(grow(first_, c_bytes).get(), c.data(), c_bytes, cudaMemcpyDeviceToDevice, stream_));
+    } else if (compared) {
+      SDC_CUDA_TRY(launch_gemm_diff_if_changed(spec.type, c.data(), first_.get(), elements, spec.n, digest_d, rep,
+                                               logs + rep, stream_));
+    }
+  }
+  synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<GemmCheckSummary> sums(reps);
+  download(sums.data(), summaries, reps * sizeof(GemmCheckSummary));
+  unsigned captured = 0;
+  download(&captured, count, sizeof captured);
+  std::vector<GemmCapture> cap_list(std::min<unsigned>(captured, kGemmCaptureSlots));
+  std::vector<uint64_t> cap_values(cap_list.size() * stride);
+  if (!cap_list.empty()) {
+    download(cap_list.data(), caps, cap_list.size() * sizeof(GemmCapture));
+    download(cap_values.data(), values, cap_values.size() * sizeof(uint64_t));
+  }
+  std::vector<Digest128> digs(digests ? reps : 0);
+  if (digests) download(digs.data(), digest_d, reps * sizeof(Digest128));
+  std::vector<uint64_t> seen;
+  for (uint32_t rep = 0; rep < reps; ++rep) {
+    const Event* ev = &batch_events_[4 * size_t{rep}];
+    run.gemm_s += elapsed_s(ev[0], ev[1]);
+    GemmVerdict v;
+    v.check_s = elapsed_s(ev[2], ev[3]);
+    v.check_tile = per_element ? 1 : s.tile;
+    std::memcpy(&v.max_ratio, &sums[rep].max_ratio_bits, sizeof v.max_ratio);
+    std::memcpy(&v.detectable, &sums[rep].detectable_bits, sizeof v.detectable);
+    v.c_rms = std::sqrt(sums[rep].c_square_sum / static_cast<double>(elements));
+    v.flagged_checks = sums[rep].flagged;
+    v.report.checked = elements;
+    if (sums[rep].flagged > 0) {
+      const GemmBatchCandidates found = gemm_batch_candidates(cap_list, cap_values, stride, rep);
+      GemmCandidates candidates;
+      candidates.index = found.index;
+      candidates.element_checks = per_element;
+      for (const GemmCapture& cap : cap_list) {
+        if (cap.rep == rep && !per_element) candidates.failed_at.push_back(cap.first);
+      }
+      std::sort(candidates.failed_at.begin(), candidates.failed_at.end());
+      // Failed checks past the capture slots: counted, not located.
+      candidates.beyond = found.index.empty() ? sums[rep].flagged : 0;
+      const GemmBitsAt bits_at = [&found](const std::vector<uint64_t>& index) {
+        std::vector<uint64_t> bits;
+        for (uint64_t i : index) {
+          const auto it = std::lower_bound(found.index.begin(), found.index.end(), i);
+          bits.push_back(it != found.index.end() && *it == i ? found.bits[it - found.index.begin()] : 0);
+        }
+        return bits;
+      };
+      v.report = gemm_confirm_capped(spec, acc, nullptr, std::move(candidates), bits_at, host_threads());
+    }
+    if (digests) run.digests.push_back(digs[rep]);
+    if (rep > 0 && compared && digs[rep] != digs[0] && v.report.mismatches == 0) {
+      // Differs from repeat 0 while both pass their bounds: the elements that differ.
+      DeviceMismatchLog log;
+      download(&log, logs + rep, sizeof log);
+      v.report.mismatches += log.mismatches;
+      for (uint64_t r = 0; r < std::min<uint64_t>(log.mismatches, kDeviceMismatchSlots); ++r)
+        v.report.keep(
+            gemm_mismatch_record(spec, log.records[r].index, log.records[r].expected, log.records[r].observed));
+    }
+    run.verify_s += v.check_s;
+    gemm_merge_repeat(run, v, rep, seen);
+  }
+  run.verify_s += seconds_since(t0);
 }
 
 GemmCheckSummary CudaGemmEngine::compare(const GemmSpec& spec, const GemmAccumulation& acc, const void* c,
@@ -522,11 +667,19 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
   const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
   DeviceBuffer& c = gemm_output_buffer(device_, c_, spec);
   const GemmAccumulation acc = spec.model ? *spec.model : accumulation(spec.type, spec.path);
+  const bool fast = fast_check() && !gemm_inputs_exact(spec.inputs);
   if (!gemm_inputs_exact(spec.inputs) &&
-      !(reference_valid_ && gemm_same_inputs(reference_spec_, spec) && gemm_same_accumulation(reference_acc_, acc))) {
+      !(reference_valid_ && reference_fast_ == fast_check() && gemm_same_inputs(reference_spec_, spec) &&
+        gemm_same_accumulation(reference_acc_, acc))) {
     run.reference_s = reference(spec, acc);
     run.verify_s += run.reference_s;
     run.inputs_reused = false;
+  }
+  if (fast) {
+    run_fast_repeats(spec, acc, c, run);
+    run.algorithm = algorithm(spec);
+    run.library_version = library_version();
+    return run;
   }
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
   for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {

@@ -12,6 +12,9 @@
 // INT32 reference GEMMs) are kept while the next run asks for the same inputs, so each later GEMM
 // costs one fused pass over its C. Locating a failed check (the column pass) recomputes its
 // reference each time (check()).
+// The fast path (the default; SDCPROBE_GEMM_CHECK=thin keeps the thin GEMMs' path, until the fast one
+// is measured on a GPU): the reference in one pass over A as stored (kernels/gemm_fast_check.cu), and
+// a run's repeats checked as one batch whose verdicts are read back once, the failing repeat named.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -74,6 +77,15 @@ class CudaGemmEngine : public GemmEngine {
   // Random inputs: computes the reference of the inputs in a_ and bt_ under `acc` and keeps it;
   // returns the seconds it took. run() calls it only when the kept one does not fit.
   double reference(const GemmSpec& spec, const GemmAccumulation& acc);
+  // Whether this run takes the fast path (SDCPROBE_GEMM_CHECK, read per run so that a benchmark can
+  // measure both paths in one process).
+  static bool fast_check();
+  // The fast path's reference of random inputs other than fp8 (r, each line's and tile's norm, the
+  // tile weights), enqueued.
+  void fast_reference(const GemmSpec& spec, const GemmAccumulation& acc);
+  // The fast path's repeats: every GEMM, its injection and its check enqueued back to back, the
+  // verdicts (summaries, captured failed checks, digests) read back once at the end.
+  void run_fast_repeats(const GemmSpec& spec, const GemmAccumulation& acc, DeviceBuffer& c, GemmRun& run);
   // The row pass at speed: C against the kept reference, one pass; as check().
   GemmCheckSummary compare(const GemmSpec& spec, const GemmAccumulation& acc, const void* c,
                            std::vector<uint8_t>& flags, double& check_s);
@@ -116,10 +128,13 @@ class CudaGemmEngine : public GemmEngine {
   // reference belongs to.
   GemmSpec inputs_spec_, reference_spec_;
   GemmAccumulation reference_acc_;
-  bool inputs_valid_ = false, reference_valid_ = false;
+  bool inputs_valid_ = false, reference_valid_ = false, reference_fast_ = false;
   DeviceMemory row_r_, row_q_, row_tw_;  // the row check's reference: r, q (lines x tiles), tile weights
   DeviceMemory ref_y_, ref_ya_, ref_wide_, ref_wide_abs_;  // what it is computed from: Y, |B||w|, A and |A|
   DeviceMemory flags_, flag_list_, summary_, invalid_, index_, bits_, digest_, log_;
+  DeviceMemory ref_y32_, row_line_norm_, row_tile_norm_;  // the fast path's reference: Y in FP32, the norms
+  DeviceMemory batch_summaries_, batch_caps_, batch_values_, batch_count_, batch_digests_, batch_logs_;
+  std::vector<Event> batch_events_;  // per repeat: GEMM start, end, check start, end
   std::map<Key, Pinned> pinned_;
 };
 

@@ -58,21 +58,22 @@ SDC_HD double gemm_ref_underflow(GemmType t, uint32_t k) { return t == GemmType:
 // The bound's sum q = sum_p |a_p| (|B||w|)_p is at most ||a|| ||(|B||w|)|| (Cauchy-Schwarz): a norm
 // per line of A, summed in the reference's pass, and one per tile, instead of a second thin GEMM.
 // It is looser by rms(a) rms(ya) / E(|a| ya), about 1.27 for the random inputs (docs/probes.md).
-// line_sq and tile_sq are the sums of squares in FP64, any order; the factor covers their roundings
-// and those of |B||w| (gamma_T(2^-53)): 2 gemm_check_slack >= 4 gamma_{k + width + 8}(2^-53).
-SDC_HD double gemm_norm_q(double line_sq, double tile_sq, uint32_t k, uint32_t width) {
-  return sqrt(line_sq) * sqrt(tile_sq) * (1 + 2 * gemm_check_slack(k, width));
-}
+// The norms are square roots of sums of squares in FP64, any order, of A's values and of |B||w| as
+// kept in FP32; the factor covers those roundings (2^-23 for FP32's, and 2 gemm_check_slack >=
+// 4 gamma_{k + width + 8}(2^-53) for the sums, |B||w|'s own and the square roots).
+SDC_HD double gemm_norm_factor(uint32_t k, uint32_t width) { return 1 + 0x1p-23 + 2 * gemm_check_slack(k, width); }
+SDC_HD double gemm_norm_q(double line_norm, double tile_norm, double factor) { return line_norm * tile_norm * factor; }
 
 struct GemmFastBound {
   GemmFloatBound base;
-  double ref_error = 0, ref_underflow = 0;
+  double ref_error = 0, ref_underflow = 0, norm_factor = 1;
 };
 SDC_HD GemmFastBound gemm_fast_bound(const GemmCheckShape& s, const GemmAccumulation& acc) {
   GemmFastBound b;
   b.base = gemm_float_bound(s, acc);
   b.ref_error = gemm_ref_error(s.out_type, s.k);
   b.ref_underflow = gemm_ref_underflow(s.out_type, s.k);
+  b.norm_factor = gemm_norm_factor(s.k, s.width);
   return b;
 }
 
@@ -112,10 +113,10 @@ struct GemmFastCheck {
 };
 // Row check (line, tile) of the fast path: C w over the tile (cw) against r, tau from the line's
 // and the tile's norms, the tile's sum and least of w.
-SDC_HD GemmFastCheck gemm_fast_check(const GemmFastBound& b, uint32_t k, uint32_t width, double cw, double r,
-                                     double line_sq, double tile_sq, double wsum, double wmin) {
+SDC_HD GemmFastCheck gemm_fast_check(const GemmFastBound& b, uint32_t k, double cw, double r, double line_norm,
+                                     double tile_norm, double wsum, double wmin) {
   GemmFastCheck c;
-  c.tau = gemm_fast_tau(b, k, gemm_norm_q(line_sq, tile_sq, k, width), wsum);
+  c.tau = gemm_fast_tau(b, k, gemm_norm_q(line_norm, tile_norm, b.norm_factor), wsum);
   c.residual = fabs(cw - r);
   c.fails = gemm_check_fails(c.residual, c.tau);
   c.detectable = gemm_detectable_error(c.tau, c.residual, wmin);

@@ -20,11 +20,12 @@ const GemmType kFloatTypes[] = {GemmType::kFp64, GemmType::kFp32, GemmType::kTf3
                                 GemmType::kBf16};
 
 // The fast path's reference of an m x n x k GEMM's row checks, as the device computes it: Y and
-// |B||w| per tile in FP64, the tiles' norms, and per line its norm and r = A Y (gemm_ref_dot*).
+// |B||w| per tile in FP64 (|B||w| kept in FP32), the tiles' norms, and per line its norm and r = A Y
+// (gemm_ref_dot*).
 struct Reference {
   GemmCheckShape s;
   GemmFastBound b;
-  std::vector<double> r, line_sq, tile_sq;
+  std::vector<double> r, line_norm, tile_norm;
   std::vector<GemmTileWeights> weights;
 };
 
@@ -35,7 +36,7 @@ Reference fast_reference(const GemmSpec& spec, const GemmAccumulation& acc) {
   ref.b = gemm_fast_bound(s, acc);
   std::vector<double> y(uint64_t{s.tiles} * s.k, 0.0);
   std::vector<float> y32(y.size());
-  ref.tile_sq.assign(s.tiles, 0.0);
+  ref.tile_norm.assign(s.tiles, 0.0);
   for (uint32_t t = 0; t < s.tiles; ++t) {
     const uint32_t lo = t * s.tile, hi = std::min(lo + s.tile, s.width);
     ref.weights.push_back(gemm_tile_weights(s.key, lo, hi));
@@ -49,8 +50,10 @@ Reference fast_reference(const GemmSpec& spec, const GemmAccumulation& acc) {
       }
       y[uint64_t{t} * s.k + p] = sy;
       y32[uint64_t{t} * s.k + p] = static_cast<float>(sy);
-      ref.tile_sq[t] += sa * sa;
+      const double kept = static_cast<float>(sa);
+      ref.tile_norm[t] += kept * kept;
     }
+    ref.tile_norm[t] = std::sqrt(ref.tile_norm[t]);
   }
   std::vector<double> a64(s.k);
   std::vector<float> a32(s.k);
@@ -61,7 +64,7 @@ Reference fast_reference(const GemmSpec& spec, const GemmAccumulation& acc) {
       a32[p] = static_cast<float>(a64[p]);
       sq += a64[p] * a64[p];
     }
-    ref.line_sq.push_back(sq);
+    ref.line_norm.push_back(std::sqrt(sq));
     for (uint32_t t = 0; t < s.tiles; ++t) {
       ref.r.push_back(spec.type == GemmType::kFp64 ? gemm_ref_dot64(a64.data(), &y[uint64_t{t} * s.k], s.k)
                                                    : gemm_ref_dot32(a32.data(), &y32[uint64_t{t} * s.k], s.k));
@@ -136,8 +139,8 @@ void fast_compare(const Reference& ref, const std::vector<double>& out, unsigned
       }
       for (uint32_t j = v.body; j < hi; ++j) add(j);
       const GemmTileWeights& w = ref.weights[t];
-      const GemmFastCheck c = gemm_fast_check(ref.b, s.k, s.width, cw, ref.r[uint64_t{line} * s.tiles + t],
-                                              ref.line_sq[line], ref.tile_sq[t], w.sum, w.min);
+      const GemmFastCheck c = gemm_fast_check(ref.b, s.k, cw, ref.r[uint64_t{line} * s.tiles + t],
+                                              ref.line_norm[line], ref.tile_norm[t], w.sum, w.min);
       sum.c_square_sum += squares;
       if (c.fails) {
         ++sum.flagged;
@@ -315,18 +318,19 @@ TEST(GemmFastCheck, TheReferenceErrorAndTheNormBoundHold) {
           sa = std::fma(std::fabs(b), gemm_float_check_weight(9, j), sa);
         }
         y[p] = s;
-        ya[p] = sa;
+        ya[p] = static_cast<float>(sa);
         y32[p] = static_cast<float>(s);
         exact += static_cast<long double>(a[p]) * y[p];
         bound += std::fabs(static_cast<long double>(a[p]) * y[p]);
-        qa += std::fabs(static_cast<long double>(a[p])) * ya[p];
+        qa += std::fabs(static_cast<long double>(a[p])) * sa;
         line_sq += static_cast<long double>(a[p]) * a[p];
-        tile_sq += static_cast<long double>(sa) * sa;
+        tile_sq += static_cast<long double>(ya[p]) * ya[p];
       }
       const double r = gemm_ref_dot32(a.data(), y32.data(), k);
       const long double err = std::fabs(static_cast<long double>(r) - exact);
       EXPECT_LE(err, gemm_ref_error(t, k) * bound + gemm_ref_underflow(t, k));
-      const double q = gemm_norm_q(static_cast<double>(line_sq), static_cast<double>(tile_sq), k, k);
+      const double q = gemm_norm_q(std::sqrt(static_cast<double>(line_sq)), std::sqrt(static_cast<double>(tile_sq)),
+                                   gemm_norm_factor(k, k));
       EXPECT_GE(static_cast<long double>(q), qa);
       EXPECT_LT(static_cast<long double>(q), 1.5L * qa) << "the norm bound is loose by more than expected";
     }
@@ -373,6 +377,20 @@ TEST(GemmFastCheck, ACaptureCoversItsTileAndTheCandidatesAreSortedAndUnique) {
   EXPECT_EQ(cand.bits, (std::vector<uint64_t>{7, 5, 1, 2}));
   EXPECT_EQ(gemm_batch_candidates(caps, values, 2, 0).index, std::vector<uint64_t>{10});
   EXPECT_TRUE(gemm_batch_candidates(caps, values, 2, 2).index.empty());
+}
+
+// The repeats a run's merge names: those whose verdict found a wrong element, in order.
+TEST(GemmFastCheck, MergingABatchsVerdictsNamesTheFailedRepeats) {
+  GemmRun run;
+  std::vector<uint64_t> seen;
+  GemmVerdict clean, wrong;
+  wrong.report.mismatches = 1;
+  MismatchRecord rec;
+  rec.index = 77;
+  wrong.report.keep(rec);
+  for (unsigned rep = 0; rep < kRepeats; ++rep) gemm_merge_repeat(run, rep == 2 || rep == 4 ? wrong : clean, rep, seen);
+  EXPECT_EQ(run.failed_repeats, (std::vector<uint32_t>{2, 4}));
+  EXPECT_EQ(run.report.mismatches, 1u);  // the same element, counted once
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -391,6 +392,43 @@ TEST(CudaGemmEngine, EveryGemmOnKeptInputsIsCheckedAgainstTheKeptReference) {
     std::printf("%-5s n=%u max |r|/tau %.3g, detectable %.2f rms(C)\n", what.c_str(), n, clean.max_ratio,
                 clean.detectable / rms);
   }
+}
+
+// A run's repeats on both paths of the check at speed (SDCPROBE_GEMM_CHECK: the fast path batches the
+// repeats and reads their verdicts once): one element off by 2 x rms(C) in the first, a middle or the
+// last repeat is caught, located and its repeat named first, for every random type; clean repeats
+// stay far from the bound.
+TEST(CudaGemmEngine, BothCheckPathsNameTheRepeatAndElementOfAFaultInTheFirstMiddleAndLastRepeat) {
+  auto devices = gpus();
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t n = 1024;
+  const uint64_t at = uint64_t{417} * n + 613;
+  for (const char* path : {"fast", "thin"}) {
+    ASSERT_EQ(setenv("SDCPROBE_GEMM_CHECK", path, 1), 0);
+    for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
+                       GemmType::kE4m3, GemmType::kE5m2}) {
+      const std::string what = std::string(path) + " " + gemm_type_name(t);
+      GemmSpec s = square(t, GemmInputs::kRandom, n);
+      CudaGemmEngine probe(*devices[0], devices[0]->identity().index, nullptr, faults_at({}));
+      if (!probe.supports(t, GemmPath::kLibrary)) continue;
+      s.repeats = 5;
+      const GemmRun clean = probe.run(s);
+      ASSERT_EQ(clean.report.mismatches, 0u) << what;
+      EXPECT_LT(clean.max_ratio, 0.1) << what;
+      EXPECT_LT(clean.detectable / clean.c_rms, 2.0) << what;
+      for (int planted : {0, 2, 4}) {
+        CudaGemmEngine engine(*devices[0], devices[0]->identity().index, nullptr,
+                              faults_at({{at, 0, 0, planted, 2 * clean.c_rms}}));
+        const GemmRun run = engine.run(s);
+        EXPECT_EQ(run.report.mismatches, 1u) << what << ", repeat " << planted;
+        ASSERT_FALSE(run.report.records.empty()) << what << ", repeat " << planted;
+        EXPECT_EQ(run.report.records[0].index, at) << what << ", repeat " << planted;
+        ASSERT_FALSE(run.failed_repeats.empty()) << what << ", repeat " << planted;
+        EXPECT_EQ(run.failed_repeats.front(), static_cast<uint32_t>(planted)) << what;
+      }
+    }
+  }
+  ASSERT_EQ(unsetenv("SDCPROBE_GEMM_CHECK"), 0);
 }
 
 // gemm.burn.bf16 on the GPU: a transient flip in the first, a middle and the last GEMM is caught
