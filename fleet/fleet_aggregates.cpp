@@ -197,7 +197,7 @@ FleetTally read_fleet_aggregates(const std::string& dir) {
       vote.seed = run_seed(row);
       vote.config = vote_config(row.text("level"), row.optional_count("size_bytes"), row.optional_count("iterations"));
     }
-    if (!row.null("golden_digest")) vote.golden = row.digest("golden_digest");
+    if (!row.null("golden_digest")) keep_golden(vote, row.digest("golden_digest"));
     const Digest128 digest = row.digest("digest");
     DigestTally& d = vote.digests[{digest.hi, digest.lo}];
     if (d.runs != 0) throw row.bad("digest", "a second row for this vote and digest");

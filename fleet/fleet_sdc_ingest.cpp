@@ -182,7 +182,7 @@ VoteTally& find_vote(FleetTally& tally, std::string&& key, const VoteTally& prot
 
 void add_member(VoteTally& vote, const Digest128& digest, const std::optional<Digest128>& golden,
                 const FleetDevice& device, bool failed, double at) {
-  if (!vote.golden) vote.golden = golden;
+  keep_golden(vote, golden);
   vote.digests[{digest.hi, digest.lo}].add(device.id, failed, at);
 }
 

@@ -130,7 +130,7 @@ void FleetTally::merge(FleetTally&& o) {
     digests.swap(vote.digests);
     auto [it, added] = votes.try_emplace(key, std::move(vote));  // moved only when added
     VoteTally& into = it->second;
-    if (!added && !into.golden) into.golden = vote.golden;
+    if (!added) keep_golden(into, vote.golden);
     for (auto& [digest, tally] : digests) into.digests[digest].merge(std::move(tally), remap);
   }
   for (const auto& [key, n] : o.failures_by_day) failures_by_day[key] += n;
@@ -158,6 +158,12 @@ std::string fleet_device_key(std::string_view host, std::string_view uuid) {
   std::string key;
   key.reserve(host.size() + 1 + uuid.size());
   return key.append(host).append(1, '/').append(uuid);
+}
+
+void keep_golden(VoteTally& vote, const std::optional<Digest128>& golden) {
+  if (golden && (!vote.golden || std::tie(golden->hi, golden->lo) > std::tie(vote.golden->hi, vote.golden->lo))) {
+    vote.golden = golden;
+  }
 }
 
 std::string vote_config(std::string_view level, std::optional<uint64_t> size_bytes, std::optional<uint64_t> iterations) {

@@ -106,6 +106,10 @@ struct VoteTally {
   std::optional<Digest128> golden;  // the host's IEEE golden digest, where the probe has one
 };
 
+// Keeps the larger of the vote's golden digest and `golden`: hosts of one class compute the same
+// one, and where a host computed another, every reader of the same results keeps the same.
+void keep_golden(VoteTally& vote, const std::optional<Digest128>& golden);
+
 struct FleetTally {
   FleetTally() = default;
   FleetTally(FleetTally&&) = default;

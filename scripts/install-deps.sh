@@ -54,6 +54,7 @@ test_packages=(
   clang-14  # the fuzz preset: libFuzzer harnesses (.ci/fuzz.sh)
   libclang-rt-14-dev
   libomp-14-dev
+  openjdk-17-jre-headless  # the fleet store's Spark job, run in local mode by its test (PySpark from PyPI)
 )
 
 case "${1:-}" in

@@ -64,8 +64,8 @@ COLUMNS = {
 # What makes a row the same row when a store holds it twice (a report imported again after its
 # day was compacted, a history's day file rewritten with more rows): one copy of each counts.
 ROW_KEYS = {
-    "results": "run_key, device_uuid, probe, attempt",
-    "sites": "run_key, device_uuid, probe, attempt, record",
+    "results": "run_key, device_uuid, probe, attempt, time",
+    "sites": "run_key, device_uuid, probe, attempt, record, time",
     "devices": "run_key, host, uuid, time",
     "quarantine": "host, device_uuid, quarantine_id, event",
 }
@@ -256,10 +256,14 @@ class DuckDBEngine:
 class SparkEngine:
     """Spark SQL, over a store at any path Spark reads (a folder, HDFS, s3a)."""
 
-    def __init__(self, spark=None):
+    def __init__(self, master=None):
         from pyspark.sql import SparkSession
 
-        self.spark = spark or SparkSession.builder.appName("sdcprobe fleet aggregates").getOrCreate()
+        builder = SparkSession.builder.appName("sdcprobe fleet aggregates")
+        if master:
+            builder = builder.master(master)  # spark-submit sets it; `python fleet_engine.py` may
+        self.spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
         self.spark.conf.set("spark.sql.session.timeZone", "UTC")
 
     def load(self, store, table, since, until):
@@ -368,7 +372,8 @@ def main(argv=None):
     agg.add_argument("--since", help="first day, YYYY-MM-DD")
     agg.add_argument("--until", help="last day, YYYY-MM-DD")
     agg.add_argument("--threads", type=int)
-    agg.add_argument("--memory-limit")
+    agg.add_argument("--memory-limit", help="DuckDB's memory limit, e.g. 4GB")
+    agg.add_argument("--master", help="Spark's master when not run by spark-submit, e.g. local[2]")
     comp = sub.add_parser("compact", help="merge each day's landing files into Parquet (DuckDB)")
     comp.add_argument("--store", required=True)
     args = parser.parse_args(argv)
@@ -379,7 +384,7 @@ def main(argv=None):
         for name in ("since", "until"):
             if getattr(args, name) and not DAY.match(getattr(args, name)):
                 raise StoreError(f"--{name}: expected a day like 2026-12-01, got {getattr(args, name)!r}")
-        engine = DuckDBEngine(args.threads, args.memory_limit) if args.engine == "duckdb" else SparkEngine()
+        engine = DuckDBEngine(args.threads, args.memory_limit) if args.engine == "duckdb" else SparkEngine(args.master)
         aggregate(engine, args.store, args.out, args.since, args.until)
         return 0
     except ImportError as e:

@@ -1,0 +1,295 @@
+// The fleet store read by the engines (docs/fleet.md#reading-the-store): a generated fleet's reports
+// and history, imported into a store, give the same `fleet sdc` JSON report from the files, from the
+// store through embedded DuckDB, and from the store through Spark (local[2]) and --aggregates; after
+// compaction to Parquet and a second import too. Bad stores and aggregates are exit 2 naming the file.
+// The engines come from the fleet_engines_venv fixture ($SDC_FLEET_ENGINES_PYTHON).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "scheduler/consensus/fleet_seed.hpp"
+#include "scheduler/sweep/history.hpp"
+#include "tests/cli/run_sdcprobe.hpp"
+#include "tests/fleet/sim_fleet.hpp"
+
+namespace sdc {
+namespace {
+
+namespace fs = std::filesystem;
+using test::Outcome;
+using test::run_command;
+using test::sdcprobe;
+
+constexpr int kHosts = 16, kGpus = 4, kPasses = 8;
+
+std::string engines_python() {
+  const char* python = std::getenv("SDC_FLEET_ENGINES_PYTHON");
+  return python ? python : "";
+}
+
+// The engine, as `fleet sdc --store` runs it and as a user runs the Spark job.
+std::string engine_env() {
+  return "SDCPROBE_PYTHON=" + engines_python() + " PYTHONPATH=" + std::string(SDC_SOURCE_DIR) + "/python ";
+}
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+nlohmann::json record(bool memory, uint64_t index, int bit, int unit) {
+  nlohmann::json r = {{"index", index},          {"expected", uint64_t{0}},  {"observed", uint64_t{1} << bit},
+                      {"syndrome", uint64_t{1} << bit}, {"bits", {bit}}, {"width_bits", 64}};
+  if (memory) {
+    r["byte_offset"] = index * 8;
+  } else {
+    r["unit"] = unit;
+    r["lane"] = bit % 32;
+  }
+  return r;
+}
+
+// A fleet of kHosts nodes of kGpus GPUs (H100 on even nodes, A100 with another driver on odd ones),
+// swept every 6 hours for two days with the fleet seed. Planted: node3's GPU 2 fails the memory probe
+// in one DRAM row every pass (a lemon device), node5's GPUs all fail it every other pass (a lemon
+// node), node7's GPU 1 hands back a wrong GEMM digest and passes its own checks; background failures
+// elsewhere. One report ran with an injection, one result was skipped; the A100s' transcendental
+// probe carries the host's golden digest. Also a history with a quarantine, a release and a failure
+// after it. Returns the inputs for `fleet sdc`.
+std::string generate_fleet(const fs::path& dir) {
+  std::mt19937_64 rng(20261205);
+  std::bernoulli_distribution background(0.01);
+  for (int h = 0; h < kHosts; ++h) {
+    const std::string host = "node" + std::to_string(h);
+    const bool a100 = h % 2 == 1;
+    std::vector<DeviceIdentity> devices;
+    for (int g = 0; g < kGpus; ++g) {
+      DeviceIdentity d = a100 ? gpu(host, g, "NVIDIA A100-SXM4-80GB") : gpu(host, g);
+      if (a100) d.driver_version = "535.104";
+      devices.push_back(d);
+    }
+    for (int p = 0; p < kPasses; ++p) {
+      const int64_t at = kDay0 + 6 * 3600 * p + 60 * h;
+      const uint64_t seed = fleet_seed("site-secret", SeedPeriod::kHour, at).seed;
+      std::vector<std::vector<SimResult>> results(kGpus);
+      for (int g = 0; g < kGpus; ++g) {
+        results[g] = deterministic(h == 7 && g == 1);
+        SimResult mem{"mem.march_c", false, false, false, 600.0 + g};
+        const bool lemon_device = h == 3 && g == 2, lemon_node = h == 5 && p % 2 == 0;
+        if (lemon_device || lemon_node || background(rng)) {
+          mem.failed = true;
+          const uint64_t base = (uint64_t{5} << 18) + (lemon_device ? 0 : 4096 * p);
+          mem.records = {record(true, base + p, p % 64, -1), record(true, base + 40 + p, 3, -1)};
+        }
+        results[g].push_back(mem);
+      }
+      nlohmann::json report_json = nlohmann::json::parse(report(host, at, seed, devices, results));
+      for (auto& r : report_json["results"]) {
+        if (a100 && r["probe"] == "sfu.transcendental") r["golden_digest"] = digest_hex(right_digest(r["probe"], seed));
+      }
+      if (h == 9 && p == 0) report_json["injections"] = {"device=0,probe=alu.fma32,model=bitflip,bit=7"};
+      if (h == 10 && p == 2) {
+        auto& skipped = report_json["results"][1];
+        skipped["outcome"] = "skipped";
+        skipped.erase("digest");
+      }
+      write(dir / "reports" / (host + "-" + std::to_string(p) + ".json"), report_json.dump());
+    }
+  }
+  const fs::path history_dir = dir / "hist";
+  fs::create_directories(history_dir);
+  {
+    History h((history_dir / kHistoryFile).string());
+    const DeviceIdentity d = gpu("hist", 0);
+    auto result = [&](const std::string& outcome, double at, const char* probe = "mem.march_c") {
+      ResultRecord r;
+      r.recorded_at = at;
+      r.device_uuid = d.uuid;
+      r.probe = probe;
+      r.outcome = outcome;
+      r.duration_s = 600.123456789;
+      return r;
+    };
+    const int64_t id = h.begin_run({0, "sweep", "hist", 1, "standard", "test", kDay0, 0, "running"});
+    h.record(id, {d}, {result("fail", kDay0 + 10.0000004), result("pass", kDay0 + 20, "alu.fma32")}, kDay0 + 30);
+    h.quarantine(d.uuid, "test", kDay0 + 40);
+    h.release(d.uuid, "operator", kDay0 + 50.25);
+    h.record(id, {d}, {result("fail", kDay0 + 60)}, kDay0 + 70);
+    h.finish_run(id, "complete", kDay0 + 80);
+  }
+  std::string topology;
+  for (int h = 0; h < kHosts; ++h) topology += "node" + std::to_string(h) + " rack=R" + std::to_string(h / 4) + "\n";
+  write(dir / "topology.txt", topology);
+  return (dir / "reports").string() + " " + (history_dir / kHistoryFile).string();
+}
+
+class StoreEngines : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(engines_python().empty()) << "SDC_FLEET_ENGINES_PYTHON is not set (the fleet_engines_venv fixture)";
+    dir_ = fs::temp_directory_path() / ("store_engines_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string topology() const { return " --topology " + path("topology.txt"); }
+
+  // `fleet sdc ARGS --json FILE`: its exit code, and the report.
+  nlohmann::json fleet_sdc(const std::string& args, const std::string& env = "") {
+    const std::string json = path("report-" + std::to_string(++reports_) + ".json");
+    const Outcome o = run_command(env + SDC_BINARY_DIR "/cli/sdcprobe fleet sdc " + args + " --json " + json);
+    EXPECT_EQ(o.code, 1) << args << "\n" << o.out;  // the planted faults
+    std::ifstream in(json);
+    EXPECT_TRUE(in.good()) << args << "\n" << o.out;
+    return in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+  }
+  nlohmann::json through_duckdb(const std::string& args = "") {
+    return fleet_sdc("--store " + path("store") + topology() + args, engine_env());
+  }
+  void import(const std::string& inputs) {
+    const Outcome o = sdcprobe("fleet import " + inputs + " --store " + path("store"));
+    ASSERT_EQ(o.code, 0) << o.out;
+  }
+
+  fs::path dir_;
+  int reports_ = 0;
+};
+
+// The planted faults, found: so that equal reports are not equal by being empty.
+void expect_planted_found(const nlohmann::json& report) {
+  bool wrong_digest = false;
+  for (const auto& s : report["suspects"]) wrong_digest = wrong_digest || s["uuid"] == "GPU-node7-1";
+  EXPECT_TRUE(wrong_digest) << report["suspects"].dump();
+  bool lemon = false;
+  for (const auto& l : report["lemons"]["devices"]) lemon = lemon || l["uuid"] == "GPU-node3-2";
+  EXPECT_TRUE(lemon) << report["lemons"].dump();
+  bool node = false;
+  for (const auto& l : report["lemons"]["nodes"]) node = node || l["host"] == "node5";
+  EXPECT_TRUE(node) << report["lemons"].dump();
+  ASSERT_EQ(report["refailed_after_release"].size(), 1u);
+  EXPECT_EQ(report["refailed_after_release"][0]["uuid"], "GPU-hist-0");
+  EXPECT_EQ(report["locations"][0]["uuid"], "GPU-node3-2");
+  EXPECT_EQ(report["locations"][0]["pattern"], "one_location");
+  EXPECT_EQ(report["inputs"]["reports"], kHosts * kPasses);
+  EXPECT_EQ(report["inputs"]["histories"], 1);
+  EXPECT_EQ(report["inputs"]["reports_with_injections"], 1);
+  EXPECT_EQ(report["inputs"]["skipped"], 1);
+  EXPECT_GT(report["votes"]["golden"].get<int>() + report["votes"]["agreed"].get<int>(), 0);
+}
+
+TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {
+  const std::string inputs = generate_fleet(dir_);
+  import(inputs);
+  const nlohmann::json files = fleet_sdc(inputs + topology());
+  expect_planted_found(files);
+
+  EXPECT_EQ(through_duckdb(), files);
+
+  // The Spark job as a user submits it (python runs it in local mode here), then --aggregates.
+  const Outcome spark = run_command("PYSPARK_PYTHON=" + engines_python() + " " + engines_python() + " " +
+                                    SDC_SOURCE_DIR + "/python/sdcprobe/fleet_engine.py aggregate --engine spark "
+                                    "--master local[2] --store " + path("store") + " --out " + path("aggregates"));
+  ASSERT_EQ(spark.code, 0) << spark.out;
+  EXPECT_EQ(fleet_sdc("--aggregates " + path("aggregates") + topology()), files);
+
+  // Compacted to Parquet, and a report imported again after that: each row still counts once.
+  const Outcome compact = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " +
+                                      path("store"));
+  ASSERT_EQ(compact.code, 0) << compact.out;
+  size_t ndjson = 0, parquet = 0;
+  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
+    ndjson += e.path().extension() == ".ndjson";
+    parquet += e.path().extension() == ".parquet";
+  }
+  EXPECT_EQ(ndjson, 0u);
+  EXPECT_GT(parquet, 0u);
+  import((dir_ / "reports" / "node3-0.json").string() + " " + (dir_ / "hist" / kHistoryFile).string());
+  EXPECT_EQ(through_duckdb(), files);
+}
+
+TEST_F(StoreEngines, SinceAndUntilReadOnlyThoseDays) {
+  generate_fleet(dir_);
+  // The second day's reports alone, as files and as days of the store.
+  std::string day2;
+  for (int h = 0; h < kHosts; ++h) {
+    for (int p = 4; p < kPasses; ++p) day2 += " " + path("reports/node" + std::to_string(h) + "-" + std::to_string(p) + ".json");
+  }
+  import(path("reports"));
+  Outcome o = run_command(SDC_BINARY_DIR "/cli/sdcprobe fleet sdc" + day2 + topology() + " --json " + path("day2.json"));
+  ASSERT_EQ(o.code, 1) << o.out;
+  std::ifstream in(path("day2.json"));
+  EXPECT_EQ(through_duckdb(" --since 2026-12-02 --until 2026-12-02"), nlohmann::json::parse(in));
+  o = run_command(engine_env() + SDC_BINARY_DIR "/cli/sdcprobe fleet sdc --store " + path("store") +
+                  " --since 2026-12-03");
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("could not test"), std::string::npos) << o.out;
+}
+
+// A store with a file of another schema version, a wrong type, a truncated Parquet file: exit 2
+// naming the file, and no report. Hidden files (a writer's temporary) are never read.
+TEST_F(StoreEngines, BadStoresAreExit2NamingTheFile) {
+  generate_fleet(dir_);
+  import(path("reports"));
+  const fs::path day = dir_ / "store" / "results" / "day=2026-12-01";
+  write(day / ".node9-partial.ndjson.tmp.abc", "{\"schema_version\": 1, \"run_key\": \"trunc");
+  const nlohmann::json clean = through_duckdb();
+  std::string first;
+  for (const auto& e : fs::directory_iterator(day)) {
+    if (e.path().filename().string()[0] != '.') first = e.path().string();
+  }
+  std::ifstream in(first);
+  const std::string row = [&] {
+    std::string line;
+    std::getline(in, line);
+    return line;
+  }();
+  auto refused = [&](const std::string& name, const std::string& text, const std::string& says) {
+    write(day / name, text);
+    const Outcome o = run_command(engine_env() + SDC_BINARY_DIR "/cli/sdcprobe fleet sdc --store " + path("store") +
+                                  " --json " + path("bad.json"));
+    EXPECT_EQ(o.code, 2) << name << "\n" << o.out;
+    EXPECT_NE(o.out.find(name), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(says), std::string::npos) << o.out;
+    EXPECT_FALSE(fs::exists(path("bad.json")));
+    fs::remove(day / name);
+  };
+  std::string v2 = row;
+  v2.replace(v2.find("\"schema_version\":1"), 18, "\"schema_version\":2");
+  refused("node9-v2.ndjson", v2 + "\n", "schema_version 2");
+  std::string typed = row;
+  const size_t duration = typed.find("\"duration_s\":");
+  typed.replace(duration, typed.find(',', duration) - duration, "\"duration_s\":\"slow\"");
+  refused("node9-typed.ndjson", typed + "\n", "line 1");
+  refused("node9-cut.parquet", "PAR1\x15\x04", "node9-cut.parquet");
+  EXPECT_EQ(through_duckdb(), clean);
+}
+
+TEST_F(StoreEngines, BadAggregatesAreExit2NamingTheFileAndLine) {
+  generate_fleet(dir_);
+  import(path("reports"));
+  const Outcome made = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine aggregate --store " +
+                                   path("store") + " --out " + path("agg"));
+  ASSERT_EQ(made.code, 0) << made.out;
+  auto refused = [&](const std::string& says) {
+    const Outcome o = sdcprobe("fleet sdc --aggregates " + path("agg") + " --json " + path("bad.json"));
+    EXPECT_EQ(o.code, 2) << o.out;
+    EXPECT_NE(o.out.find(says), std::string::npos) << o.out;
+    EXPECT_FALSE(fs::exists(path("bad.json")));
+  };
+  fs::rename(path("agg/members/_SUCCESS"), path("agg/members/_SUCCESS.kept"));
+  refused("members: incomplete: no _SUCCESS");
+  fs::rename(path("agg/members/_SUCCESS.kept"), path("agg/members/_SUCCESS"));
+  std::ofstream(path("agg/families/part-0.json"), std::ios::app) << "{\"host\": \"node1\"}\n";
+  refused("families/part-0.json:");
+  std::ofstream(path("agg/version/part-0.json")) << "{\"aggregates_version\": 2, \"store_schema_version\": 1}\n";
+  refused("aggregates_version: this sdcprobe reads version 1");
+}
+
+}  // namespace
+}  // namespace sdc
