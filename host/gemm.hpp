@@ -39,6 +39,9 @@ struct GemmSpec {
   uint32_t m = 0, n = 0, k = 0;
   uint64_t seed = 0;
   uint32_t repeats = 1;  // gemm.repeat: the same inputs this many times, digests compared
+  // false: the repeats are a batch of checked GEMMs, not compared with each other (the burn): no
+  // digests, and a device engine reads their verdicts back once
+  bool compare_repeats = true;
   bool digest = false;   // digest C even for one repeat (deterministic families, for consensus)
   // Random inputs: verify against this accumulation model instead of the engine's own. It must be
   // at least as loose as the engine's: coverage runs the CUDA engine's bounds and tiles on the CPU.

@@ -51,6 +51,7 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
     device_.beat();
   }
   std::vector<uint8_t> first;  // repeat 0's output, for locating a repeat that differs
+  const bool compared = spec.repeats > 1 && spec.compare_repeats;
   std::vector<uint64_t> seen;  // indices already counted, so one wrong element counts once
   for (uint32_t rep = 0; rep < std::max(1u, spec.repeats); ++rep) {
     t0 = std::chrono::steady_clock::now();
@@ -62,10 +63,10 @@ GemmRun HostVerifiedGemmEngine::run(const GemmSpec& spec) {
     GemmVerdict v = verify_gemm(in, host_c, *reference_, nt);
     // Digests only where repeats or devices are compared (gemm.repeat.*, gemm.exact.* for
     // consensus): a digest pass costs as much as the verification.
-    if (spec.repeats > 1 || spec.digest) run.digests.push_back(gemm_digest(host_c, c_bytes, nt));
-    if (spec.repeats > 1 && rep == 0)
+    if (compared || spec.digest) run.digests.push_back(gemm_digest(host_c, c_bytes, nt));
+    if (compared && rep == 0)
       first.assign(static_cast<const uint8_t*>(host_c), static_cast<const uint8_t*>(host_c) + c_bytes);
-    if (rep > 0 && spec.repeats > 1 && run.digests[rep] != run.digests[0] && v.report.mismatches == 0) {
+    if (rep > 0 && compared && run.digests[rep] != run.digests[0] && v.report.mismatches == 0) {
       // Differs from repeat 0 while both pass their bounds: name the elements that differ.
       for (uint64_t e = 0; e < elements; ++e) {
         const uint64_t now = gemm_output_bits(spec.type, host_c, e),

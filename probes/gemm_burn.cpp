@@ -32,6 +32,17 @@ constexpr double kLongBurn_s = 300;
 constexpr double kPulsedShare = 1.0 / 3;  // of the time, at the end
 constexpr double kPulsePeriod_s = 1.0;    // load for the first half, idle for the second
 constexpr size_t kMaxWrongResults = 16;
+// GEMMs per engine run: about kBatch_s of them, so that a device engine reads the checks' verdicts
+// back once per batch instead of waiting for each (at most kMaxBatch; the first run, which makes the
+// inputs and their reference, is one GEMM).
+constexpr double kBatch_s = 0.05;
+constexpr uint32_t kMaxBatch = 64;
+
+uint32_t next_batch(double gemm_s) {
+  if (!(gemm_s > 0)) return 1;
+  const double fit = kBatch_s / gemm_s;
+  return fit >= kMaxBatch ? kMaxBatch : fit < 1 ? 1 : static_cast<uint32_t>(fit);
+}
 
 double burn_seconds(const ProbeContext& ctx) {
   if (ctx.burn_s) return *ctx.burn_s;
@@ -137,9 +148,12 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
   nlohmann::json wrong = nlohmann::json::array();
   double generate_s = 0, reference_s = 0;
   uint64_t gemms = 0;
+  GemmSpec batch = spec;
+  batch.compare_repeats = false;
   for (;;) {
     const double t = elapsed();
     if (t >= duration || (ctx.iterations && gemms >= *ctx.iterations)) break;
+    if (ctx.iterations) batch.repeats = static_cast<uint32_t>(std::min<uint64_t>(batch.repeats, *ctx.iterations - gemms));
     const bool in_pulse = t >= sustained_s;
     if (in_pulse && std::fmod(t - sustained_s, kPulsePeriod_s) >= kPulsePeriod_s / 2) {
       // Idle to the period's end (or the burn's), waking for each second's sample.
@@ -151,11 +165,11 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
     }
     const char* phase = in_pulse ? "pulsed" : "sustained";
     const auto t0 = Clock::now();
-    const GemmRun run = engine->run(spec);
+    const GemmRun run = engine->run(batch);
     // The inputs and their check's reference, made once per input set, are not the GEMMs' load.
     const double busy = std::chrono::duration<double>(Clock::now() - t0).count() - run.generate_s - run.reference_s;
     Phase& p = in_pulse ? pulsed : sustained;
-    ++p.gemms;
+    p.gemms += batch.repeats;
     p.busy_s += busy;
     p.gemm_s += run.gemm_s;
     generate_s += run.generate_s;
@@ -163,12 +177,15 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
     total.gemm_s += run.gemm_s;
     total.algorithm = run.algorithm;
     total.library_version = run.library_version;
-    gemm_merge_repeat(total, gemm_verdict_of(run), static_cast<uint32_t>(std::min<uint64_t>(gemms, UINT32_MAX)), seen);
-    if (run.report.mismatches > 0) {
-      // The conditions it happened at: sampled now.
-      take_sample(phase, true);
+    std::vector<uint32_t> failed = run.failed_repeats;  // of this batch
+    if (failed.empty() && run.report.mismatches > 0) failed.push_back(0);
+    const uint64_t first_failed = gemms + (failed.empty() ? 0 : failed.front());
+    gemm_merge_repeat(total, gemm_verdict_of(run), static_cast<uint32_t>(std::min<uint64_t>(first_failed, UINT32_MAX)),
+                      seen);
+    if (run.report.mismatches > 0) take_sample(phase, true);  // the conditions it happened at: sampled now
+    for (uint32_t rep : failed) {
       if (wrong.size() < kMaxWrongResults) {
-        nlohmann::json w = {{"gemm", gemms},
+        nlohmann::json w = {{"gemm", gemms + rep},
                             {"second", sampled_second < 0 ? static_cast<int64_t>(elapsed()) : sampled_second},
                             {"phase", phase},
                             {"mismatches", run.report.mismatches}};
@@ -177,7 +194,8 @@ void GemmBurnProbe::run(ProbeContext& ctx, ProbeResult& result) const {
         wrong.push_back(std::move(w));
       }
     }
-    ++gemms;
+    gemms += batch.repeats;
+    batch.repeats = next_batch(run.gemm_s / batch.repeats);
     sample_if_due(phase, true);
   }
 

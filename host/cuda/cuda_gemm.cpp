@@ -444,7 +444,7 @@ void CudaGemmEngine::fast_reference(const GemmSpec& spec, const GemmAccumulation
 void CudaGemmEngine::run_fast_repeats(const GemmSpec& spec, const GemmAccumulation& acc, DeviceBuffer& c,
                                       GemmRun& run) {
   const uint32_t reps = std::max(1u, spec.repeats);
-  const bool digests = spec.repeats > 1 || spec.digest, compared = spec.repeats > 1;
+  const bool compared = spec.repeats > 1 && spec.compare_repeats, digests = compared || spec.digest;
   const uint64_t elements = static_cast<uint64_t>(spec.m) * spec.n;
   const uint64_t c_bytes = elements * gemm_output_bytes(spec.type);
   const unsigned width = gemm_output_bytes(spec.type) * 8;
@@ -689,12 +689,13 @@ GemmRun CudaGemmEngine::run(const GemmSpec& spec) {
     GemmVerdict v = verify(spec, acc, c.data());
     // Digests only where repeats or devices are compared (gemm.repeat.*, gemm.exact.* for
     // consensus).
-    if (spec.repeats > 1 || spec.digest) run.digests.push_back(digest(c.data(), c_bytes));
-    if (spec.repeats > 1 && rep == 0) {
+    const bool compared = spec.repeats > 1 && spec.compare_repeats;
+    if (compared || spec.digest) run.digests.push_back(digest(c.data(), c_bytes));
+    if (compared && rep == 0) {
       SDC_CUDA_TRY(cudaMemcpyAsync(grow(first_, c_bytes).get(), c.data(), c_bytes, cudaMemcpyDeviceToDevice, stream_));
       synchronize();
     }
-    if (rep > 0 && spec.repeats > 1 && run.digests[rep] != run.digests[0] && v.report.mismatches == 0) {
+    if (rep > 0 && compared && run.digests[rep] != run.digests[0] && v.report.mismatches == 0) {
       // Differs from repeat 0 while both pass their bounds: name the elements that differ.
       grow(log_, sizeof(DeviceMismatchLog));
       SDC_CUDA_TRY(
