@@ -10,8 +10,10 @@
 #include "fleet/fleet_sdc_analysis.hpp"
 #include "fleet/fleet_sdc_ingest.hpp"
 #include "fleet/fleet_topology.hpp"
+#include "fleet/fleet_aggregates.hpp"
 #include "fleet/store_import.hpp"
 #include "host/error.hpp"
+#include "tests/fuzz/aggregates_case.hpp"
 #include "tests/fuzz/mutate.hpp"
 #include "tests/fuzz/properties.hpp"
 
@@ -84,6 +86,35 @@ TEST(FleetFuzz, MutatedReportsImportAsWholeRowsOrAreRefusedNamingTheFile) {
     }
   }
   EXPECT_GT(imported, 0u);
+  EXPECT_GT(refused, 0u);
+}
+
+// Mutated aggregate tables (corpus/fleet_aggregates: what DuckDB wrote for a store) are read or
+// refused with an InputError naming a file of the folder, never another exception.
+TEST(FleetFuzz, MutatedAggregatesAreReadOrRefusedNamingTheFile) {
+  const std::vector<std::string> corpus = fuzz::read_corpus(std::string(SDC_FUZZ_CORPUS) + "/fleet_aggregates");
+  ASSERT_FALSE(corpus.empty());
+  const std::vector<std::string> dictionary = {"null", "-1", "\"\"", "{}", "[]", "== members", "18446744073709551616",
+                                               "\"0x\"", "1e400", "true"};
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fleet_aggregates_fuzz_" + std::to_string(::getpid()));
+  fuzz::Mutator mutator(kSeed);
+  size_t read = 0, refused = 0;
+  for (int c = 0; c < kCases / 4; ++c) {
+    fuzz::write_aggregates_case(dir, mutator.mutate(corpus[mutator.below(corpus.size())], dictionary));
+    try {
+      read_fleet_aggregates(dir.string());
+      ++read;
+    } catch (const InputError& e) {
+      ++refused;
+      EXPECT_NE(std::string(e.what()).find(dir.string()), std::string::npos)
+          << "seed " << kSeed << " case " << c << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "seed " << kSeed << " case " << c << ": not an InputError: " << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_GT(read, 0u);
   EXPECT_GT(refused, 0u);
 }
 
