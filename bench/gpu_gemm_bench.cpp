@@ -15,11 +15,15 @@
 // its per-element check against two INT32 reference GEMMs (check_tile 1), estimated at about 2x
 // the fp8 GEMM's time (check_fraction about 2, end_to_end_ratio about 3). BM_GemmBound reports the check's
 // figures for the other random types. BM_GemmCheckAtSpeed measures the check at speed per random
-// type through the engine: checked_over_bare_repeat = the pinned cuBLASLt GEMM's own time (CUDA
-// events) / the wall time of GEMM plus check of a repeat on kept inputs (goal >= 0.9),
-// new_over_gemm = the wall time of a new input set (generation, the reference, GEMM, check) / the
-// GEMM's (goal <= 2; checked_over_bare_new its inverse), checked_TFLOP/s of the repeats, reference_ms, check_ms (a
-// repeat's check kernel), max_ratio and detectable_multiple. Without a device every benchmark is skipped. Run:
+// type through the engine, on the fast path (<type>) and on the thin GEMMs' (<type>_thin,
+// SDCPROBE_GEMM_CHECK=thin): checked_over_bare_repeat = the pinned cuBLASLt GEMM's own time (CUDA
+// events) / the wall time of a batch of repeats on kept inputs, GEMMs and checks, as the burn runs
+// them (one engine run; goal >= 0.95), new_over_gemm = the wall time of a new input set (generation,
+// the reference, GEMM, check) / the GEMM's (goal <= 1.5; checked_over_bare_new its inverse),
+// checked_TFLOP/s of the repeats, reference_ms, check_ms (a repeat's check kernel), max_ratio and
+// detectable_multiple; then a batch with 16 elements' signs flipped in its middle repeat
+// (planted_repeat): named_repeat is the first repeat the run names (-1: none), planted_caught 1 when
+// it is the planted one and the only one. Without a device every benchmark is skipped. Run:
 // build/release/bench/gpu_gemm_bench --benchmark_format=json
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
@@ -37,6 +41,7 @@
 #include "bench/gemm_bench_figures.hpp"
 #include "host/backend.hpp"
 #include "host/gemm.hpp"
+#include "host/injection.hpp"
 #include "kernels/common/random.hpp"
 #include "scheduler/qualify/catalogue.hpp"
 #include "scheduler/qualify/runner.hpp"
@@ -245,8 +250,9 @@ void BM_GemmBound(benchmark::State& state, const char* probe_id) {
 }
 
 // The check at speed (engine level): one new input set, then kRepeats GEMMs on it, per iteration.
-void BM_GemmCheckAtSpeed(benchmark::State& state, sdc::GemmType type) {
+void BM_GemmCheckAtSpeed(benchmark::State& state, sdc::GemmType type, const char* path) {
   constexpr int kRepeats = 10;
+  setenv("SDCPROBE_GEMM_CHECK", path, 1);
   auto devices = sdc::make_cuda_devices();
   sdc::GemmEngine* engine = devices.empty() ? nullptr : devices[0]->gemm();
   if (engine == nullptr || !engine->supports(type, sdc::GemmPath::kLibrary)) {
@@ -259,29 +265,45 @@ void BM_GemmCheckAtSpeed(benchmark::State& state, sdc::GemmType type) {
   spec.type = type;
   spec.m = spec.n = spec.k = bench_n();
   spec.seed = 1000;
-  (void)engine->run(spec);  // warm-up: the pinned algorithm, modules, allocations
+  sdc::GemmSpec batch = spec;
+  batch.repeats = kRepeats;
+  batch.compare_repeats = false;
+  (void)engine->run(batch);  // warm-up: the pinned algorithm, modules, allocations
   double new_wall = 0, new_gemm = 0, reference = 0, wall = 0, gemm = 0, check = 0, ratio = 0, detectable = 0;
   bool reused = true;
   for (auto _ : state) {
-    ++spec.seed;
+    batch.seed = ++spec.seed;
     auto t0 = std::chrono::steady_clock::now();
     const sdc::GemmRun fresh = engine->run(spec);
     new_wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     new_gemm += fresh.gemm_s;
     reference += fresh.reference_s;
-    for (int r = 0; r < kRepeats; ++r) {
-      t0 = std::chrono::steady_clock::now();
-      const sdc::GemmRun run = engine->run(spec);
-      wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      gemm += run.gemm_s;
-      check += run.check_s;
-      reused = reused && run.inputs_reused;
-      if (run.report.mismatches != 0) state.SkipWithError("a clean repeat failed its check");
-      ratio = std::max(ratio, run.max_ratio);
-      detectable = std::max(detectable, run.c_rms > 0 ? run.detectable / run.c_rms : 0.0);
-    }
+    t0 = std::chrono::steady_clock::now();
+    const sdc::GemmRun run = engine->run(batch);
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    gemm += run.gemm_s;
+    check += run.check_s;
+    reused = reused && run.inputs_reused;
+    if (run.report.mismatches != 0) state.SkipWithError("a clean repeat failed its check");
+    ratio = std::max(ratio, run.max_ratio);
+    detectable = std::max(detectable, run.c_rms > 0 ? run.detectable / run.c_rms : 0.0);
   }
   if (!reused) state.SkipWithError("a repeat did not reuse the kept reference");
+  // A fault in the middle repeat of a batch: 16 elements' signs flipped, some surely beyond the
+  // bound; the run must name that repeat alone.
+  constexpr uint32_t kPlanted = kRepeats / 2;
+  const unsigned sign = sdc::gemm_output_bytes(type) * 8 - 1;
+  sdc::Injector planted(sdc::parse_injection_specs("model=bitflip,count=16,mode=transient,bit=" + std::to_string(sign) +
+                                                   ",after=" + std::to_string(kPlanted)),
+                        spec.seed);
+  devices[0]->set_injection(&planted, "bench");
+  const sdc::GemmRun faulty = engine->run(batch);
+  devices[0]->set_injection(nullptr, "");
+  const double named = faulty.failed_repeats.empty() ? -1.0 : faulty.failed_repeats.front();
+  state.counters["planted_repeat"] = kPlanted;
+  state.counters["named_repeat"] = named;
+  state.counters["planted_caught"] =
+      faulty.failed_repeats == std::vector<uint32_t>{kPlanted} && faulty.report.mismatches > 0 ? 1 : 0;
   if (wall <= 0 || new_gemm <= 0) return;
   const double iters = static_cast<double>(state.iterations());
   const double flops = 2.0 * spec.m * spec.n * spec.k;
@@ -299,12 +321,20 @@ void BM_GemmCheckAtSpeed(benchmark::State& state, sdc::GemmType type) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp64, sdc::GemmType::kFp64)->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp32, sdc::GemmType::kFp32)->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, tf32, sdc::GemmType::kTf32)->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp16, sdc::GemmType::kFp16)->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, bf16, sdc::GemmType::kBf16)->Unit(benchmark::kMillisecond)->Iterations(2);
-BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, e4m3, sdc::GemmType::kE4m3)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp64, sdc::GemmType::kFp64, "fast")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp64_thin, sdc::GemmType::kFp64, "thin")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp32, sdc::GemmType::kFp32, "fast")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp32_thin, sdc::GemmType::kFp32, "thin")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, tf32, sdc::GemmType::kTf32, "fast")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, tf32_thin, sdc::GemmType::kTf32, "thin")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp16, sdc::GemmType::kFp16, "fast")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, fp16_thin, sdc::GemmType::kFp16, "thin")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, bf16, sdc::GemmType::kBf16, "fast")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, bf16_thin, sdc::GemmType::kBf16, "thin")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, e4m3, sdc::GemmType::kE4m3, "fast")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, e4m3_thin, sdc::GemmType::kE4m3, "thin")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, e5m2, sdc::GemmType::kE5m2, "fast")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(BM_GemmCheckAtSpeed, e5m2_thin, sdc::GemmType::kE5m2, "thin")->Unit(benchmark::kMillisecond)->Iterations(2);
 
 BENCHMARK_CAPTURE(BM_GemmProbeVsCublasLt, bf16, sdc::GemmType::kBf16, "gemm.random.bf16")
     ->Unit(benchmark::kMillisecond)

@@ -549,9 +549,12 @@ step_coverage() {
 # report prints them one line per type, and per type the checked rate against the bare GEMM's for a
 # new input set and for repeats (BM_GemmCheckAtSpeed). Then a short gemm.burn.bf16: its checked
 # TFLOP/s, whether it reached load (reached_load) and the clock and power maxima under load it was
-# judged by (summary.json's "burn"), and the temperature it ran at.
+# judged by (summary.json's "burn"), and the temperature it ran at. Each type's check at speed runs on
+# both paths (fast, and thin: SDCPROBE_GEMM_CHECK=thin) and plants a fault in a batch's middle repeat,
+# and the burn one in its middle GEMM: the step fails unless each is named (issue 51's goals, one call).
 step_bench() {
   local b rc
+  export KIT_BURN_PLANTED=2000
   for b in gpu_bench gpu_gemm_bench; do
     [ -x "$KIT/bin/$b" ] || { echo "kit: the kit has no $b"; return 2; }
   done
@@ -563,12 +566,15 @@ step_bench() {
     tail -n 5 "$LOGS/$b.log"
     check_exit "$b" $rc
   done
-  echo "--- gemm.burn.bf16, 10 s"
+  # The burn with 16 elements' signs flipped in one GEMM near its middle (about 4,200 GEMMs in 10 s on
+  # the thin path's H200): it must fail (exit 1) naming that GEMM alone; its rates are the burn's.
+  echo "--- gemm.burn.bf16, 10 s, a fault planted in GEMM $KIT_BURN_PLANTED"
   step_within 15 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} run --allocated --burn 10 \
+    --inject "probe=gemm.burn.bf16,model=bitflip,bit=31,count=16,mode=transient,after=$KIT_BURN_PLANTED" \
     --json "$LOGS/burn.json" gemm.burn.bf16 >"$LOGS/burn.log" 2>&1
   rc=$?
   tail -n 3 "$LOGS/burn.log"
-  check_exit "gemm.burn.bf16" $rc
+  check_exit "gemm.burn.bf16 with its planted fault" $rc 1
   python3 "$KIT_REPORT" bench "$LOGS" || STEP_FAILED=1
   step_result
 }
