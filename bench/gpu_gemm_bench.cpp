@@ -252,7 +252,11 @@ void BM_GemmBound(benchmark::State& state, const char* probe_id) {
 // The check at speed (engine level): one new input set, then kRepeats GEMMs on it, per iteration.
 void BM_GemmCheckAtSpeed(benchmark::State& state, sdc::GemmType type, const char* path) {
   constexpr int kRepeats = 10;
-  setenv("SDCPROBE_GEMM_CHECK", path, 1);
+  // The path for this benchmark alone: the others take the default.
+  struct Path {
+    explicit Path(const char* p) { setenv("SDCPROBE_GEMM_CHECK", p, 1); }
+    ~Path() { unsetenv("SDCPROBE_GEMM_CHECK"); }
+  } chosen(path);
   auto devices = sdc::make_cuda_devices();
   sdc::GemmEngine* engine = devices.empty() ? nullptr : devices[0]->gemm();
   if (engine == nullptr || !engine->supports(type, sdc::GemmPath::kLibrary)) {

@@ -403,6 +403,10 @@ TEST(CudaGemmEngine, BothCheckPathsNameTheRepeatAndElementOfAFaultInTheFirstMidd
   if (devices.empty()) GTEST_SKIP() << "no CUDA device";
   const uint32_t n = 1024;
   const uint64_t at = uint64_t{417} * n + 613;
+  // Unset again however the test ends, so that the later tests take the default path.
+  struct Unset {
+    ~Unset() { unsetenv("SDCPROBE_GEMM_CHECK"); }
+  } unset;
   for (const char* path : {"fast", "thin"}) {
     ASSERT_EQ(setenv("SDCPROBE_GEMM_CHECK", path, 1), 0);
     for (GemmType t : {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16,
@@ -428,7 +432,6 @@ TEST(CudaGemmEngine, BothCheckPathsNameTheRepeatAndElementOfAFaultInTheFirstMidd
       }
     }
   }
-  ASSERT_EQ(unsetenv("SDCPROBE_GEMM_CHECK"), 0);
 }
 
 // gemm.burn.bf16 on the GPU: a transient flip in the first, a middle and the last GEMM is caught
