@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from sdcprobe import InlineProbe  # noqa: E402
+from sdcprobe.goodput_log import device_fields  # noqa: E402
 
 CHECKPOINT_EVERY = 20
 
@@ -95,7 +96,8 @@ def main():
                         inject=args.inject)
     probe.log_event("job_eligible")
     probe.log_event("alloc_granted")
-    probe.log_event("process_start", attempt=1)
+    # Where this rank ran (the GPU's UUID and PCI bus id), as GoodputLog.attempt() logs it.
+    probe.log_event("process_start", attempt=1, **device_fields(device))
     caught_at = None
     start = time.monotonic()
     for step in range(args.steps):
