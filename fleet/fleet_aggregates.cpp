@@ -214,6 +214,15 @@ FleetTally read_fleet_aggregates(const std::string& dir) {
     if (d.members.size() >= kMaxNamedPerDigest) throw row.bad("uuid", "more devices named than a digest keeps");
     d.members.push_back({known_device(tally, row).id, row.boolean("failed"), row.time("t_us")});
   });
+  read_table(dir, "conditions", [&](const Row& row) {
+    FleetDevice& d = known_device(tally, row);
+    const std::string kind = row.text("kind");
+    if (kind != "degree" && kind != "power_pct") throw row.bad("kind", "expected degree or power_pct, got " + kind);
+    BurnCounts& c = (kind == "degree" ? d.by_degree : d.by_power_pct)[row.integer("value")];
+    c.results = row.count("results");
+    c.failures = row.count("failures");
+    c.tested_ns = static_cast<int64_t>(row.count("tested_ns"));
+  });
   read_table(dir, "sites", [&](const Row& row) {
     FaultSite site;
     site.probe = row.text("probe");

@@ -105,6 +105,63 @@ FaultLocation locate(const FleetDevice& d) {
   return l;
 }
 
+// Rates per model and band of `bands` (device -> band -> counts), band_width wide.
+std::vector<BandRate> band_rates(const std::vector<std::pair<const FleetDevice*, const std::map<int64_t, BurnCounts>*>>& bands,
+                                 int64_t band_width) {
+  std::map<std::pair<std::string, int64_t>, BandRate> rates;
+  for (const auto& [device, counts] : bands) {
+    std::set<int64_t> seen;
+    for (const auto& [value, c] : *counts) {
+      const int64_t band = static_cast<int64_t>(std::floor(static_cast<double>(value) / static_cast<double>(band_width))) *
+                           band_width;
+      BandRate& r = rates[{device->model, band}];
+      r.model = device->model;
+      r.band = band;
+      r.devices += seen.insert(band).second;
+      r.results += c.results;
+      r.failures += c.failures;
+      r.device_hours += hours_ns(c.tested_ns);
+    }
+  }
+  std::vector<BandRate> out;
+  for (auto& [key, r] : rates) {
+    if (r.device_hours > 0) {
+      r.rate = static_cast<double>(r.failures) / r.device_hours;
+      const auto [lo, hi] = garwood_interval(r.failures);
+      r.rate_lo = lo / r.device_hours;
+      r.rate_hi = hi / r.device_hours;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The device's triggering temperature, when its failures say it has one (TriggeredDevice).
+std::optional<TriggeredDevice> temperature_trigger(const FleetDevice& d) {
+  TriggeredDevice t;
+  t.device = &d;
+  bool failed = false;
+  for (const auto& [degree, c] : d.by_degree) {
+    if (!failed && c.failures > 0) {
+      failed = true;
+      t.trigger_c = degree;
+    }
+    if (failed) {
+      t.results_at_or_above += c.results;
+      t.failures += c.failures;
+    } else {
+      t.passes_below += c.results;
+    }
+  }
+  if (t.failures < kTriggerMinFailures || t.passes_below == 0) return std::nullopt;
+  // Every failure among the results at or above trigger_c: prod (a - i) / (a + b - i), i < failures.
+  const double a = static_cast<double>(t.results_at_or_above), b = static_cast<double>(t.passes_below);
+  t.p = 1;
+  for (uint64_t i = 0; i < t.failures; ++i) t.p *= (a - static_cast<double>(i)) / (a + b - static_cast<double>(i));
+  if (t.p > kTriggerP) return std::nullopt;
+  return t;
+}
+
 // Lemons among `units` (devices or nodes): each a (failures, hours) per model and driver group,
 // tested against the group's rate without the unit. Jeffreys' half failure keeps a clean fleet's
 // rate above zero, so a single failure is never "impossible".
@@ -193,7 +250,7 @@ size_t FleetAnalysis::count(FleetVoteKind kind) const {
 
 int FleetAnalysis::exit_code() const {
   if (!suspects.empty() || !lemon_devices.empty() || !lemon_nodes.empty() || !lemon_groups.empty() ||
-      !refailed.empty() || count(FleetVoteKind::kInconclusive) > 0) {
+      !refailed.empty() || !temperature_triggered.empty() || count(FleetVoteKind::kInconclusive) > 0) {
     return 1;
   }
   uint64_t failures = 0;
@@ -405,11 +462,19 @@ FleetAnalysis analyze_fleet(const FleetTally& tally, const FleetOptions& options
               [](const Lemon& a, const Lemon& b) { return a.p < b.p; });
   }
 
+  std::vector<std::pair<const FleetDevice*, const std::map<int64_t, BurnCounts>*>> degrees, power;
   for (const auto& entry : families) {  // by key, so output is reproducible
     const FleetDevice& d = tally.devices.at(entry.first);
     if (d.failures_before_release > 0 && d.failures_after_release > 0) out.refailed.push_back(&d);
     if (!d.sites.empty()) out.locations.push_back(locate(d));
+    if (!d.by_degree.empty()) degrees.push_back({&d, &d.by_degree});
+    if (!d.by_power_pct.empty()) power.push_back({&d, &d.by_power_pct});
+    if (const auto t = temperature_trigger(d)) out.temperature_triggered.push_back(*t);
   }
+  out.temperature_bands = band_rates(degrees, 10);
+  out.power_bands = band_rates(power, 10);
+  std::stable_sort(out.temperature_triggered.begin(), out.temperature_triggered.end(),
+                   [](const TriggeredDevice& a, const TriggeredDevice& b) { return a.p < b.p; });
   // Most significant first: one-location devices (candidates for remapping), then spread, then too
   // few sites; more sites first within each, host and UUID order last.
   const auto rank = [](const FaultLocation& l) {

@@ -87,6 +87,29 @@ struct FaultLocation {
   std::string pattern;  // one_location | spread | too_few
 };
 
+// Failures per model in one band of the burn's conditions (results whose conditions were read):
+// 10 degrees C of temperature, or 10% of the enforced power limit.
+struct BandRate {
+  std::string model;
+  int64_t band = 0;  // its lower bound: degrees C, or percent of the power limit
+  uint64_t devices = 0, results = 0, failures = 0;
+  double device_hours = 0, rate = 0, rate_lo = 0, rate_hi = 0;  // failures per device-hour, Garwood's 95%
+};
+
+// A device whose failures all came at or above a temperature, having passed below it: a defect with
+// its own triggering temperature (Alibaba's Farron study saw SDCs grow exponentially with
+// temperature, each defect above its own). Listed with at least kTriggerMinFailures failures and
+// p <= kTriggerP, where p is the chance, were its failures spread at random over its results with
+// conditions, that none of them fell below trigger_c (the hypergeometric tail).
+inline constexpr uint64_t kTriggerMinFailures = 2;
+inline constexpr double kTriggerP = 0.01;
+struct TriggeredDevice {
+  const FleetDevice* device = nullptr;
+  int64_t trigger_c = 0;  // the whole degree of its coolest failing result
+  uint64_t failures = 0, results_at_or_above = 0, passes_below = 0;
+  double p = 1;
+};
+
 struct FleetAnalysis {
   std::vector<FleetVote> votes;        // every vote key, in key order
   std::vector<FleetSuspect> suspects;  // most votes lost first
@@ -98,8 +121,10 @@ struct FleetAnalysis {
   std::vector<const FleetDevice*> refailed;  // failed, released, failed again
   std::vector<FaultLocation> locations;      // devices with fault sites, one_location first, then spread, too_few
   std::map<std::pair<std::string, int64_t>, uint64_t> failures_by_day;  // own checks and lost votes
+  std::vector<BandRate> temperature_bands, power_bands;                  // by model, then band
+  std::vector<TriggeredDevice> temperature_triggered;                    // smallest p first
   size_t count(FleetVoteKind kind) const;
-  // 1: a suspect, lemon or inconclusive vote; 2: nothing was compared and nothing failed; else 0.
+  // 1: a suspect, lemon, temperature-triggered device or inconclusive vote; 2: nothing was compared and nothing failed; else 0.
   int exit_code() const;
 };
 

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fleet/store_writer.hpp"
 #include "host/device.hpp"
 #include "host/error.hpp"
 #include "host/input_file.hpp"
@@ -293,8 +294,15 @@ void ingest_report_text(const std::string& name, std::string_view text, FleetTal
     FleetDevice& device = *dev->tallied;
     const bool failed = outcome != "pass";
     FamilyCounts& family = device.families[probe_family(result.probe)];
+    const int64_t tested_ns = std::llround(duration * 1e9);
     ++family.results;
-    family.tested_ns += std::llround(duration * 1e9);
+    family.tested_ns += tested_ns;
+    dom::object burn;
+    if (o.has(kParams) && o.get(kParams, r, at_r).get_object().get(burn) == simdjson::SUCCESS &&
+        (r.has(burn, "samples") || r.has(burn, "wrong_results"))) {
+      // A burn's conditions, read as the store's writer reads them (rare: a few results per run).
+      device.add_conditions(result_conditions(nlohmann::json::parse(simdjson::to_string(burn))), failed, tested_ns);
+    }
     if (failed) {
       ++family.failures;
       family.first_failure = family.first_failure == 0 ? at : std::min(family.first_failure, at);
@@ -396,9 +404,11 @@ void ingest_history(const std::string& path, FleetTally& tally) {
     const double at = store_time(r.recorded_at);
     device.seen(at, d->second.pci_bus_id, d->second.name, d->second.driver_version, d->second.backend);
     FamilyCounts& family = device.families[probe_family(r.probe)];
+    const int64_t tested_ns = std::llround(r.duration_s * 1e9);
     ++family.results;
-    family.tested_ns += std::llround(r.duration_s * 1e9);
+    family.tested_ns += tested_ns;
     const bool failed = r.outcome != "pass";
+    device.add_conditions(result_conditions(path, r), failed, tested_ns);
     if (!r.class_key) {
       ++tally.results_without_digests;
     } else if (r.digest) {

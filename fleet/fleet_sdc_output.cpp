@@ -72,6 +72,21 @@ nlohmann::json lemon_json(const Lemon& l) {
   return j;
 }
 
+nlohmann::json bands_json(const std::vector<BandRate>& bands, const char* unit) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : bands) {
+    out.push_back({{"model", b.model},
+                   {unit, b.band},
+                   {"devices", b.devices},
+                   {"results", b.results},
+                   {"device_hours", b.device_hours},
+                   {"failures", b.failures},
+                   {"failures_per_device_hour", b.rate},
+                   {"failures_per_device_hour_ci95", {b.rate_lo, b.rate_hi}}});
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const FleetOptions& options) {
@@ -153,6 +168,16 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
     if (l.top_bit >= 0) j["top_bit"] = {{"bit", l.top_bit}, {"sites", l.top_bit_sites}};
     locations.push_back(std::move(j));
   }
+  nlohmann::json triggered = nlohmann::json::array();
+  for (const auto& t : a.temperature_triggered) {
+    nlohmann::json j = device_json(*t.device);
+    j.update({{"trigger_c", t.trigger_c},
+              {"failures", t.failures},
+              {"results_at_or_above", t.results_at_or_above},
+              {"passes_below", t.passes_below},
+              {"p_value", t.p}});
+    triggered.push_back(std::move(j));
+  }
   nlohmann::json by_day = nlohmann::json::array();
   for (const auto& [key, n] : a.failures_by_day)
     by_day.push_back({{"model", key.first}, {"day", day_text(key.second)}, {"failures", n}});
@@ -192,7 +217,19 @@ nlohmann::json fleet_json(const FleetTally& tally, const FleetAnalysis& a, const
           {"locations", locations},
           {"locations_total", a.locations.size()},
           {"locations_cut", a.locations.size() > locations.size()},
-          {"failures_by_day", by_day}};
+          {"failures_by_day", by_day},
+          {"burn_conditions",
+           {{"note",
+             "results with a burn's conditions (temperature, power against the enforced limit), by model and band of "
+             "10 degrees C or 10% of the limit (lower bounds)"},
+            {"temperature_bands", bands_json(a.temperature_bands, "band_c")},
+            {"power_bands", bands_json(a.power_bands, "band_pct_of_limit")},
+            {"temperature_triggered", triggered},
+            {"trigger_rule",
+             "every failure at or above trigger_c (its coolest failing result's degree), passes below it, at least " +
+                 std::to_string(kTriggerMinFailures) +
+                 " failures, and p <= 0.01: the chance that failures spread at random over its results miss every "
+                 "one below trigger_c"}}}};
 }
 
 std::string fleet_markdown(const FleetTally& tally, const FleetAnalysis& a, const FleetOptions& options) {
@@ -272,6 +309,21 @@ std::string fleet_markdown(const FleetTally& tally, const FleetAnalysis& a, cons
          << (l.top_unit >= 0 ? std::to_string(l.top_unit) + " (" + std::to_string(l.top_unit_sites) + ")" : "-")
          << " | " << (l.top_bit >= 0 ? std::to_string(l.top_bit) + " (" + std::to_string(l.top_bit_sites) + ")" : "-")
          << " | " << l.same_row << " | " << l.same_page << " |\n";
+    }
+  }
+  if (!a.temperature_bands.empty()) {
+    md << "\n## Temperature\n\nBurns by the GPU's temperature (10 degree bands): failures per device-hour, "
+          "Garwood's 95% interval.\n\n| model | from C | devices | device-hours | failures | per device-hour (95%) |\n"
+          "| --- | ---: | ---: | ---: | ---: | --- |\n";
+    for (const auto& b : a.temperature_bands) {
+      md << "| " << cell(b.model) << " | " << b.band << " | " << b.devices << " | " << number(b.device_hours, "%.1f")
+         << " | " << b.failures << " | " << number(b.rate) << " (" << number(b.rate_lo) << "-" << number(b.rate_hi)
+         << ") |\n";
+    }
+    for (const auto& t : a.temperature_triggered) {
+      md << "- " << t.device->host << " " << t.device->uuid << " fails only from " << t.trigger_c << " C: "
+         << t.failures << " failures in " << t.results_at_or_above << " burns at or above it, " << t.passes_below
+         << " passes below (p " << number(t.p) << ")\n";
     }
   }
   return md.str();

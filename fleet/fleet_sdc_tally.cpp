@@ -1,6 +1,7 @@
 #include "fleet/fleet_sdc_tally.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -83,6 +84,21 @@ void FleetDevice::seen(double at, std::string_view bus_id, std::string_view mode
   last_seen = std::max(last_seen, at);
 }
 
+void BurnCounts::add(const BurnCounts& o) {
+  results += o.results;
+  failures += o.failures;
+  tested_ns += o.tested_ns;
+}
+
+void FleetDevice::add_conditions(const BurnConditions& c, bool failed, int64_t tested_ns) {
+  const BurnCounts one{1, failed ? 1u : 0u, tested_ns};
+  // The same arithmetic as the engines' SQL (fleet_engine.py), so that the bands agree exactly.
+  if (!std::isnan(c.temperature_c)) by_degree[static_cast<int64_t>(std::floor(c.temperature_c))].add(one);
+  if (!std::isnan(c.power_w) && c.power_limit_w > 0) {
+    by_power_pct[static_cast<int64_t>(std::floor(c.power_w / c.power_limit_w * 10)) * 10].add(one);
+  }
+}
+
 void FleetDevice::add_site(FaultSite&& site) {
   if (sites.size() < kMaxSitesPerDevice) {
     sites.push_back(std::move(site));
@@ -97,6 +113,8 @@ void FleetDevice::merge(const FleetDevice& o) {
   last_seen = std::max(last_seen, o.last_seen);
   for (const auto& [family, counts] : o.families) families[family].add(counts);
   for (FaultSite s : o.sites) add_site(std::move(s));
+  for (const auto& [degree, counts] : o.by_degree) by_degree[degree].add(counts);
+  for (const auto& [tenth, counts] : o.by_power_pct) by_power_pct[tenth].add(counts);
   released_at = std::max(released_at, o.released_at);
   failures_before_release += o.failures_before_release;
   failures_after_release += o.failures_after_release;

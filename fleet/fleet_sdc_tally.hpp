@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/burn_conditions.hpp"
 #include "kernels/common/digest.hpp"
 
 namespace sdc {
@@ -43,18 +44,31 @@ struct FamilyCounts {
   void add(const FamilyCounts& o);
 };
 
+// Results that recorded the device's conditions (a burn's temperature and power), in one band.
+struct BurnCounts {
+  uint64_t results = 0, failures = 0;
+  int64_t tested_ns = 0;
+  void add(const BurnCounts& o);
+};
+
 struct FleetDevice {
   uint32_t id = 0;  // its place in FleetTally::by_id
   std::string host, uuid, pci_bus_id, model, driver, backend;
   double first_seen = 0, last_seen = 0;          // of its runs, Unix seconds
   std::map<std::string, FamilyCounts> families;  // probe family (alu, gemm, mem, sfu, ...) -> counts
   std::vector<FaultSite> sites;  // the earliest kMaxSitesPerDevice
+  // Results with conditions by whole degree Celsius, and by power draw in bands of 10% of the
+  // enforced limit named by their lower bound (90: 90-100%), as the store's rows give them
+  // (result_conditions).
+  std::map<int64_t, BurnCounts> by_degree, by_power_pct;
   // From a history: the last release from quarantine, and failures before and after it.
   double released_at = 0;
   uint64_t failures_before_release = 0, failures_after_release = 0;
   // Its model, driver, backend and bus id are those of its earliest record.
   void seen(double at, std::string_view pci_bus_id, std::string_view model, std::string_view driver,
             std::string_view backend);
+  // Counts a result whose conditions were read (a field the driver did not answer is NaN: not counted there).
+  void add_conditions(const BurnConditions& c, bool failed, int64_t tested_ns);
   // Keeps `site` if it is among the device's kMaxSitesPerDevice earliest.
   void add_site(FaultSite&& site);
   void merge(const FleetDevice& o);

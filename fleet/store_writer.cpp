@@ -297,6 +297,16 @@ BurnConditions result_conditions(const nlohmann::json& params) {
   return best ? conditions_of(*best) : unread_conditions();
 }
 
+BurnConditions result_conditions(const std::string& path, const ResultRecord& r) {
+  if (r.params.find("\"samples\"") == std::string::npos) return unread_conditions();
+  const nlohmann::json params = nlohmann::json::parse(r.params, nullptr, false);
+  if (params.is_discarded()) {
+    throw InputError(path + ": results: params of run " + std::to_string(r.run_id) + ", " + r.probe + " on " +
+                     r.device_uuid + ": not JSON");
+  }
+  return result_conditions(params);
+}
+
 std::vector<StoreFile> store_files(const RunReport& report) {
   const Stamp at(static_cast<double>(parse_rfc3339_ns(report.started_at)) / 1e9);
   RunColumns run;
@@ -385,15 +395,7 @@ std::vector<StoreFile> store_files(const History& history, const std::string& pa
     const auto d = device_of.find(r.device_uuid);
     if (d == device_of.end()) throw InputError(path + ": results: device " + r.device_uuid + " is not in its devices");
     const RunRecord& rr = *run->second;
-    BurnConditions conditions = unread_conditions();
-    if (r.params.find("\"samples\"") != std::string::npos) {
-      const nlohmann::json params = nlohmann::json::parse(r.params, nullptr, false);
-      if (params.is_discarded()) {
-        throw InputError(path + ": results: params of run " + std::to_string(r.run_id) + ", " + r.probe + " on " +
-                         r.device_uuid + ": not JSON");
-      }
-      conditions = result_conditions(params);
-    }
+    const BurnConditions conditions = result_conditions(path, r);
     RunColumns run_columns;
     run_columns.run_key = key_of(rr.host + '\x1f' + std::to_string(rr.id) + '\x1f' + std::to_string(rr.started_at) +
                                  '\x1f' + std::to_string(rr.seed));

@@ -31,6 +31,9 @@ struct StoreFile {
 // hottest sample under load (the hottest of all without one under load). NaN where none was read, and
 // for every result that is not a burn with samples.
 BurnConditions result_conditions(const nlohmann::json& params);
+// The same of a history's result, from its params (only those with samples: a history keeps no
+// wrong results). Throws InputError naming `path` when its params are not JSON.
+BurnConditions result_conditions(const std::string& path, const ResultRecord& r);
 
 // The files of one run: its results, devices and (where a result recorded mismatches) sites, named
 // HOST-YYYYMMDDTHHMMSSZ-KEY.ndjson after the run's start and a digest of what identifies the run

@@ -156,6 +156,22 @@ AGGREGATES = {
         )
         SELECT {VOTE}, host, uuid, t_us, outcome <> 'pass' AS failed FROM named WHERE m <= {MAX_NAMED_PER_DIGEST}
     """,
+    # Results with a burn's conditions, per device: by whole degree C, and by power draw in bands of
+    # 10% of the enforced limit (the same arithmetic as sdcprobe's FleetDevice::add_conditions).
+    "conditions": f"""
+        SELECT host, device_uuid AS uuid, 'degree' AS kind, CAST(floor(temperature_c) AS BIGINT) AS value,
+          count(*) AS results, sum(CASE WHEN outcome <> 'pass' THEN 1 ELSE 0 END) AS failures,
+          sum(CAST(round(duration_s * 1e9) AS BIGINT)) AS tested_ns
+        FROM results WHERE {RAN} AND temperature_c IS NOT NULL
+        GROUP BY host, device_uuid, CAST(floor(temperature_c) AS BIGINT)
+        UNION ALL
+        SELECT host, device_uuid AS uuid, 'power_pct' AS kind,
+          CAST(floor(power_w / power_limit_w * 10) AS BIGINT) * 10 AS value,
+          count(*) AS results, sum(CASE WHEN outcome <> 'pass' THEN 1 ELSE 0 END) AS failures,
+          sum(CAST(round(duration_s * 1e9) AS BIGINT)) AS tested_ns
+        FROM results WHERE {RAN} AND power_w IS NOT NULL AND power_limit_w > 0
+        GROUP BY host, device_uuid, CAST(floor(power_w / power_limit_w * 10) AS BIGINT) * 10
+    """,
     # Each device's earliest mismatch records, for where on the chip its faults lie.
     "sites": f"""
         SELECT host, uuid, probe, t_us, record, byte_offset, unit, lane, bits FROM (

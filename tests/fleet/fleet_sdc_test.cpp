@@ -447,6 +447,53 @@ TEST(FleetStatistics, PoissonTailAndBenjaminiHochberg) {
 // Through the binary: 201 devices whose faults spread over SMs, in hosts that sort first, and one
 // whose memory faults all sit in one row, in the host that sorts last. The JSON lists 200 of the 202
 // and says so; the one-location device comes first, as in the Markdown.
+// Burns at rising temperatures: a GPU that fails only from 80 C is listed with that temperature; one
+// that fails as often at random temperatures is not, nor is any device of a clean fleet of 200.
+TEST(FleetSdc, TemperatureTriggeredDeviceIsNamedAndRandomFailuresAreNot) {
+  std::mt19937_64 rng(7);
+  FleetTally tally;
+  for (int h = 0; h < 50; ++h) {
+    const std::string host = "node" + std::to_string(h);
+    std::vector<DeviceIdentity> devices;
+    for (int g = 0; g < 4; ++g) devices.push_back(gpu(host, g));
+    for (int p = 0; p < 16; ++p) {
+      std::vector<std::vector<SimResult>> results(4);
+      for (int g = 0; g < 4; ++g) {
+        const double celsius = 50.5 + 3 * p;  // 50.5 to 95.5
+        const bool triggered = h == 0 && g == 0 && celsius >= 80;
+        // Six failures, one in each of six temperatures spread over the range.
+        const bool random = h == 1 && g == 0 && (p == 1 || p == 4 || p == 7 || p == 10 || p == 12 || p == 15);
+        SimResult burn{"gemm.burn.bf16", triggered || random, false, false, 10.0};
+        burn.params = {{"samples",
+                        {{{"temperature_c", celsius}, {"power_w", 650.0 + std::uniform_real_distribution<>(0, 50)(rng)},
+                          {"power_limit_w", 700.0}, {"under_load", true}}}}};
+        results[g].push_back(burn);
+      }
+      ingest_report_text(host + ".json", report(host, kDay0 + 3600 * p, 1, devices, results), tally);
+    }
+  }
+  const FleetAnalysis a = analyze_fleet(tally, {});
+  ASSERT_EQ(a.temperature_triggered.size(), 1u);
+  const TriggeredDevice& t = a.temperature_triggered[0];
+  EXPECT_EQ(t.device->uuid, "GPU-node0-0");
+  EXPECT_EQ(t.trigger_c, 80);
+  EXPECT_EQ(t.failures, 6u);
+  EXPECT_EQ(t.passes_below, 10u);
+  EXPECT_DOUBLE_EQ(t.p, 1.0 / 8008);  // all 6 failures among the 6 hottest of 16: 1 / C(16, 6)
+  EXPECT_EQ(a.exit_code(), 1);
+  // Every band of 10 degrees is there, and the failures of both failing GPUs are in theirs.
+  ASSERT_EQ(a.temperature_bands.size(), 5u);
+  uint64_t failures = 0;
+  for (const auto& b : a.temperature_bands) {
+    EXPECT_EQ(b.devices, 200u);
+    failures += b.failures;
+  }
+  EXPECT_EQ(failures, 12u);
+  EXPECT_EQ(a.temperature_bands.back().band, 90);
+  ASSERT_EQ(a.power_bands.size(), 1u);
+  EXPECT_EQ(a.power_bands[0].band, 90);
+}
+
 TEST(FleetSdc, LocationsListOneLocationDevicesFirstWithTheirTotal) {
   const auto dir = std::filesystem::temp_directory_path() / ("fleet_locations_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "reports");

@@ -56,6 +56,7 @@ struct SimResult {
   bool digest = true;
   double duration_s = 60;
   nlohmann::json records = nlohmann::json::array();
+  nlohmann::json params = {{"n", 256}};
 };
 
 // A report as report_json writes it: `results[d]` are device d's results.
@@ -81,7 +82,7 @@ inline std::string report(const std::string& host, int64_t at, uint64_t seed, co
                           {"records", r.records},  {"duration_s", r.duration_s},
                           {"setup_s", 0.0},        {"bytes", 0},
                           {"host_device_bytes", 0}, {"flops", 0},
-                          {"seed", seed},          {"params", {{"n", 256}}}};
+                          {"seed", seed},          {"params", r.params}};
       if (r.digest) {
         Digest128 dg = right_digest(r.probe, seed);
         if (r.wrong_digest) dg.lo ^= 0x5a5a;

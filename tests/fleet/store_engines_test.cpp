@@ -55,8 +55,8 @@ nlohmann::json record(bool memory, uint64_t index, int bit, int unit) {
 // A fleet of kHosts nodes of kGpus GPUs (H100 on even nodes, A100 with another driver on odd ones),
 // swept every 6 hours for two days with the fleet seed. Planted: node3's GPU 2 fails the memory probe
 // in one DRAM row every pass (a lemon device), node5's GPUs all fail it every other pass (a lemon
-// node), node7's GPU 1 hands back a wrong GEMM digest and passes its own checks; background failures
-// elsewhere. One report ran with an injection, one result was skipped; the A100s' transcendental
+// node), node7's GPU 1 hands back a wrong GEMM digest and passes its own checks, node11's GPU 0 fails
+// its burns from 80 C (a temperature-triggered device); background failures elsewhere. One report ran with an injection, one result was skipped; the A100s' transcendental
 // probe carries the host's golden digest. Also a history with a quarantine, a release and a failure
 // after it. Returns the inputs for `fleet sdc`.
 std::string generate_fleet(const fs::path& dir) {
@@ -85,6 +85,15 @@ std::string generate_fleet(const fs::path& dir) {
           mem.records = {record(true, base + p, p % 64, -1), record(true, base + 40 + p, 3, -1)};
         }
         results[g].push_back(mem);
+        // Two burns, warmer each pass; node11's GPU 0 fails from 80 C (a temperature-triggered defect).
+        for (int k = 0; k < 2; ++k) {
+          const double celsius = 50.25 + 6 * p + 3 * k + g;
+          SimResult burn{k ? "gemm.burn.fp16" : "gemm.burn.bf16", h == 11 && g == 0 && celsius >= 80, false, false, 10.0};
+          burn.params = {{"samples",
+                          {{{"temperature_c", celsius}, {"sm_clock_mhz", 1980.0}, {"power_w", 600.5 + 10 * g + 5 * p},
+                            {"power_limit_w", 700.0}, {"under_load", true}}}}};
+          results[g].push_back(burn);
+        }
       }
       nlohmann::json report_json = nlohmann::json::parse(report(host, at, seed, devices, results));
       for (auto& r : report_json["results"]) {
@@ -181,6 +190,13 @@ void expect_planted_found(const nlohmann::json& report) {
   EXPECT_EQ(report["inputs"]["reports_with_injections"], 1);
   EXPECT_EQ(report["inputs"]["skipped"], 1);
   EXPECT_GT(report["votes"]["golden"].get<int>() + report["votes"]["agreed"].get<int>(), 0);
+  const nlohmann::json& conditions = report["burn_conditions"];
+  ASSERT_EQ(conditions["temperature_triggered"].size(), 1u) << conditions.dump();
+  EXPECT_EQ(conditions["temperature_triggered"][0]["uuid"], "GPU-node11-0");
+  EXPECT_EQ(conditions["temperature_triggered"][0]["trigger_c"], 80);
+  EXPECT_EQ(conditions["temperature_triggered"][0]["passes_below"], 10);
+  EXPECT_FALSE(conditions["temperature_bands"].empty());
+  EXPECT_FALSE(conditions["power_bands"].empty());
 }
 
 TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {

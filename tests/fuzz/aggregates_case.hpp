@@ -2,7 +2,7 @@
 // table's NDJSON rows, written as an engine writes them (DIR/TABLE/part-0.json and _SUCCESS).
 // Seeds: corpus/fleet_aggregates/, the tables DuckDB wrote (python -m sdcprobe.fleet_engine
 // aggregate) for a store of three CPU qualify runs: three digests with their members, six family
-// rows; its one fault site and failures_by_day row were added by hand in the engine's format (the
+// rows; its fault site, failures_by_day and conditions rows were added by hand in the engine's format (the
 // runs failed nothing).
 #pragma once
 
