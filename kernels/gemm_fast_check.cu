@@ -64,12 +64,11 @@ __global__ void square_roots(double* v, uint32_t count) {
   if (i < count) v[i] = sqrt(v[i]);
 }
 
-// A block takes kRefEdge lines by kRefEdge tiles, staging kRefDepth depth steps of A (decoded from
-// its own type) and of Y through shared memory; each thread sums 4 x 4 of them (lines ty*4 + i, tiles
-// tx*4 + j), read as float4. The first column of blocks also writes each line's norm.
-constexpr int kRefEdge = 64, kRefDepth = 32, kRefMicro = 4, kRefGrid = kRefEdge / kRefMicro, kRefPad = 4;
-static_assert(kGemmRefChunk % kRefDepth == 0, "a chunk is whole rounds");
-static_assert(kRefGrid * kRefGrid == kThreads, "one output block per thread");
+// A block takes kRefEdge lines by kRefEdge tiles (gemm_fast_check.hpp's tiling), staging kRefDepth
+// depth steps of A (decoded from its own type) and of Y through shared memory; each thread sums
+// 4 x 4 outputs, read as float4. The first column of blocks also sums each line's squares.
+constexpr int kRefPad = 4;  // keeps each staged row 16-byte aligned
+static_assert(kRefThreads == kThreads, "the tiling's block");
 
 template <GemmType T>
 __device__ __forceinline__ float stored_float(const void* a, uint64_t i) {
@@ -84,17 +83,17 @@ __global__ void __launch_bounds__(kThreads)
   constexpr bool kWide = sizeof(V) == sizeof(double);
   __shared__ __align__(16) V as[kRefDepth][kRefEdge + kRefPad];
   __shared__ __align__(16) V ys[kRefDepth][kRefEdge + kRefPad];
-  const int tid = threadIdx.x, tx = tid % kRefGrid, ty = tid / kRefGrid;
+  const int tid = threadIdx.x;
   const uint32_t line0 = blockIdx.y * kRefEdge, tile0 = blockIdx.x * kRefEdge;
   GemmRefSum sum32[kRefMicro][kRefMicro];
   double sum64[kRefMicro][kRefMicro] = {};
-  constexpr int kLoads = kRefEdge * kRefDepth / kThreads;  // rows tid / 32 + 8 i, depth tid % 32
-  double sq[kLoads] = {};
+  double sq[kRefLoads] = {};
   for (uint32_t p0 = 0; p0 < s.k; p0 += kRefDepth) {
-    const uint32_t kk = tid % kRefDepth, p = p0 + kk;
+    const int kk = ref_load_depth(tid);
+    const uint32_t p = p0 + kk;
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      const uint32_t row = tid / kRefDepth + i * (kThreads / kRefDepth);
+    for (int i = 0; i < kRefLoads; ++i) {
+      const int row = ref_load_row(tid, i);
       const uint32_t line = line0 + row, tile = tile0 + row;
       V av = 0, yv = 0;
       if (line < s.lines && p < s.k) {
@@ -115,7 +114,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int q = 0; q < kRefDepth; ++q) {
       V av[kRefMicro], yv[kRefMicro];
 #pragma unroll
-      for (int i = 0; i < kRefMicro; ++i) av[i] = as[q][ty * kRefMicro + i], yv[i] = ys[q][tx * kRefMicro + i];
+      for (int i = 0; i < kRefMicro; ++i) av[i] = as[q][ref_out_line(tid, i)], yv[i] = ys[q][ref_out_tile(tid, i)];
 #pragma unroll
       for (int i = 0; i < kRefMicro; ++i) {
 #pragma unroll
@@ -129,7 +128,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if constexpr (!kWide) {
-      if ((p0 + kRefDepth) % kGemmRefChunk == 0) {
+      if (ref_folds_after(p0)) {
 #pragma unroll
         for (int i = 0; i < kRefMicro; ++i) {
 #pragma unroll
@@ -141,10 +140,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 #pragma unroll
   for (int i = 0; i < kRefMicro; ++i) {
-    const uint32_t line = line0 + ty * kRefMicro + i;
+    const uint32_t line = line0 + ref_out_line(tid, i);
 #pragma unroll
     for (int j = 0; j < kRefMicro; ++j) {
-      const uint32_t tile = tile0 + tx * kRefMicro + j;
+      const uint32_t tile = tile0 + ref_out_tile(tid, j);
       if (line >= s.lines || tile >= s.tiles) continue;
       double v = sum64[i][j];
       if constexpr (!kWide) {
@@ -155,11 +154,11 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (blockIdx.x != 0) return;
-  // Every lane of warp w loaded rows w + 8 i: their squares sum over the warp.
+  // Every lane of a warp loaded the same rows: their squares sum over the warp.
 #pragma unroll
-  for (int i = 0; i < kLoads; ++i) {
+  for (int i = 0; i < kRefLoads; ++i) {
     for (int offset = 16; offset > 0; offset /= 2) sq[i] += __shfl_down_sync(0xffffffffu, sq[i], offset);
-    const uint32_t line = line0 + tid / kRefDepth + i * (kThreads / kRefDepth);
+    const uint32_t line = line0 + ref_load_row(tid, i);
     if (tid % 32 == 0 && line < s.lines) line_norm[line] = sq[i];  // square_roots makes it the norm
   }
 }

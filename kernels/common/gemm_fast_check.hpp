@@ -45,6 +45,25 @@ SDC_HD double gemm_ref_dot64(const double* a, const double* y, uint32_t k) {
   return r;
 }
 
+// The reference kernel's tiling (kernels/gemm_fast_check.cu), index arithmetic only, shared with the
+// CPU test of its cover: a block of kRefThreads takes kRefEdge lines by kRefEdge tiles, staging
+// kRefDepth depth steps a round; thread t loads depth ref_load_depth(t) of rows ref_load_row(t, i)
+// (of A and of Y), the same rows for every lane of a warp, so that a warp's sum of its loads' squares
+// is whole rows' (the lines' norms); and sums kRefMicro x kRefMicro outputs, lines ref_out_line(t, i)
+// by tiles ref_out_tile(t, j), each read as one 16-byte run of the staged rows.
+inline constexpr int kRefEdge = 64, kRefDepth = 32, kRefMicro = 4, kRefThreads = 256;
+inline constexpr int kRefGrid = kRefEdge / kRefMicro;               // threads along each edge
+inline constexpr int kRefLoads = kRefEdge * kRefDepth / kRefThreads;  // staged elements a thread
+static_assert(kGemmRefChunk % kRefDepth == 0, "a chunk is whole rounds");
+static_assert(kRefGrid * kRefGrid == kRefThreads, "one output block per thread");
+static_assert(kRefDepth == 32, "a warp's lanes load one row's depths");
+SDC_HD int ref_load_depth(int t) { return t % kRefDepth; }
+SDC_HD int ref_load_row(int t, int i) { return t / kRefDepth + i * (kRefThreads / kRefDepth); }
+SDC_HD int ref_out_line(int t, int i) { return (t / kRefGrid) * kRefMicro + i; }
+SDC_HD int ref_out_tile(int t, int j) { return (t % kRefGrid) * kRefMicro + j; }
+// Whether the chunks fold after the round that starts at depth p0.
+SDC_HD bool ref_folds_after(uint32_t p0) { return (p0 + kRefDepth) % kGemmRefChunk == 0; }
+
 // |r~ - r| <= gemm_ref_error * sum_p |a_p| |Y_p| + gemm_ref_underflow: Y's rounding to FP32 and a
 // chunk's FMAs (gamma_{c+1}(2^-24)), the chunk sums' FP64 additions (doubled: generous); near zero,
 // 2^-150 per rounding of Y and of each FMA, |a| < 2. fp64's FP64 sum is in gemm_check_slack already.

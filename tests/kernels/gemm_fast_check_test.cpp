@@ -340,6 +340,94 @@ TEST(GemmFastCheck, TheReferenceErrorAndTheNormBoundHold) {
   EXPECT_NEAR(gemm_ref_error(GemmType::kBf16, 8192) / 0x1p-24, 65.0, 0.1);
 }
 
+// The reference kernel's tiling covers every staged element and every output of a block once, a
+// warp's lanes load one row's depths, and outputs read whole 16-byte runs of the staged rows.
+TEST(GemmFastCheck, TheReferenceTilingCoversEachLoadAndOutputOnce) {
+  std::vector<int> loads(kRefEdge * kRefDepth, 0), outputs(kRefEdge * kRefEdge, 0);
+  for (int t = 0; t < kRefThreads; ++t) {
+    for (int i = 0; i < kRefLoads; ++i) {
+      ++loads[ref_load_row(t, i) * kRefDepth + ref_load_depth(t)];
+      EXPECT_EQ(ref_load_row(t, i), ref_load_row(t - t % 32, i)) << "lane " << t % 32;
+    }
+    for (int i = 0; i < kRefMicro; ++i) {
+      EXPECT_EQ(ref_out_line(t, i) % 4, i);  // a float4 of the staged rows
+      EXPECT_EQ(ref_out_tile(t, i) % 4, i);
+      for (int j = 0; j < kRefMicro; ++j) ++outputs[ref_out_line(t, i) * kRefEdge + ref_out_tile(t, j)];
+    }
+  }
+  EXPECT_EQ(std::count(loads.begin(), loads.end(), 1), kRefEdge * kRefDepth);
+  EXPECT_EQ(std::count(outputs.begin(), outputs.end(), 1), kRefEdge * kRefEdge);
+}
+
+// The kernel's blocked sums, emulated with its tiling (rounds of staged depths, zeros past the edges,
+// a fold where ref_folds_after says), equal gemm_ref_dot32 bit for bit, and the warps' squares the
+// lines' sums of squares, at shapes off the block's edges and a depth off the rounds.
+TEST(GemmFastCheck, TheKernelsBlockedReferenceEqualsTheLineByLineOne) {
+  const uint32_t lines = 70, tiles = 67, k = 72 + 64 * 2;
+  std::vector<float> a(uint64_t{lines} * k), y(uint64_t{tiles} * k);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = gemm_random_value(GemmType::kBf16, 5, i);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(gemm_random_double(6, i) * 37.0);
+  std::vector<double> r(uint64_t{lines} * tiles, -1), squares(lines, -1);
+  for (uint32_t line0 = 0; line0 < lines; line0 += kRefEdge) {
+    for (uint32_t tile0 = 0; tile0 < tiles; tile0 += kRefEdge) {
+      std::vector<GemmRefSum> sums(kRefThreads * kRefMicro * kRefMicro);
+      std::vector<double> sq(kRefThreads * kRefLoads, 0.0);
+      float as[kRefDepth][kRefEdge], ys[kRefDepth][kRefEdge];
+      for (uint32_t p0 = 0; p0 < k; p0 += kRefDepth) {
+        for (int t = 0; t < kRefThreads; ++t) {
+          const uint32_t p = p0 + ref_load_depth(t);
+          for (int i = 0; i < kRefLoads; ++i) {
+            const uint32_t row = ref_load_row(t, i);
+            const float av = line0 + row < lines && p < k ? a[uint64_t{line0 + row} * k + p] : 0.0f;
+            as[ref_load_depth(t)][row] = av;
+            ys[ref_load_depth(t)][row] = tile0 + row < tiles && p < k ? y[uint64_t{tile0 + row} * k + p] : 0.0f;
+            sq[t * kRefLoads + i] = std::fma(static_cast<double>(av), static_cast<double>(av), sq[t * kRefLoads + i]);
+          }
+        }
+        for (int t = 0; t < kRefThreads; ++t) {
+          for (int q = 0; q < kRefDepth; ++q) {
+            for (int i = 0; i < kRefMicro; ++i) {
+              for (int j = 0; j < kRefMicro; ++j)
+                gemm_ref_add(sums[(t * kRefMicro + i) * kRefMicro + j], as[q][ref_out_line(t, i)], ys[q][ref_out_tile(t, j)]);
+            }
+          }
+          if (ref_folds_after(p0)) {
+            for (int e = 0; e < kRefMicro * kRefMicro; ++e) gemm_ref_fold(sums[t * kRefMicro * kRefMicro + e]);
+          }
+        }
+      }
+      for (int t = 0; t < kRefThreads; ++t) {
+        for (int i = 0; i < kRefMicro; ++i) {
+          for (int j = 0; j < kRefMicro; ++j) {
+            const uint32_t line = line0 + ref_out_line(t, i), tile = tile0 + ref_out_tile(t, j);
+            GemmRefSum& sum = sums[(t * kRefMicro + i) * kRefMicro + j];
+            gemm_ref_fold(sum);
+            if (line < lines && tile < tiles) r[uint64_t{line} * tiles + tile] = sum.total;
+          }
+        }
+      }
+      if (tile0 != 0) continue;
+      for (int w = 0; w < kRefThreads / 32; ++w) {
+        for (int i = 0; i < kRefLoads; ++i) {
+          double total = 0;
+          for (int lane = 0; lane < 32; ++lane) total += sq[(w * 32 + lane) * kRefLoads + i];
+          const uint32_t line = line0 + ref_load_row(w * 32, i);
+          if (line < lines) squares[line] = total;
+        }
+      }
+    }
+  }
+  for (uint32_t line = 0; line < lines; ++line) {
+    double exact_sq = 0;
+    for (uint32_t p = 0; p < k; ++p) exact_sq += static_cast<double>(a[uint64_t{line} * k + p]) * a[uint64_t{line} * k + p];
+    EXPECT_NEAR(squares[line], exact_sq, 1e-12 * exact_sq) << "line " << line;
+    for (uint32_t tile = 0; tile < tiles; ++tile) {
+      const double want = gemm_ref_dot32(&a[uint64_t{line} * k], &y[uint64_t{tile} * k], k);
+      ASSERT_EQ(r[uint64_t{line} * tiles + tile], want) << "line " << line << ", tile " << tile;
+    }
+  }
+}
+
 TEST(GemmFastCheck, VectorSpansCoverATileInOrderWithAlignedBodies) {
   for (uint64_t row : {0ull, 1ull, 2ull, 3ull, 8192ull, 8195ull}) {
     for (uint32_t per : {2u, 4u}) {
