@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (blockIdx.x != 0) return;
-  // Every lane of a warp loaded the same rows: their squares sum over the warp.
+    // Every lane of a warp loaded the same rows: their squares sum over the warp.
 #pragma unroll
   for (int i = 0; i < kRefLoads; ++i) {
     for (int offset = 16; offset > 0; offset /= 2) sq[i] += __shfl_down_sync(0xffffffffu, sq[i], offset);
@@ -171,7 +171,9 @@ template <>
 struct Vector<float> {
   using type = float4;
   static constexpr uint32_t kPer = 4;
-  __device__ static void unpack(const float4& v, double (&out)[4]) { out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w; }
+  __device__ static void unpack(const float4& v, double (&out)[4]) {
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  }
 };
 template <>
 struct Vector<double> {
@@ -182,7 +184,7 @@ struct Vector<double> {
 
 // Claims a capture slot for a failed check and copies its elements' bits (the first `stride`).
 __device__ __forceinline__ void capture(const GemmCapture& cap, GemmType type, const void* c, GemmCapture* caps,
-                        unsigned long long* values, uint32_t stride, unsigned* count) {
+                                        unsigned long long* values, uint32_t stride, unsigned* count) {
   const unsigned slot = atomicAdd(count, 1u);
   if (slot >= kGemmCaptureSlots) return;
   caps[slot] = cap;
@@ -258,7 +260,8 @@ __global__ void __launch_bounds__(kThreads)
     const int32_t exact[4] = {x.x, x.y, x.z, x.w}, exact_abs[4] = {xa.x, xa.y, xa.z, xa.w};
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const GemmElementCheck ch = gemm_reference_element(acc, rel, k, exact[e] * unscale, exact_abs[e] * unscale, obs[e]);
+      const GemmElementCheck ch =
+          gemm_reference_element(acc, rel, k, exact[e] * unscale, exact_abs[e] * unscale, obs[e]);
       if (ch.fails) {
         ++failed[0];
         capture(GemmCapture{v * 4 + e, rep, 1}, type, c, caps, values, 1, count);
@@ -309,11 +312,19 @@ cudaError_t launch_gemm_fast_reference(const GemmCheckShape& s, GemmType store, 
                                        const double* y, double* r, double* line_norm, cudaStream_t stream) {
   const dim3 grid((s.tiles + kRefEdge - 1) / kRefEdge, (s.lines + kRefEdge - 1) / kRefEdge);
   switch (store) {
-    case GemmType::kFp64: fast_reference<GemmType::kFp64, double><<<grid, kThreads, 0, stream>>>(s, a, y, r, line_norm); break;
+    case GemmType::kFp64:
+      fast_reference<GemmType::kFp64, double><<<grid, kThreads, 0, stream>>>(s, a, y, r, line_norm);
+      break;
     case GemmType::kFp32:
-    case GemmType::kTf32: fast_reference<GemmType::kFp32, float><<<grid, kThreads, 0, stream>>>(s, a, y32, r, line_norm); break;
-    case GemmType::kFp16: fast_reference<GemmType::kFp16, float><<<grid, kThreads, 0, stream>>>(s, a, y32, r, line_norm); break;
-    case GemmType::kBf16: fast_reference<GemmType::kBf16, float><<<grid, kThreads, 0, stream>>>(s, a, y32, r, line_norm); break;
+    case GemmType::kTf32:
+      fast_reference<GemmType::kFp32, float><<<grid, kThreads, 0, stream>>>(s, a, y32, r, line_norm);
+      break;
+    case GemmType::kFp16:
+      fast_reference<GemmType::kFp16, float><<<grid, kThreads, 0, stream>>>(s, a, y32, r, line_norm);
+      break;
+    case GemmType::kBf16:
+      fast_reference<GemmType::kBf16, float><<<grid, kThreads, 0, stream>>>(s, a, y32, r, line_norm);
+      break;
     default: return cudaErrorInvalidValue;  // fp8 has its exact reference; int8 no random inputs
   }
   square_roots<<<(s.lines + kThreads - 1) / kThreads, kThreads, 0, stream>>>(line_norm, s.lines);
@@ -341,8 +352,8 @@ cudaError_t launch_gemm_fast_compare(const GemmCheckShape& s, const GemmFastBoun
 
 cudaError_t launch_gemm_fast_element_compare(const GemmAccumulation& acc, GemmType type, uint32_t k, uint64_t elements,
                                              const float* c, const int32_t* ref, const int32_t* ref_abs, unsigned rep,
-                                             GemmCheckSummary* summaries, GemmCapture* caps,
-                                             unsigned long long* values, unsigned* count, cudaStream_t stream) {
+                                             GemmCheckSummary* summaries, GemmCapture* caps, unsigned long long* values,
+                                             unsigned* count, cudaStream_t stream) {
   if (elements % 4 != 0) return cudaErrorInvalidValue;
   const LaunchShape shape{4096, kThreads};
   const double unscale = exp2_double(-2 * gemm_reference_shift(type));
@@ -357,7 +368,7 @@ cudaError_t launch_gemm_diff_if_changed(GemmType out_type, const void* c, const 
                                         cudaStream_t stream) {
   const LaunchShape shape{65535, kThreads};
   diff_if_changed<<<blocks_for(elements, shape), kThreads, 0, stream>>>(out_type, c, first, elements, n, digests, rep,
-                                                                         log);
+                                                                        log);
   return cudaGetLastError();
 }
 

@@ -29,7 +29,7 @@ SDC_HD void gemm_ref_fold(GemmRefSum& s) {
 }
 
 // r of one line and tile in the order the kernel sums it: depth p ascending, a fold after every
-// kGemmRefChunk steps and at the end.
+// kGemmRefChunk steps and at the end (fp64: one FMA chain in FP64).
 SDC_HD double gemm_ref_dot32(const float* a, const float* y, uint32_t k) {
   GemmRefSum s;
   for (uint32_t p = 0; p < k; ++p) {
@@ -39,11 +39,6 @@ SDC_HD double gemm_ref_dot32(const float* a, const float* y, uint32_t k) {
   gemm_ref_fold(s);
   return s.total;
 }
-SDC_HD double gemm_ref_dot64(const double* a, const double* y, uint32_t k) {
-  double r = 0;
-  for (uint32_t p = 0; p < k; ++p) r = fma(a[p], y[p], r);
-  return r;
-}
 
 // The reference kernel's tiling (kernels/gemm_fast_check.cu), index arithmetic only, shared with the
 // CPU test of its cover: a block of kRefThreads takes kRefEdge lines by kRefEdge tiles, staging
@@ -52,7 +47,7 @@ SDC_HD double gemm_ref_dot64(const double* a, const double* y, uint32_t k) {
 // is whole rows' (the lines' norms); and sums kRefMicro x kRefMicro outputs, lines ref_out_line(t, i)
 // by tiles ref_out_tile(t, j), each read as one 16-byte run of the staged rows.
 inline constexpr int kRefEdge = 64, kRefDepth = 32, kRefMicro = 4, kRefThreads = 256;
-inline constexpr int kRefGrid = kRefEdge / kRefMicro;               // threads along each edge
+inline constexpr int kRefGrid = kRefEdge / kRefMicro;                 // threads along each edge
 inline constexpr int kRefLoads = kRefEdge * kRefDepth / kRefThreads;  // staged elements a thread
 static_assert(kGemmRefChunk % kRefDepth == 0, "a chunk is whole rounds");
 static_assert(kRefGrid * kRefGrid == kRefThreads, "one output block per thread");

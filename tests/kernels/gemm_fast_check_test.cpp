@@ -16,12 +16,11 @@
 namespace sdc {
 namespace {
 
-const GemmType kFloatTypes[] = {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16,
-                                GemmType::kBf16};
+const GemmType kFloatTypes[] = {GemmType::kFp64, GemmType::kFp32, GemmType::kTf32, GemmType::kFp16, GemmType::kBf16};
 
 // The fast path's reference of an m x n x k GEMM's row checks, as the device computes it: Y and
 // |B||w| per tile in FP64 (|B||w| kept in FP32), the tiles' norms, and per line its norm and r = A Y
-// (gemm_ref_dot*).
+// (gemm_ref_dot32).
 struct Reference {
   GemmCheckShape s;
   GemmFastBound b;
@@ -66,8 +65,10 @@ Reference fast_reference(const GemmSpec& spec, const GemmAccumulation& acc) {
     }
     ref.line_norm.push_back(std::sqrt(sq));
     for (uint32_t t = 0; t < s.tiles; ++t) {
-      ref.r.push_back(spec.type == GemmType::kFp64 ? gemm_ref_dot64(a64.data(), &y[uint64_t{t} * s.k], s.k)
-                                                   : gemm_ref_dot32(a32.data(), &y32[uint64_t{t} * s.k], s.k));
+      double r64 = 0;  // fp64: one FMA chain in FP64
+      for (uint32_t p = 0; spec.type == GemmType::kFp64 && p < s.k; ++p)
+        r64 = std::fma(a64[p], y[uint64_t{t} * s.k + p], r64);
+      ref.r.push_back(spec.type == GemmType::kFp64 ? r64 : gemm_ref_dot32(a32.data(), &y32[uint64_t{t} * s.k], s.k));
     }
   }
   return ref;
@@ -117,7 +118,8 @@ struct Batch {
 void capture(Batch& batch, const GemmCapture& c, const std::vector<double>& out, GemmType t) {
   if (batch.captures.size() >= kGemmCaptureSlots) return;
   batch.values.resize((batch.captures.size() + 1) * batch.stride, 0);
-  for (uint32_t e = 0; e < c.count; ++e) batch.values[batch.captures.size() * batch.stride + e] = bits_of(t, out[c.first + e]);
+  for (uint32_t e = 0; e < c.count; ++e)
+    batch.values[batch.captures.size() * batch.stride + e] = bits_of(t, out[c.first + e]);
   batch.captures.push_back(c);
 }
 
@@ -139,8 +141,8 @@ void fast_compare(const Reference& ref, const std::vector<double>& out, unsigned
       }
       for (uint32_t j = v.body; j < hi; ++j) add(j);
       const GemmTileWeights& w = ref.weights[t];
-      const GemmFastCheck c = gemm_fast_check(ref.b, s.k, cw, ref.r[uint64_t{line} * s.tiles + t],
-                                              ref.line_norm[line], ref.tile_norm[t], w.sum, w.min);
+      const GemmFastCheck c = gemm_fast_check(ref.b, s.k, cw, ref.r[uint64_t{line} * s.tiles + t], ref.line_norm[line],
+                                              ref.tile_norm[t], w.sum, w.min);
       sum.c_square_sum += squares;
       if (c.fails) {
         ++sum.flagged;
@@ -236,8 +238,9 @@ TEST(GemmFastCheck, ABatchNamesTheRepeatAndElementOfAPlantedErrorOfTwiceTheRmsIn
     // A column inside a tile, not at its edge.
     const uint64_t at = uint64_t{17} * spec.n + ref.s.tile * 3 + 5;
     for (unsigned planted : kPlantedRepeats) {
-      expect_batch_names(spec, acc, clean, ref.s.tile, planted, at,
-                         [&](const std::vector<double>& out, unsigned rep, Batch& b) { fast_compare(ref, out, rep, b); });
+      expect_batch_names(
+          spec, acc, clean, ref.s.tile, planted, at,
+          [&](const std::vector<double>& out, unsigned rep, Batch& b) { fast_compare(ref, out, rep, b); });
     }
   }
 }
@@ -254,8 +257,8 @@ TEST(GemmFastCheck, ABatchNamesTheRepeatAndElementOfAPlantedErrorOfTwiceTheRmsIn
       for (uint32_t j = 0; j < spec.n; ++j) {
         double d = 0, da = 0;
         for (uint32_t p = 0; p < spec.k; ++p) {
-          const double x = gemm_generated_double(ga, uint64_t{i} * spec.k + p) *
-                           gemm_generated_double(gb, uint64_t{j} * spec.k + p);
+          const double x =
+              gemm_generated_double(ga, uint64_t{i} * spec.k + p) * gemm_generated_double(gb, uint64_t{j} * spec.k + p);
           d += x;
           da += std::fabs(x);
         }
@@ -388,7 +391,8 @@ TEST(GemmFastCheck, TheKernelsBlockedReferenceEqualsTheLineByLineOne) {
           for (int q = 0; q < kRefDepth; ++q) {
             for (int i = 0; i < kRefMicro; ++i) {
               for (int j = 0; j < kRefMicro; ++j)
-                gemm_ref_add(sums[(t * kRefMicro + i) * kRefMicro + j], as[q][ref_out_line(t, i)], ys[q][ref_out_tile(t, j)]);
+                gemm_ref_add(sums[(t * kRefMicro + i) * kRefMicro + j], as[q][ref_out_line(t, i)],
+                             ys[q][ref_out_tile(t, j)]);
             }
           }
           if (ref_folds_after(p0)) {
@@ -419,7 +423,8 @@ TEST(GemmFastCheck, TheKernelsBlockedReferenceEqualsTheLineByLineOne) {
   }
   for (uint32_t line = 0; line < lines; ++line) {
     double exact_sq = 0;
-    for (uint32_t p = 0; p < k; ++p) exact_sq += static_cast<double>(a[uint64_t{line} * k + p]) * a[uint64_t{line} * k + p];
+    for (uint32_t p = 0; p < k; ++p)
+      exact_sq += static_cast<double>(a[uint64_t{line} * k + p]) * a[uint64_t{line} * k + p];
     EXPECT_NEAR(squares[line], exact_sq, 1e-12 * exact_sq) << "line " << line;
     for (uint32_t tile = 0; tile < tiles; ++tile) {
       const double want = gemm_ref_dot32(&a[uint64_t{line} * k], &y[uint64_t{tile} * k], k);
