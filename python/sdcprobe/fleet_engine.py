@@ -61,14 +61,12 @@ COLUMNS = {
     ],
 }
 
-# What makes a row the same row when a store holds it twice (a report imported again after its
-# day was compacted, a history's day file rewritten with more rows): one copy of each counts.
-ROW_KEYS = {
-    "results": "run_key, device_uuid, probe, attempt, time",
-    "sites": "run_key, device_uuid, probe, attempt, record, time",
-    "devices": "run_key, host, uuid, time",
-    "quarantine": "host, device_uuid, quarantine_id, event",
-}
+# A compacted Parquet file carries, besides the table's columns, each row's landing file as
+# `source_file` ("day=YYYY-MM-DD/NAME.ndjson"). A landing file of that name found later (a report
+# imported again, a history's day file rewritten with more rows) replaces those rows: each engine's
+# view takes the landing file's rows and drops the Parquet rows of the same source. Nothing else is
+# ever written twice, so no row is compared with another.
+SOURCE = r"(day=[^/]+/[^/]+)$"
 
 VOTE = "class_key, probe, level, size_bytes, iterations, run_seed, digest"
 # A result of attempt 0 that ran: what the rates count (a history's re-run after a failure is the same fault).
@@ -233,22 +231,22 @@ class DuckDBEngine:
         files = store_files(store, table, since, until)
         columns = COLUMNS[table]
         names = ", ".join(c for c, _ in columns)
-        parts = []
-        if files["ndjson"]:
-            spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
-            parts.append(f"SELECT {names}, filename FROM read_json({sql_list(files['ndjson'])}, "
-                         f"format='newline_delimited', columns={{{spec}}}, filename=true)")
-        if files["parquet"]:
-            parts.append(f"SELECT {names}, filename FROM read_parquet({sql_list(files['parquet'])}, filename=true)")
-        if not parts:
-            empty = ", ".join(f"CAST(NULL AS {self.duck_type(t)}) AS {c}" for c, t in columns)
-            parts.append(f"SELECT {empty}, CAST(NULL AS VARCHAR) AS filename WHERE false")
-        self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table}_raw AS " + " UNION ALL ".join(parts))
+        spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
+        empty = ", ".join(f"CAST(NULL AS {self.duck_type(t)}) AS {c}" for c, t in columns)
+        nothing = f"SELECT {empty}, CAST(NULL AS VARCHAR) AS filename, CAST(NULL AS VARCHAR) AS source_file WHERE false"
+        landing = (f"SELECT {names}, filename, regexp_extract(filename, '{SOURCE}', 1) AS source_file "
+                   f"FROM read_json({sql_list(files['ndjson'])}, format='newline_delimited', columns={{{spec}}}, "
+                   f"filename=true)") if files["ndjson"] else nothing
+        compacted = (f"SELECT {names}, filename, source_file FROM read_parquet({sql_list(files['parquet'])}, "
+                     f"filename=true)") if files["parquet"] else nothing
+        self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table}_landing AS {landing}")
+        self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table}_compacted AS {compacted}")
+        self.db.execute(f"""CREATE OR REPLACE TEMP VIEW {table}_raw AS
+            SELECT * FROM {table}_landing UNION ALL
+            SELECT * FROM {table}_compacted WHERE source_file NOT IN (SELECT source_file FROM {table}_landing)""")
         self.check_version(table)
-        self.db.execute(f"""CREATE OR REPLACE TEMP VIEW {table} AS SELECT * EXCLUDE (copy, filename) FROM (
-            SELECT *, epoch_us(CAST(time AS TIMESTAMP)) AS t_us,
-              row_number() OVER (PARTITION BY {ROW_KEYS[table]} ORDER BY filename) AS copy
-            FROM {table}_raw) WHERE copy = 1""")
+        self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS "
+                        f"SELECT * EXCLUDE (filename), epoch_us(CAST(time AS TIMESTAMP)) AS t_us FROM {table}_raw")
 
     def check_version(self, table):
         try:
@@ -284,43 +282,51 @@ class SparkEngine:
 
     def load(self, store, table, since, until):
         from pyspark.sql import functions as F
+        from pyspark.sql.utils import AnalysisException
 
-        schema = ", ".join(f"{c} {t}" for c, t in COLUMNS[table])
-        frames = []
-        local = "://" not in store
-        paths = store_files(store, table, since, until) if local else None
-        reader = self.spark.read.option("basePath", os.path.join(store, table))
-        if local:
-            if paths["ndjson"]:
-                frames.append(reader.schema(schema).json(paths["ndjson"]))
-            if paths["parquet"]:
-                frames.append(reader.parquet(*paths["parquet"]).select(*[c for c, _ in COLUMNS[table]]))
-        else:
-            frames.append(reader.schema(schema).json(os.path.join(store, table, "day=*", "*.ndjson")))
         names = [c for c, _ in COLUMNS[table]]
-        if not frames:
-            frame = self.spark.createDataFrame([], schema)
+        schema = ", ".join(f"{c} {t}" for c, t in COLUMNS[table])
+        base = os.path.join(store, table)
+        if "://" in store:  # HDFS, s3a: globs; a table without Parquet yet has no match
+            ndjson = [os.path.join(store, table, "day=*", "*.ndjson")]
+            parquet = [os.path.join(store, table, "day=*", "*.parquet")]
         else:
-            frame = frames[0].select(*names)
-            for f in frames[1:]:
-                frame = frame.unionByName(f.select(*names))
-        frame = frame.withColumn("filename", F.input_file_name())
+            files = store_files(store, table, since, until)
+            ndjson, parquet = files["ndjson"], files["parquet"]
+        nothing = self.spark.createDataFrame([], schema + ", filename STRING, source_file STRING")
+
+        def read(kind, paths):
+            if not paths:
+                return nothing
+            try:
+                reader = self.spark.read.option("basePath", base)  # a reader each: schema() sets it in place
+                frame = reader.schema(schema).json(paths) if kind == "json" else reader.parquet(*paths)
+            except AnalysisException:
+                if "://" in store:
+                    return nothing
+                raise
+            frame = frame.withColumn("filename", F.input_file_name())
+            if kind == "json":
+                frame = frame.withColumn("source_file", F.regexp_extract("filename", SOURCE, 1))
+            return frame.select(*names, "filename", "source_file")
+
+        landing, compacted = read("json", ndjson), read("parquet", parquet)
+        raw = landing.unionByName(compacted.join(landing.select("source_file").distinct(), "source_file", "left_anti")
+                                  .select(*names, "filename", "source_file"))
         if since or until:
             day = F.date_format(F.to_timestamp("time"), "yyyy-MM-dd")
             if since:
-                frame = frame.where(day >= since)
+                raw = raw.where(day >= since)
             if until:
-                frame = frame.where(day <= until)
-        frame.createOrReplaceTempView(f"{table}_raw")
+                raw = raw.where(day <= until)
+        raw.createOrReplaceTempView(f"{table}_raw")
         bad = self.spark.sql(f"SELECT filename, schema_version FROM {table}_raw "
                              f"WHERE NOT (schema_version <=> {STORE_SCHEMA_VERSION}) LIMIT 1").collect()
         if bad:
             raise StoreError(f"{bad[0][0]}: schema_version {bad[0][1]}: this sdcprobe reads version "
                              f"{STORE_SCHEMA_VERSION}")
-        self.spark.sql(f"""CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM (
-            SELECT *, unix_micros(to_timestamp(time)) AS t_us,
-              row_number() OVER (PARTITION BY {ROW_KEYS[table]} ORDER BY filename) AS copy
-            FROM {table}_raw) WHERE copy = 1""")
+        self.spark.sql(f"CREATE OR REPLACE TEMP VIEW {table} AS "
+                       f"SELECT *, unix_micros(to_timestamp(time)) AS t_us FROM {table}_raw")
 
     def write(self, name, sql, folder):
         # ignoreNullFields=false: every column on every line, as DuckDB writes them.
@@ -362,11 +368,11 @@ def compact(store):
             files = store_files(store, table, day, day)
             if not files["ndjson"]:
                 continue
-            engine.load(store, table, day, day)  # every row of the day once, the old Parquet included
+            engine.load(store, table, day, day)  # the day's rows, a landing file's over its older copy
             names = ", ".join(c for c, _ in COLUMNS[table])
             fd, temp = tempfile.mkstemp(prefix=".compact-", suffix=".tmp", dir=folder)
             os.close(fd)
-            engine.db.execute(f"COPY (SELECT {names} FROM {table}) TO '{temp}' (FORMAT PARQUET)")
+            engine.db.execute(f"COPY (SELECT {names}, source_file FROM {table}_raw) TO '{temp}' (FORMAT PARQUET)")
             with open(temp, "rb") as f:
                 os.fsync(f.fileno())
             target = os.path.join(folder, f"compacted-{os.getpid()}-{merged}.parquet")

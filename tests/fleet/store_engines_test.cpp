@@ -1,7 +1,7 @@
 // The fleet store read by the engines (docs/fleet.md#reading-the-store): a generated fleet's reports
 // and history, imported into a store, give the same `fleet sdc` JSON report from the files, from the
-// store through embedded DuckDB, and from the store through Spark (local[2]) and --aggregates; after
-// compaction to Parquet and a second import too. Bad stores and aggregates are exit 2 naming the file.
+// store through embedded DuckDB, before and after compaction to Parquet and a second import, and
+// from that store through Spark (local[2]) and --aggregates. Bad stores and aggregates are exit 2 naming the file.
 // The engines come from the fleet_engines_venv fixture ($SDC_FLEET_ENGINES_PYTHON).
 #include <gtest/gtest.h>
 
@@ -207,13 +207,6 @@ TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {
 
   EXPECT_EQ(through_duckdb(), files);
 
-  // The Spark job as a user submits it (python runs it in local mode here), then --aggregates.
-  const Outcome spark = run_command("PYSPARK_PYTHON=" + engines_python() + " " + engines_python() + " " +
-                                    SDC_SOURCE_DIR + "/python/sdcprobe/fleet_engine.py aggregate --engine spark "
-                                    "--master local[2] --store " + path("store") + " --out " + path("aggregates"));
-  ASSERT_EQ(spark.code, 0) << spark.out;
-  EXPECT_EQ(fleet_sdc("--aggregates " + path("aggregates") + topology()), files);
-
   // Compacted to Parquet, and a report imported again after that: each row still counts once.
   const Outcome compact = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " +
                                       path("store"));
@@ -227,6 +220,14 @@ TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {
   EXPECT_GT(parquet, 0u);
   import((dir_ / "reports" / "node3-0.json").string() + " " + (dir_ / "hist" / kHistoryFile).string());
   EXPECT_EQ(through_duckdb(), files);
+
+  // The Spark job as a user submits it (python runs it in local mode here) over the same store of
+  // Parquet and landing files, then --aggregates.
+  const Outcome spark = run_command("PYSPARK_PYTHON=" + engines_python() + " " + engines_python() + " " +
+                                    SDC_SOURCE_DIR + "/python/sdcprobe/fleet_engine.py aggregate --engine spark "
+                                    "--master local[2] --store " + path("store") + " --out " + path("aggregates"));
+  ASSERT_EQ(spark.code, 0) << spark.out;
+  EXPECT_EQ(fleet_sdc("--aggregates " + path("aggregates") + topology()), files);
 }
 
 TEST_F(StoreEngines, SinceAndUntilReadOnlyThoseDays) {
