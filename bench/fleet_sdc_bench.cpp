@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/fleet_sim.hpp"
 #include "fleet/fleet_sdc_analysis.hpp"
 #include "fleet/fleet_sdc_ingest.hpp"
 #include "kernels/common/random.hpp"
@@ -31,78 +32,7 @@
 
 namespace {
 
-constexpr int kGpusPerNode = 8;
-constexpr int64_t kStart = 1796083200;  // 2026-12-01T00:00:00Z
-const char* const kProbes[] = {"alu.fma32", "gemm.exact.fp32", "sfu.transcendental", "mem.march_c"};
-constexpr double kBaseFailure = 1e-6;  // per result
-constexpr double kLemonFailure = 0.05;
-
-struct Planted {
-  int lemon_a, lemon_b, wrong;  // GPU numbers
-};
-
-Planted planted(int gpus) { return {7 * kGpusPerNode + 3, (gpus / 2) * 1 + 1, 42 * kGpusPerNode + 5}; }
-
-std::string uuid(int gpu) {
-  char text[48];
-  std::snprintf(text, sizeof text, "GPU-%08x-0000-4000-8000-%012x", gpu, gpu * 7919);
-  return text;
-}
-
-// One node's report of one hourly pass.
-std::string node_report(int node, int hour, int gpus, const Planted& p, std::mt19937_64& rng) {
-  const uint64_t seed = sdc::fleet_seed("bench-secret", sdc::SeedPeriod::kHour, kStart + 3600 * hour).seed;
-  const char* probe = kProbes[(hour + node) % 4];
-  const bool deterministic = probe[0] != 'm';
-  const char* model = node % 2 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB";
-  const std::string time = [&] {
-    const std::time_t t = kStart + 3600 * hour + node % 600;
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return std::string(text);
-  }();
-  std::string devices, results;
-  std::uniform_real_distribution<double> u(0, 1);
-  for (int i = 0; i < kGpusPerNode; ++i) {
-    const int gpu = node * kGpusPerNode + i;
-    if (gpu >= gpus) break;
-    char row[640];
-    std::snprintf(row, sizeof row,
-                  "%s{\"index\":%d,\"backend\":\"cuda\",\"uuid\":\"%s\",\"pci_bus_id\":\"00000000:%02X:00.0\","
-                  "\"name\":\"%s\",\"compute_units\":132,\"compute_capability\":\"9.0\",\"memory_bytes\":85899345920,"
-                  "\"driver_version\":\"550.54.15\",\"runtime_version\":\"12.4\"}",
-                  i ? "," : "", i, uuid(gpu).c_str(), 0x18 + i, model);
-    devices += row;
-    const bool failed = u(rng) < (gpu == p.lemon_a || gpu == p.lemon_b ? kLemonFailure : kBaseFailure);
-    std::string digest;
-    if (deterministic) {
-      uint64_t h = seed;
-      for (const char* c = probe; *c; ++c) h = sdc::mix64(h ^ static_cast<unsigned char>(*c));
-      sdc::Digest128 d{sdc::mix64(h), sdc::mix64(h + 1)};
-      if (gpu == p.wrong) d.lo ^= 0x1000;
-      digest = ",\"digest\":\"" + sdc::digest_hex(d) + "\"";
-    }
-    const std::string records =
-        failed ? "[{\"index\":4096,\"expected\":0,\"observed\":8,\"syndrome\":8,\"bits\":[3],\"width_bits\":64," +
-                     std::string(deterministic ? "\"unit\":17,\"lane\":3}]" : "\"byte_offset\":32768}]")
-               : "[]";
-    std::snprintf(row, sizeof row,
-                  "%s{\"probe\":\"%s\",\"device_index\":%d,\"device_uuid\":\"%s\",\"outcome\":\"%s\",\"checked\":"
-                  "16777216,\"mismatches\":%d,\"records\":%s,\"duration_s\":612.5,\"setup_s\":0.4,\"bytes\":"
-                  "68719476736,\"flops\":1.2e14,\"seed\":%llu,\"params\":{\"algorithm\":\"cublasLt-7\",\"library_"
-                  "version\":\"12.4.5\"}%s}",
-                  i ? "," : "", probe, i, uuid(gpu).c_str(), failed ? "fail" : "pass", failed ? 1 : 0, records.c_str(),
-                  static_cast<unsigned long long>(seed), digest.c_str());
-    results += row;
-  }
-  return "{\"tool\":\"sdcprobe\",\"version\":\"0.1.0\",\"mode\":\"sweep\",\"host\":\"node" + std::to_string(node) +
-         "\",\"seed\":" + std::to_string(seed) +
-         ",\"seed_origin\":\"fleet:hour\",\"level\":\"standard\",\"started_at\":\"" + time +
-         "\",\"duration_s\":700,\"verdict\":\"pass\",\"exit_code\":0,\"injections\":[],\"devices\":[" + devices +
-         "],\"results\":[" + results + "]}";
-}
+using namespace sdc::bench;
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
