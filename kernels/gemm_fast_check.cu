@@ -244,33 +244,38 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Random fp8: each element against the exact INT32 reference (gemm_reference_element), four at a
-// time (elements % 4 == 0: fp8 shapes are multiples of 16); a failing element is captured alone.
+// Random fp8: each element against the exact INT32 reference, its bound from its row's and column's
+// norms (gemm_norm_element); a block per row, four elements a thread at a time (n % 4 == 0: fp8 shapes
+// are multiples of 16); a failing element is captured alone.
 __global__ void __launch_bounds__(kThreads)
     fast_element_compare(GemmAccumulation acc, double rel, uint32_t k, double unscale, GemmType type,
                          const float* __restrict__ c, const int32_t* __restrict__ ref,
-                         const int32_t* __restrict__ ref_abs, uint64_t elements, unsigned rep,
-                         GemmCheckSummary* summaries, GemmCapture* caps, unsigned long long* values, unsigned* count) {
+                         const double* __restrict__ norm_a, const double* __restrict__ norm_b, uint32_t m, uint32_t n,
+                         unsigned rep, GemmCheckSummary* summaries, GemmCapture* caps, unsigned long long* values,
+                         unsigned* count) {
   double squares[1] = {0}, most[2] = {0, 0};
   unsigned long long failed[1] = {0};
-  for (uint64_t v = grid_thread(); v < elements / 4; v += grid_stride()) {
-    const float4 o = reinterpret_cast<const float4*>(c)[v];
-    const int4 x = reinterpret_cast<const int4*>(ref)[v], xa = reinterpret_cast<const int4*>(ref_abs)[v];
-    const double obs[4] = {o.x, o.y, o.z, o.w};
-    const int32_t exact[4] = {x.x, x.y, x.z, x.w}, exact_abs[4] = {xa.x, xa.y, xa.z, xa.w};
+  for (uint32_t i = blockIdx.x; i < m; i += gridDim.x) {
+    const double row = norm_a[i] * unscale;
+    const uint64_t base = static_cast<uint64_t>(i) * n;
+    for (uint32_t j = threadIdx.x * 4; j < n; j += blockDim.x * 4) {
+      const float4 o = *reinterpret_cast<const float4*>(c + base + j);
+      const int4 x = *reinterpret_cast<const int4*>(ref + base + j);
+      const double obs[4] = {o.x, o.y, o.z, o.w};
+      const int32_t exact[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const GemmElementCheck ch =
-          gemm_reference_element(acc, rel, k, exact[e] * unscale, exact_abs[e] * unscale, obs[e]);
-      if (ch.fails) {
-        ++failed[0];
-        capture(GemmCapture{v * 4 + e, rep, 1}, type, c, caps, values, 1, count);
+      for (uint32_t e = 0; e < 4; ++e) {
+        const GemmElementCheck ch = gemm_norm_element(acc, rel, k, exact[e] * unscale, row * norm_b[j + e], obs[e]);
+        if (ch.fails) {
+          ++failed[0];
+          capture(GemmCapture{base + j + e, rep, 1}, type, c, caps, values, 1, count);
+        }
+        if (ch.residual == ch.residual) {
+          if (ch.tau > 0) most[0] = fmax(most[0], ch.residual / ch.tau);
+          most[1] = fmax(most[1], ch.tau + ch.residual);
+        }
+        squares[0] = fma(obs[e], obs[e], squares[0]);
       }
-      if (ch.residual == ch.residual) {
-        if (ch.tau > 0) most[0] = fmax(most[0], ch.residual / ch.tau);
-        most[1] = fmax(most[1], ch.tau + ch.residual);
-      }
-      squares[0] = fma(obs[e], obs[e], squares[0]);
     }
   }
   block_reduce<double, 1, false>(squares);
@@ -282,6 +287,20 @@ __global__ void __launch_bounds__(kThreads)
     atomicMax(&sum->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(most[0])));
     atomicMax(&sum->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(most[1])));
     atomicAdd(&sum->c_square_sum, squares[0]);
+  }
+}
+
+// norm[row] = the sum of squares of an int8 operand's row (exact), a block per row; square_roots
+// then makes it the norm.
+__global__ void int8_row_squares(const int8_t* __restrict__ v, uint64_t rows, uint32_t k, double* norm) {
+  for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    unsigned long long sq[1] = {0};
+    for (uint32_t p = threadIdx.x; p < k; p += blockDim.x) {
+      const int x = v[row * k + p];
+      sq[0] += static_cast<unsigned long long>(x * x);
+    }
+    block_reduce<unsigned long long, 1, false>(sq);
+    if (threadIdx.x == 0) norm[row] = static_cast<double>(sq[0]);
   }
 }
 
@@ -350,16 +369,26 @@ cudaError_t launch_gemm_fast_compare(const GemmCheckShape& s, const GemmFastBoun
   return cudaGetLastError();
 }
 
-cudaError_t launch_gemm_fast_element_compare(const GemmAccumulation& acc, GemmType type, uint32_t k, uint64_t elements,
-                                             const float* c, const int32_t* ref, const int32_t* ref_abs, unsigned rep,
+cudaError_t launch_gemm_fast_element_compare(const GemmAccumulation& acc, GemmType type, uint32_t k, uint32_t n,
+                                             uint64_t elements, const float* c, const int32_t* ref,
+                                             const double* norm_a, const double* norm_b, unsigned rep,
                                              GemmCheckSummary* summaries, GemmCapture* caps, unsigned long long* values,
                                              unsigned* count, cudaStream_t stream) {
-  if (elements % 4 != 0) return cudaErrorInvalidValue;
-  const LaunchShape shape{4096, kThreads};
+  if (n == 0 || n % 4 != 0 || elements % n != 0) return cudaErrorInvalidValue;
+  const uint64_t m = elements / n;
+  const unsigned blocks = m < 8192 ? static_cast<unsigned>(m) : 8192u;
   const double unscale = exp2_double(-2 * gemm_reference_shift(type));
-  fast_element_compare<<<blocks_for(elements / 4, shape), kThreads, 0, stream>>>(
-      acc, gemm_relative_bound(acc, k), k, unscale, type, c, ref, ref_abs, elements, rep, summaries, caps, values,
-      count);
+  fast_element_compare<<<blocks, kThreads, 0, stream>>>(acc, gemm_relative_bound(acc, k), k, unscale, type, c, ref,
+                                                        norm_a, norm_b, static_cast<uint32_t>(m), n, rep, summaries,
+                                                        caps, values, count);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_gemm_reference_norms(const int8_t* v, uint64_t rows, uint32_t k, double* norm, cudaStream_t stream) {
+  const unsigned blocks = rows < 65535 ? static_cast<unsigned>(rows) : 65535u;
+  int8_row_squares<<<blocks, kThreads, 0, stream>>>(v, rows, k, norm);
+  square_roots<<<static_cast<unsigned>((rows + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      norm, static_cast<uint32_t>(rows));
   return cudaGetLastError();
 }
 

@@ -94,12 +94,17 @@ cudaError_t launch_gemm_fast_compare(const GemmCheckShape& s, const GemmFastBoun
                                      const double* line_norm, const double* tile_norm, const double2* tw, unsigned rep,
                                      GemmCheckSummary* summaries, GemmCapture* caps, unsigned long long* values,
                                      unsigned* count, cudaStream_t stream);
-// Random fp8, repeat `rep` of a batch: each element against the exact reference, read four at a time;
-// failing elements captured alone (one value per slot).
-cudaError_t launch_gemm_fast_element_compare(const GemmAccumulation& acc, GemmType type, uint32_t k, uint64_t elements,
-                                             const float* c, const int32_t* ref, const int32_t* ref_abs, unsigned rep,
+// Random fp8, repeat `rep` of a batch: each element against the exact reference, its bound from
+// norm_a[row] norm_b[column] (launch_gemm_reference_norms), read four at a time; failing elements
+// captured alone (one value per slot).
+cudaError_t launch_gemm_fast_element_compare(const GemmAccumulation& acc, GemmType type, uint32_t k, uint32_t n,
+                                             uint64_t elements, const float* c, const int32_t* ref,
+                                             const double* norm_a, const double* norm_b, unsigned rep,
                                              GemmCheckSummary* summaries, GemmCapture* caps,
                                              unsigned long long* values, unsigned* count, cudaStream_t stream);
+// norm[r] = the norm of row r of an int8 reference operand (rows x k, launch_gemm_reference_operand's v).
+cudaError_t launch_gemm_reference_norms(const int8_t* v, uint64_t rows, uint32_t k, double* norm,
+                                        cudaStream_t stream);
 // launch_gemm_diff into `log` only where digests[rep] differs from digests[0] (read on the device).
 cudaError_t launch_gemm_diff_if_changed(GemmType out_type, const void* c, const void* first, uint64_t elements,
                                         uint32_t n, const Digest128* digests, unsigned rep, DeviceMismatchLog* log,

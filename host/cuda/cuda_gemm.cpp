@@ -355,7 +355,7 @@ void CudaGemmEngine::thin_gemm(cudaDataType_t type, cublasComputeType_t compute,
 
 // Random fp8: two INT32 GEMMs of the inputs scaled to int8 on the integer tensor cores (as fast as
 // the fp8 GEMM itself): (m + n) k * 2 bytes of operands and 8 m n bytes of results (768 MiB at
-// n = k = 8192), kept with the engine. Other random inputs: the row check's r = A Y by an FP64 GEMM
+// n = k = 8192), kept with the engine; the fast path runs the first alone, with the operands' norms. Other random inputs: the row check's r = A Y by an FP64 GEMM
 // of A (widened on the device) against the thin Y = B w (k x n / tile), and q = |A| |B||w| by an
 // FP32 GEMM (FP32 units, no TF32: the bound's sum factor assumes FP32 roundings), neither on the
 // tensor cores of the type under test. The widened A (12 m k bytes: 768 MiB at n = 8192) and Y stay
@@ -371,7 +371,11 @@ double CudaGemmEngine::reference(const GemmSpec& spec, const GemmAccumulation& a
     auto* bt = grow(ref_bt_, b_bytes).as<int8_t>();
     auto* bt_abs = grow(ref_bt_abs_, b_bytes).as<int8_t>();
     auto* ref = grow(ref_c_, elements * sizeof(int32_t)).as<int32_t>();
-    auto* ref_abs = grow(ref_abs_, elements * sizeof(int32_t)).as<int32_t>();
+    // The fast path bounds each element by its operands' norms (gemm_norm_element): no S = |A| |B|.
+    const bool fast = fast_check();
+    auto* ref_abs = fast ? nullptr : grow(ref_abs_, elements * sizeof(int32_t)).as<int32_t>();
+    auto* norm_a = fast ? grow(ref_norm_a_, spec.m * sizeof(double)).as<double>() : nullptr;
+    auto* norm_b = fast ? grow(ref_norm_b_, spec.n * sizeof(double)).as<double>() : nullptr;
     GemmSpec int8 = spec;
     int8.type = GemmType::kInt8;
     pinned(int8);  // outside the timing
@@ -381,7 +385,12 @@ double CudaGemmEngine::reference(const GemmSpec& spec, const GemmAccumulation& a
     SDC_CUDA_TRY(launch_gemm_reference_operand(gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamB),
                                                spec.n, bt, bt_abs, stream_));
     matmul(int8, a, bt, ref);
-    matmul(int8, a_abs, bt_abs, ref_abs);
+    if (fast) {
+      SDC_CUDA_TRY(launch_gemm_reference_norms(a, spec.m, spec.k, norm_a, stream_));
+      SDC_CUDA_TRY(launch_gemm_reference_norms(bt, spec.n, spec.k, norm_b, stream_));
+    } else {
+      matmul(int8, a_abs, bt_abs, ref_abs);
+    }
     SDC_CUDA_TRY(cudaEventRecord(end_.get(), stream_));
     synchronize();
   } else if (fast_check()) {
@@ -471,10 +480,10 @@ void CudaGemmEngine::run_fast_repeats(const GemmSpec& spec, const GemmAccumulati
     inject_(c, elements, width, 1);
     SDC_CUDA_TRY(cudaEventRecord(ev[2].get(), stream_));
     if (per_element) {
-      SDC_CUDA_TRY(launch_gemm_fast_element_compare(acc, spec.type, spec.k, elements,
+      SDC_CUDA_TRY(launch_gemm_fast_element_compare(acc, spec.type, spec.k, spec.n, elements,
                                                     static_cast<const float*>(c.data()), ref_c_.as<int32_t>(),
-                                                    ref_abs_.as<int32_t>(), rep, summaries, caps, values, count,
-                                                    stream_));
+                                                    ref_norm_a_.as<double>(), ref_norm_b_.as<double>(), rep,
+                                                    summaries, caps, values, count, stream_));
     } else {
       SDC_CUDA_TRY(launch_gemm_fast_compare(s, bound, c.data(), row_r_.as<double>(), row_line_norm_.as<double>(),
                                             row_tile_norm_.as<double>(), row_tw_.as<double2>(), rep, summaries, caps,

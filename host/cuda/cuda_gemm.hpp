@@ -133,6 +133,7 @@ class CudaGemmEngine : public GemmEngine {
   DeviceMemory ref_y_, ref_ya_, ref_wide_, ref_wide_abs_;  // what it is computed from: Y, |B||w|, A and |A|
   DeviceMemory flags_, flag_list_, summary_, invalid_, index_, bits_, digest_, log_;
   DeviceMemory ref_y32_, row_line_norm_, row_tile_norm_;  // the fast path's reference: Y in FP32, the norms
+  DeviceMemory ref_norm_a_, ref_norm_b_;                  // and random fp8's: its operands' row norms
   DeviceMemory batch_summaries_, batch_caps_, batch_values_, batch_count_, batch_digests_, batch_logs_;
   std::vector<Event> batch_events_;  // per repeat: GEMM start, end, check start, end
   std::map<Key, Pinned> pinned_;

@@ -97,6 +97,22 @@ SDC_HD double gemm_fast_tau(const GemmFastBound& b, uint32_t k, double q, double
   return gemm_tile_tau(b.base.acc, b.base.rel, b.base.slack, k, q, wsum) + b.ref_error * q + b.ref_underflow;
 }
 
+// Random fp8: each element against the exact INT32 reference C_ref = A B as before, but its bound's
+// sum_p |a_p b_p| from the norms of its row of A and column of B (Cauchy-Schwarz) instead of a second
+// INT32 GEMM |A| |B|: one reference GEMM, and 8 bytes an element read a repeat instead of 12. Looser
+// by about 1.56 for the random inputs (docs/probes.md). `ref` is exact; the norms are square roots of
+// the int8 operands' exact sums of squares, times `unscale` (2^-2shift) together, so the factor covers
+// two square roots and a product.
+SDC_HD GemmElementCheck gemm_norm_element(const GemmAccumulation& acc, double rel, uint32_t k, double ref,
+                                          double norm_product, double obs) {
+  GemmElementCheck e;
+  const double obs_abs = obs < 0 ? -obs : obs;
+  e.residual = obs - ref < 0 ? ref - obs : obs - ref;
+  e.tau = gemm_element_tau(acc, rel, gemm_element_slack(k), k, norm_product * (1 + 0x1p-50), obs_abs);
+  e.fails = gemm_check_fails(e.residual, e.tau) || !(obs - obs == 0);  // NaN and infinity fail
+  return e;
+}
+
 // ---- The pass over C, vectorised ---------------------------------------------------------------
 
 // A tile's columns [lo, hi) of a row starting at element row_base, read `per` elements at a time

@@ -157,21 +157,63 @@ void fast_compare(const Reference& ref, const std::vector<double>& out, unsigned
   batch.summaries.push_back(sum);
 }
 
-// Random fp8: each element against the exact reference (gemm_reference_element), captured alone.
-void element_compare(const GemmSpec& spec, const GemmAccumulation& acc, const std::vector<double>& exact,
-                     const std::vector<double>& exact_abs, const std::vector<double>& out, unsigned rep, Batch& batch) {
+// Random fp8's reference as the fast path keeps it: C_ref exact, and the norms of A's rows and B's
+// columns from the int8 operands' sums of squares (gemm_norm_element).
+struct Fp8Reference {
+  std::vector<double> exact, norm_a, norm_b;
+  double unscale = 0;
+};
+
+Fp8Reference fp8_reference(const GemmSpec& spec) {
+  Fp8Reference ref;
+  const int shift = gemm_reference_shift(spec.type);
+  ref.unscale = std::ldexp(1.0, -2 * shift);
+  const GemmGenerator ga = gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamA);
+  const GemmGenerator gb = gemm_generator(spec.type, spec.inputs, spec.k, spec.seed, kGemmStreamB);
+  auto norms = [&](const GemmGenerator& g, uint32_t rows) {
+    std::vector<double> out;
+    for (uint32_t r = 0; r < rows; ++r) {
+      int64_t sq = 0;
+      for (uint32_t p = 0; p < spec.k; ++p) {
+        const int v = gemm_reference_int8(gemm_generated_float(g, uint64_t{r} * spec.k + p), shift);
+        sq += int64_t{v} * v;
+      }
+      out.push_back(std::sqrt(static_cast<double>(sq)));
+    }
+    return out;
+  };
+  ref.norm_a = norms(ga, spec.m);
+  ref.norm_b = norms(gb, spec.n);
+  for (uint32_t i = 0; i < spec.m; ++i) {
+    for (uint32_t j = 0; j < spec.n; ++j) {
+      double d = 0;  // every partial sum is an integer times 2^-2shift: exact
+      for (uint32_t p = 0; p < spec.k; ++p)
+        d += gemm_generated_double(ga, uint64_t{i} * spec.k + p) * gemm_generated_double(gb, uint64_t{j} * spec.k + p);
+      ref.exact.push_back(d);
+    }
+  }
+  return ref;
+}
+
+// Random fp8: each element against the exact reference with its bound from the norms
+// (gemm_norm_element), captured alone.
+void element_compare(const GemmSpec& spec, const GemmAccumulation& acc, const Fp8Reference& ref,
+                     const std::vector<double>& out, unsigned rep, Batch& batch) {
   GemmCheckSummary sum{};
-  double ratio = 0;
+  double ratio = 0, detectable = 0;
   const double rel = gemm_relative_bound(acc, spec.k);
   for (uint64_t e = 0; e < out.size(); ++e) {
-    const GemmElementCheck c = gemm_reference_element(acc, rel, spec.k, exact[e], exact_abs[e], out[e]);
+    const double norms = ref.norm_a[e / spec.n] * ref.norm_b[e % spec.n] * ref.unscale;
+    const GemmElementCheck c = gemm_norm_element(acc, rel, spec.k, ref.exact[e], norms, out[e]);
     if (c.fails) {
       ++sum.flagged;
       capture(batch, GemmCapture{e, rep, 1}, out, spec.type);
     }
     if (c.tau > 0) ratio = std::max(ratio, c.residual / c.tau);
+    detectable = std::max(detectable, c.tau + c.residual);
   }
   std::memcpy(&sum.max_ratio_bits, &ratio, sizeof ratio);
+  std::memcpy(&sum.detectable_bits, &detectable, sizeof detectable);
   batch.summaries.push_back(sum);
 }
 
@@ -249,30 +291,38 @@ TEST(GemmFastCheck, ABatchNamesTheRepeatAndElementOfAPlantedErrorOfTwiceTheRmsIn
   for (GemmType t : {GemmType::kE4m3, GemmType::kE5m2}) {
     const GemmSpec spec = random_spec(t, 24, 2048, 52);
     const GemmAccumulation acc = gemm_cuda_accumulation(t, GemmPath::kLibrary);
-    // The exact reference and sum |a||b| (every partial sum is an integer times 2^-2shift: exact).
-    const GemmGenerator ga = gemm_generator(t, spec.inputs, spec.k, spec.seed, kGemmStreamA);
-    const GemmGenerator gb = gemm_generator(t, spec.inputs, spec.k, spec.seed, kGemmStreamB);
-    std::vector<double> exact, exact_abs, clean;
-    for (uint32_t i = 0; i < spec.m; ++i) {
-      for (uint32_t j = 0; j < spec.n; ++j) {
-        double d = 0, da = 0;
-        for (uint32_t p = 0; p < spec.k; ++p) {
-          const double x =
-              gemm_generated_double(ga, uint64_t{i} * spec.k + p) * gemm_generated_double(gb, uint64_t{j} * spec.k + p);
-          d += x;
-          da += std::fabs(x);
-        }
-        exact.push_back(d);
-        exact_abs.push_back(da);
-        clean.push_back(static_cast<float>(d));
-      }
-    }
+    const Fp8Reference ref = fp8_reference(spec);
+    std::vector<double> clean;
+    for (double d : ref.exact) clean.push_back(static_cast<float>(d));
     const uint64_t at = uint64_t{5} * spec.n + 1000;
     for (unsigned planted : kPlantedRepeats) {
       expect_batch_names(spec, acc, clean, 1, planted, at, [&](const std::vector<double>& out, unsigned rep, Batch& b) {
-        element_compare(spec, acc, exact, exact_abs, out, rep, b);
+        element_compare(spec, acc, ref, out, rep, b);
       });
     }
+  }
+}
+
+// Random fp8 at the GPU levels' size: the bound from the norms is sure to catch one element off by
+// 2 x the rms of C (the exact |A| |B| caught 0.92x), and a clean C stays far below it.
+TEST(GemmFastCheck, AtTheGpusSizeEveryFp8ElementCatchesTwiceTheRms) {
+  for (GemmType t : {GemmType::kE4m3, GemmType::kE5m2}) {
+    SCOPED_TRACE(gemm_type_name(t));
+    const GemmSpec spec = random_spec(t, 2, 8192, 54);
+    const GemmAccumulation acc = gemm_cuda_accumulation(t, GemmPath::kLibrary);
+    const Fp8Reference ref = fp8_reference(spec);
+    std::vector<double> clean;
+    for (double d : ref.exact) clean.push_back(static_cast<float>(d));
+    Batch batch;
+    batch.stride = 1;
+    element_compare(spec, acc, ref, clean, 0, batch);
+    EXPECT_EQ(batch.summaries[0].flagged, 0u);
+    EXPECT_LT(ratio_of(batch.summaries[0]), 0.1);
+    double detectable;
+    std::memcpy(&detectable, &batch.summaries[0].detectable_bits, sizeof detectable);
+    const double multiple = detectable / rms(clean);
+    RecordProperty(std::string("detectable_multiple_") + gemm_type_name(t), std::to_string(multiple));
+    EXPECT_LT(multiple, 2.0);
   }
 }
 
