@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
+#include "fleet/store_jobs.hpp"
 #include "goodput/cluster/cluster_command.hpp"
 
 namespace sdc::cli {
@@ -19,6 +20,11 @@ void add_fleet_goodput_command(CLI::App& fleet, int& exit_code) {
                 "Event logs of a job: a path or glob with {job_id}, e.g. 'ROOT/{job_id}/events.rank*.jsonl'");
   g->add_option("summaries", o->inputs.summaries,
                 "Per-job summaries (sdcprobe goodput --json --job-id N), files or directories of *.json");
+  auto store = std::make_shared<std::string>();
+  g->add_option("--store", *store,
+                "Also the job summaries of a fleet store's jobs table (docs/fleet.md; goodput --store, fleet import "
+                "--summaries), read by embedded DuckDB ($SDCPROBE_PYTHON, else python3)")
+      ->type_name("DIR");
   g->add_option("--health", o->inputs.health,
                 "The nodes' `sdcprobe health --json` reports: a node whose hang-culprit GPU shows a fault there "
                 "(an XID, a recovery action) is marked as hardware");
@@ -32,7 +38,10 @@ void add_fleet_goodput_command(CLI::App& fleet, int& exit_code) {
   g->add_option("--markdown", o->markdown_path, "Write the report as Markdown");
   g->add_option("--svg", o->svg_path, "Draw a bar per day and the top of the work list as SVG");
   g->add_option("--prom", o->prom_path, "Write a Prometheus textfile (node_exporter's textfile collector)");
-  g->callback([o, &exit_code]() { exit_code = goodput::cluster::fleet_goodput_command(*o, std::cout, std::cerr); });
+  g->callback([o, store, &exit_code]() {
+    if (!store->empty()) o->inputs.summary_texts = store_job_summaries(*store);
+    exit_code = goodput::cluster::fleet_goodput_command(*o, std::cout, std::cerr);
+  });
 }
 
 }  // namespace sdc::cli

@@ -1,9 +1,13 @@
 // `sdcprobe goodput`, `plan` and `simulate`: argument parsing only; the work is in
 // goodput/commands.cpp.
+#include <ctime>
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "fleet/store_jobs.hpp"
+#include "fleet/store_writer.hpp"
 #include "cli/validators.hpp"
 #include "goodput/commands.hpp"
 
@@ -63,6 +67,13 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
   g->add_option("--svg", goodput->svg_path, "Also draw the breakdown as an SVG file");
   g->add_option("--job-id", goodput->job_id, "Slurm's job id, written into the JSON (for `fleet goodput`)")
       ->check(unsigned_in(0, INT64_MAX));
+  auto store = std::make_shared<std::string>();
+  g->add_option("--store", *store,
+                "Also store the summary (--json --job-id) as its job's row in a fleet store, for `fleet goodput "
+                "--store` (docs/fleet.md)")
+      ->type_name("DIR")
+      ->needs(g->get_option("--json"))
+      ->needs(g->get_option("--job-id"));
   g->add_flag("--lenient", goodput->lenient, "Skip and count bad lines instead of stopping at the first");
   g->add_option("--keep-checkpoints", goodput->ledger.keep_checkpoints,
                 "Committed checkpoints kept as possible restore targets")
@@ -71,10 +82,19 @@ void add_goodput_commands(CLI::App& app, int& exit_code) {
   auto* gap = g->add_option("--gap-threshold", gap_s, "Seconds of silence between events counted as a gap")
                   ->check(finite_in(1e-3, 1e9))
                   ->capture_default_str();
-  g->callback([goodput, gap, &exit_code]() {
+  g->callback([goodput, gap, store, &exit_code]() {
     goodput::GoodputOptions o = *goodput;
     o.ledger.gap_threshold_ns = static_cast<int64_t>(gap->as<double>() * 1e9);
-    exit_code = goodput::goodput_command(o, std::cout);
+    if (store->empty()) {
+      exit_code = goodput::goodput_command(o, std::cout);
+      return;
+    }
+    prepare_store(*store);  // a store that cannot be written fails before the logs are read
+    std::ostringstream summary;
+    exit_code = goodput::goodput_command(o, summary);
+    std::cout << summary.str();
+    publish_job_summary(*store, "the summary of job " + std::to_string(o.job_id), summary.str(),
+                        static_cast<double>(std::time(nullptr)));
   });
 
   auto plan = std::make_shared<goodput::PlanParams>();

@@ -246,29 +246,34 @@ FleetTally read_fleet_aggregates(const std::string& dir) {
   return tally;
 }
 
-FleetTally aggregate_fleet_store(const std::string& store, const std::string& since, const std::string& until) {
+TemporaryFolder::TemporaryFolder() : path_((fs::temp_directory_path() / "sdcprobe-fleet-XXXXXX").string()) {
+  if (mkdtemp(path_.data()) == nullptr) throw InputError("cannot make a temporary folder " + path_);
+}
+
+TemporaryFolder::~TemporaryFolder() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+void run_fleet_engine(const std::vector<std::string>& args, const std::string& what) {
   const char* python = std::getenv("SDCPROBE_PYTHON");
-  const fs::path temp = fs::temp_directory_path() / "sdcprobe-aggregates-XXXXXX";
-  std::string work = temp.string();
-  if (mkdtemp(work.data()) == nullptr) throw InputError("cannot make a temporary folder " + work);
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } remove{work};
-  const std::string out = work + "/aggregates";
-  std::vector<std::string> argv = {python && *python ? python : "python3", "-m", "sdcprobe.fleet_engine", "aggregate",
-                                   "--engine", "duckdb", "--store", store, "--out", out};
-  if (!since.empty()) argv.insert(argv.end(), {"--since", since});
-  if (!until.empty()) argv.insert(argv.end(), {"--until", until});
+  std::vector<std::string> argv = {python && *python ? python : "python3", "-m", "sdcprobe.fleet_engine"};
+  argv.insert(argv.end(), args.begin(), args.end());
   ChildProcess engine(argv, -1);
   const int status = engine.wait();
   if (status != 0) {
-    throw InputError("--store " + store + ": the DuckDB engine (" + argv[0] + " -m sdcprobe.fleet_engine) " +
+    throw InputError(what + ": the fleet engine (" + argv[0] + " -m sdcprobe.fleet_engine) " +
                      describe_wait_status(status) + "; it says why above");
   }
+}
+
+FleetTally aggregate_fleet_store(const std::string& store, const std::string& since, const std::string& until) {
+  const TemporaryFolder work;
+  const std::string out = work.path() + "/aggregates";
+  std::vector<std::string> args = {"aggregate", "--engine", "duckdb", "--store", store, "--out", out};
+  if (!since.empty()) args.insert(args.end(), {"--since", since});
+  if (!until.empty()) args.insert(args.end(), {"--until", until});
+  run_fleet_engine(args, "--store " + store);
   return read_fleet_aggregates(out);
 }
 

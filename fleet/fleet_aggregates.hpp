@@ -19,6 +19,23 @@ inline constexpr int kAggregatesVersion = 1;
 // row naming a device or vote no other table has, or another version.
 FleetTally read_fleet_aggregates(const std::string& dir);
 
+// A folder under $TMPDIR, removed with what it holds when this goes.
+class TemporaryFolder {
+ public:
+  TemporaryFolder();
+  ~TemporaryFolder();
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs `PYTHON -m sdcprobe.fleet_engine ARGS` (PYTHON: $SDCPROBE_PYTHON, else python3), whose
+// errors go to stderr. Throws InputError, `what` first, when it fails.
+void run_fleet_engine(const std::vector<std::string>& args, const std::string& what);
+
 // `sdcprobe fleet sdc --store DIR`: runs the engine (`PYTHON -m sdcprobe.fleet_engine aggregate`,
 // embedded DuckDB; PYTHON is $SDCPROBE_PYTHON, else python3) over the store into a temporary folder
 // (under $TMPDIR), reads it and removes it. `since` and `until` (YYYY-MM-DD, may be empty) limit

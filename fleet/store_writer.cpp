@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kTables[] = {"results", "sites", "devices", "quarantine"};
+constexpr const char* kTables[] = {"results", "sites", "devices", "quarantine", "jobs"};
 
 // One NDJSON object: columns appended in the order written, then end().
 class Row {
@@ -109,27 +109,6 @@ std::string hex64(uint64_t v) {
   return text;
 }
 
-// A time as the rows write it ("2026-12-01T15:00:00.250000Z", to the microsecond) and its UTC day.
-struct Stamp {
-  std::string time, day;
-  explicit Stamp(double unix_s) {
-    const int64_t us = std::llround(unix_s * 1e6);
-    const std::string whole = format_utc(static_cast<double>(us / 1000000));
-    char fraction[16];
-    std::snprintf(fraction, sizeof fraction, ".%06lldZ", static_cast<long long>(us % 1000000));
-    time = whole.substr(0, 19) + fraction;
-    day = whole.substr(0, 10);
-  }
-  // "20261201T150000Z", for file names.
-  std::string compact() const {
-    std::string c;
-    for (const char ch : time.substr(0, 19)) {
-      if (ch != '-' && ch != ':') c += ch;
-    }
-    return c + "Z";
-  }
-};
-
 // A host name as the start of a file name: only letters, digits, '.', '-' and '_' are kept, and it
 // never starts hidden ('.' or '_').
 std::string file_host(std::string_view host) {
@@ -168,7 +147,7 @@ struct ResultColumns {
 };
 
 // The column order docs/fleet.md lists, for rows from a report and from a history alike.
-void add_result_row(std::string& out, const RunColumns& run, const Stamp& at, const DeviceColumns& d,
+void add_result_row(std::string& out, const RunColumns& run, const StoreStamp& at, const DeviceColumns& d,
                     const ResultColumns& r) {
   Row row(out);
   row.text("run_key", run.run_key)
@@ -211,7 +190,7 @@ void add_result_row(std::string& out, const RunColumns& run, const Stamp& at, co
       .end();
 }
 
-void add_device_row(std::string& out, const std::string& run_key, const Stamp& at, const std::string& host,
+void add_device_row(std::string& out, const std::string& run_key, const StoreStamp& at, const std::string& host,
                     const DeviceIdentity& d, bool identity_known) {
   const auto known = [&](uint64_t v) { return identity_known ? std::optional<uint64_t>(v) : std::nullopt; };
   Row row(out);
@@ -268,6 +247,24 @@ std::string run_identity(const RunReport& report) {
 
 }  // namespace
 
+StoreStamp::StoreStamp(double unix_s) {
+  const int64_t us = std::llround(unix_s * 1e6);
+  const std::string whole = format_utc(static_cast<double>(us / 1000000));
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, ".%06lldZ", static_cast<long long>(us % 1000000));
+  time = whole.substr(0, 19) + fraction;
+  day = whole.substr(0, 10);
+}
+
+std::string StoreStamp::compact() const {
+  std::string c;
+  for (const char ch : time.substr(0, 19)) {
+    if (ch != '-' && ch != ':') c += ch;
+  }
+  return c + "Z";
+}
+
+
 BurnConditions result_conditions(const nlohmann::json& params) {
   if (!params.is_object()) return unread_conditions();
   const auto wrong = params.find("wrong_results");
@@ -308,7 +305,7 @@ BurnConditions result_conditions(const std::string& path, const ResultRecord& r)
 }
 
 std::vector<StoreFile> store_files(const RunReport& report) {
-  const Stamp at(static_cast<double>(parse_rfc3339_ns(report.started_at)) / 1e9);
+  const StoreStamp at(static_cast<double>(parse_rfc3339_ns(report.started_at)) / 1e9);
   RunColumns run;
   run.run_key = key_of(run_identity(report));
   run.host = report.host;
@@ -405,7 +402,7 @@ std::vector<StoreFile> store_files(const History& history, const std::string& pa
     run_columns.size_bytes = rr.size_bytes;
     run_columns.iterations = rr.iterations;
     run_columns.run_seed = rr.seed;
-    const Stamp at(r.recorded_at);
+    const StoreStamp at(r.recorded_at);
     const DeviceIdentity& id = d->second;
     add_result_row(rows[{"results", at.day}], run_columns, at,
                    {id.uuid, id.pci_bus_id, id.name, id.driver_version, id.backend},
@@ -413,12 +410,12 @@ std::vector<StoreFile> store_files(const History& history, const std::string& pa
                     r.golden_digest, conditions});
   }
   for (const auto& d : history.devices()) {
-    const Stamp at(d.last_seen);
+    const StoreStamp at(d.last_seen);
     add_device_row(rows[{"devices", at.day}], "", at, host, device_of[d.uuid], false);
   }
   for (const auto& q : history.quarantines()) {
     const auto event = [&](const char* what, double when, std::string_view by) {
-      const Stamp at(when);
+      const StoreStamp at(when);
       Row(rows[{"quarantine", at.day}])
           .text("time", at.time)
           .text("host", host)
@@ -435,6 +432,21 @@ std::vector<StoreFile> store_files(const History& history, const std::string& pa
   std::vector<StoreFile> files;
   for (auto& [where, text] : rows) files.push_back({where.first, where.second, name, std::move(text)});
   return files;
+}
+
+StoreFile job_store_file(const JobRow& job, double at) {
+  const StoreStamp stamp(at);
+  std::string rows;
+  Row row(rows);
+  row.text("time", stamp.time)
+      .integer("job_id", job.job_id)
+      .integer("wall_ns", job.wall_ns)
+      .integer("productive_ns", job.productive_ns);
+  for (const JobRow::Category& c : job.categories) {
+    row.integer((c.key + "_ns").c_str(), c.ns).integer((c.key + "_sdc_ns").c_str(), c.sdc_ns);
+  }
+  row.text("summary", job.summary).end();
+  return {"jobs", stamp.day, "job-" + std::to_string(job.job_id) + ".ndjson", std::move(rows)};
 }
 
 void prepare_store(const std::string& dir) {

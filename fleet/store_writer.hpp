@@ -19,9 +19,16 @@ namespace sdc {
 // Every row carries it; a reader refuses a version it does not know (docs/fleet.md#versions).
 inline constexpr int kStoreSchemaVersion = 1;
 
+// A time as the rows write it ("2026-12-01T15:00:00.250000Z", to the microsecond) and its UTC day.
+struct StoreStamp {
+  std::string time, day;
+  explicit StoreStamp(double unix_s);
+  std::string compact() const;  // "20261201T150000Z", for file names
+};
+
 // One table's rows of one day, published as one file: DIR/table/day=DAY/name.
 struct StoreFile {
-  std::string table;  // results | sites | devices | quarantine
+  std::string table;  // results | sites | devices | quarantine | jobs
   std::string day;    // YYYY-MM-DD, UTC
   std::string name;
   std::string rows;  // NDJSON lines
@@ -47,6 +54,21 @@ std::vector<StoreFile> store_files(const RunReport& report);
 // only grows (results and quarantine decisions are never deleted), so a later import of it rewrites
 // each day's file whole with the rows before and those since. No sites: a history keeps no records.
 std::vector<StoreFile> store_files(const History& history, const std::string& path);
+
+// A job's row of the jobs table: the figures engines query flat, and the whole summary (`sdcprobe
+// goodput --json --job-id N`, on one line) that `fleet goodput --store` reads back.
+struct JobRow {
+  struct Category {
+    std::string key;  // queue, detection_teardown, restart_warmup, rework, blocking_overhead
+    int64_t ns = 0, sdc_ns = 0;
+  };
+  int64_t job_id = 0, wall_ns = 0, productive_ns = 0;
+  std::vector<Category> categories;
+  std::string summary;
+};
+// Its file, jobs/day=DAY/job-ID.ndjson, DAY that of `at` (when it was stored: the epilog runs as
+// the job ends): storing a job's summary again replaces it.
+StoreFile job_store_file(const JobRow& job, double at);
 
 // Creates DIR and its table folders, and proves DIR writable by creating and removing a hidden
 // file in a table folder. Throws InputError naming DIR and why.

@@ -79,23 +79,6 @@ std::vector<std::string> job_logs(const std::string& tmpl, int64_t job_id) {
   return paths;
 }
 
-std::vector<std::string> summary_files(const std::vector<std::string>& arguments) {
-  std::vector<std::string> files;
-  for (const std::string& a : arguments) {
-    if (!fs::is_directory(a)) {
-      files.push_back(a);
-      continue;
-    }
-    std::vector<std::string> in_dir;
-    for (const auto& e : fs::directory_iterator(a)) {
-      if (e.is_regular_file() && e.path().extension() == ".json") in_dir.push_back(e.path().string());
-    }
-    std::sort(in_dir.begin(), in_dir.end());
-    files.insert(files.end(), in_dir.begin(), in_dir.end());
-  }
-  return files;
-}
-
 // The job's span in the accounting: from its first eligible (or start) to its last end (a cancel
 // while pending included); INT64_MAX while a record runs or waits.
 std::pair<int64_t, int64_t> span(const ClusterJob& job) {
@@ -250,14 +233,17 @@ Cluster compute_cluster(const ClusterInputs& in, Progress* progress) {
   }
 
   // Summaries, matched to the accounting by job id.
-  const std::vector<std::string> files = summary_files(in.summaries);
+  std::vector<std::string> files = summary_files(in.summaries);
+  const size_t from_files = files.size();
+  for (const auto& [where, text] : in.summary_texts) files.push_back(where);
   std::vector<JobSummary> summaries(files.size());
   std::vector<std::exception_ptr> summary_errors(files.size());
   if (progress && !files.empty()) progress->start("summaries", files.size());
 #pragma omp parallel for schedule(dynamic, 16)
   for (size_t i = 0; i < files.size(); ++i) {
     try {
-      summaries[i] = read_job_summary(files[i]);
+      summaries[i] = i < from_files ? read_job_summary(files[i])
+                                    : parse_job_summary(files[i], in.summary_texts[i - from_files].second);
     } catch (...) {
       summary_errors[i] = std::current_exception();
     }

@@ -81,6 +81,7 @@ struct ClusterInputs {
   // included): the job has no logs, and is listed in Cluster::logs_matched_nothing.
   std::string logs_template;
   std::vector<std::string> summaries;  // files or directories of *.json
+  std::vector<std::pair<std::string, std::string>> summary_texts;  // (where, text): from the fleet store
   std::vector<std::string> health;     // `sdcprobe health --json` reports of the nodes' GPUs
   std::optional<int64_t> since_s, until_s;
   std::optional<int64_t> since_before_until_s;  // --since 7d: that long before the window's end

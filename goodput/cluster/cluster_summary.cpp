@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "host/error.hpp"
 #include "host/input_file.hpp"
 
@@ -66,6 +69,24 @@ std::vector<JobHang> job_hangs(const std::vector<goodput::RunHang>& run) {
     out.push_back({h.loss.detection_ns + h.loss.teardown_ns, h.culprit_places});
   }
   return out;
+}
+
+std::vector<std::string> summary_files(const std::vector<std::string>& arguments) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const std::string& a : arguments) {
+    if (!fs::is_directory(a)) {
+      files.push_back(a);
+      continue;
+    }
+    std::vector<std::string> in_dir;
+    for (const auto& e : fs::directory_iterator(a)) {
+      if (e.is_regular_file() && e.path().extension() == ".json") in_dir.push_back(e.path().string());
+    }
+    std::sort(in_dir.begin(), in_dir.end());
+    files.insert(files.end(), in_dir.begin(), in_dir.end());
+  }
+  return files;
 }
 
 JobSummary parse_job_summary(const std::string& path, const std::string& text) {

@@ -32,6 +32,8 @@ std::vector<JobHang> job_hangs(const std::vector<goodput::RunHang>& hangs);
 
 // Parses `text`; throws InputError naming `path` and the field. The labels must sum to wall_ns.
 JobSummary parse_job_summary(const std::string& path, const std::string& text);
+// The files `arguments` name: each file as given, and a directory's *.json, sorted.
+std::vector<std::string> summary_files(const std::vector<std::string>& arguments);
 JobSummary read_job_summary(const std::string& path);
 
 }  // namespace sdc::goodput::cluster

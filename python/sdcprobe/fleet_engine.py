@@ -9,6 +9,7 @@ does the statistics, decisions and outputs itself, as it does for files.
     python -m sdcprobe.fleet_engine aggregate --store DIR --out AGG [--since DAY] [--until DAY]
     spark-submit fleet_engine.py aggregate --engine spark --store PATH --out PATH [...]
     python -m sdcprobe.fleet_engine compact --store DIR
+    python -m sdcprobe.fleet_engine jobs --store DIR --out FILE
 
 Only the reading of the store differs between the engines (engine_views below); every aggregation is
 the SQL in AGGREGATES, run as it is by both. Bad input exits 2 naming the file.
@@ -59,6 +60,11 @@ COLUMNS = {
         ("schema_version", "INTEGER"), ("time", "STRING"), ("host", "STRING"), ("device_uuid", "STRING"),
         ("quarantine_id", "BIGINT"), ("event", "STRING"), ("reason", "STRING"), ("released_by", "STRING"),
     ],
+    "jobs": [("schema_version", "INTEGER"), ("time", "STRING"), ("job_id", "BIGINT"), ("wall_ns", "BIGINT"),
+             ("productive_ns", "BIGINT")]
+    + [(f"{c}{part}", "BIGINT") for c in ("queue", "detection_teardown", "restart_warmup", "rework",
+                                          "blocking_overhead") for part in ("_ns", "_sdc_ns")]
+    + [("summary", "STRING")],
 }
 
 # A compacted Parquet file carries, besides the table's columns, each row's landing file as
@@ -188,8 +194,10 @@ class StoreError(Exception):
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def store_files(store, table, since, until):
-    """The table's published files (landing NDJSON and compacted Parquet) in the days asked for."""
+def store_files(store, table, since, until, names=False):
+    """The table's published files in the days asked for, landing NDJSON and compacted Parquet: a glob
+    per day folder that holds some (a year is a few hundred globs, not a million names), or with
+    `names` the files themselves. Temporary files (a leading '.') never end in .ndjson or .parquet."""
     files = {"ndjson": [], "parquet": []}
     for folder in sorted(glob.glob(os.path.join(store, table, "day=*"))):
         day = os.path.basename(folder)[4:]
@@ -197,12 +205,15 @@ def store_files(store, table, since, until):
             raise StoreError(f"{folder}: not a day folder (day=YYYY-MM-DD)")
         if (since and day < since) or (until and day > until):
             continue
-        for name in sorted(os.listdir(folder)):
-            if name.startswith((".", "_")):
-                continue  # a writer's temporary file, or an engine's marker
-            for kind in files:
-                if name.endswith("." + kind):
-                    files[kind].append(os.path.join(folder, name))
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                kind = entry.name.rsplit(".", 1)[-1]
+                if kind not in files or entry.name.startswith((".", "_")):
+                    continue
+                if names:
+                    files[kind].append(entry.path)
+                elif not files[kind] or not files[kind][-1].startswith(folder + os.sep):
+                    files[kind].append(os.path.join(folder, "*." + kind))
     return files
 
 
@@ -358,6 +369,19 @@ def aggregate(engine, store, out, since=None, until=None):
         raise
 
 
+def job_summaries(store, out):
+    """Writes the summary of each job in the store, the latest stored, one per line, to `out`."""
+    engine = DuckDBEngine()
+    engine.load(store, "jobs", None, None)
+    rows = engine.db.execute("""SELECT summary FROM (
+        SELECT job_id, summary, row_number() OVER (PARTITION BY job_id ORDER BY t_us DESC, summary) AS k FROM jobs)
+        WHERE k = 1 ORDER BY job_id""").fetchall()
+    with open(out, "w") as f:
+        for (summary,) in rows:
+            f.write(summary + "\n")
+    return len(rows)
+
+
 def compact(store):
     """Merges each table's landing files of a day into one Parquet file, then removes them."""
     engine = DuckDBEngine()
@@ -365,7 +389,7 @@ def compact(store):
     for table in COLUMNS:
         for folder in sorted(glob.glob(os.path.join(store, table, "day=*"))):
             day = os.path.basename(folder)[4:]
-            files = store_files(store, table, day, day)
+            files = store_files(store, table, day, day, names=True)
             if not files["ndjson"]:
                 continue
             engine.load(store, table, day, day)  # the day's rows, a landing file's over its older copy
@@ -398,8 +422,14 @@ def main(argv=None):
     agg.add_argument("--master", help="Spark's master when not run by spark-submit, e.g. local[2]")
     comp = sub.add_parser("compact", help="merge each day's landing files into Parquet (DuckDB)")
     comp.add_argument("--store", required=True)
+    jobs = sub.add_parser("jobs", help="each job's latest summary, one per line (DuckDB)")
+    jobs.add_argument("--store", required=True)
+    jobs.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     try:
+        if args.command == "jobs":
+            job_summaries(args.store, args.out)
+            return 0
         if args.command == "compact":
             print(f"sdcprobe fleet compact: {compact(args.store)} day files written")
             return 0

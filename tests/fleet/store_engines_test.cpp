@@ -230,6 +230,45 @@ TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {
   EXPECT_EQ(fleet_sdc("--aggregates " + path("aggregates") + topology()), files);
 }
 
+// The cluster's question from the store: each job's summary stored by `goodput --store` (as the
+// Slurm epilog runs it) or `fleet import --summaries` gives the cluster ledger the summary files give,
+// after compaction and a job stored twice too. Jobs and accounting: the real Slurm 24.11 recording.
+TEST_F(StoreEngines, JobSummariesFromTheStoreGiveTheClusterLedgerOfTheFiles) {
+  const std::string data = std::string(SDC_SOURCE_DIR) + "/tests/goodput/data/fleet_24.11";
+  const std::string sdc = SDC_BINARY_DIR "/cli/sdcprobe ";
+  fs::create_directories(path("summaries"));
+  for (const char* job : {"1", "2", "4"}) {
+    const Outcome o = run_command(engine_env() + sdc + "goodput '" + data + "/logs/" + job + "/*.jsonl' --json --job-id " +
+                                  job + " --store " + path("store") + " > " + path("summaries/") + job + ".json");
+    ASSERT_EQ(o.code, 0) << o.out;
+  }
+  const std::string ledger = "fleet goodput --sacct " + data + "/sacct.json --json ";
+  Outcome o = run_command(sdc + ledger + path("files.json") + " " + path("summaries"));
+  ASSERT_EQ(o.code, 0) << o.out;
+  std::ifstream files_in(path("files.json"));
+  const nlohmann::json files = nlohmann::json::parse(files_in);
+  ASSERT_EQ(files["jobs"]["from_summaries"], 3) << files.dump();
+  auto through_store = [&] {
+    const Outcome s = run_command(engine_env() + sdc + ledger + path("store.json") + " --store " + path("store"));
+    EXPECT_EQ(s.code, 0) << s.out;
+    std::ifstream in(path("store.json"));
+    return nlohmann::json::parse(in);
+  };
+  EXPECT_EQ(through_store(), files);
+  o = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
+  ASSERT_EQ(o.code, 0) << o.out;
+  o = sdcprobe("fleet import --summaries " + path("summaries/2.json") + " --store " + path("store"));
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("1 job summaries"), std::string::npos) << o.out;
+  EXPECT_EQ(through_store(), files);
+  // Not a summary: exit 2 naming the file, nothing stored.
+  write(dir_ / "bad.json", "{\"job_id\": 7, \"wall_ns\": 10}");
+  o = sdcprobe("fleet import --summaries " + path("bad.json") + " --store " + path("store"));
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find(path("bad.json")), std::string::npos) << o.out;
+  EXPECT_EQ(through_store(), files);
+}
+
 TEST_F(StoreEngines, SinceAndUntilReadOnlyThoseDays) {
   generate_fleet(dir_);
   // The second day's reports alone, as files and as days of the store.
