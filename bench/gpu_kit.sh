@@ -566,10 +566,11 @@ step_bench() {
     tail -n 5 "$LOGS/$b.log"
     check_exit "$b" $rc
   done
-  # The burn with 16 elements' signs flipped in one GEMM near its middle (about 4,200 GEMMs in 10 s on
-  # the thin path's H200): it must fail (exit 1) naming that GEMM alone; its rates are the burn's.
+  # The burn on the fast path (the default stays thin until this is measured), with 16 elements' signs
+  # flipped in one GEMM near its middle (about 4,200 GEMMs in 10 s on the thin path's H200): it must
+  # fail (exit 1) naming that GEMM alone; its rates are the burn's.
   echo "--- gemm.burn.bf16, 10 s, a fault planted in GEMM $KIT_BURN_PLANTED"
-  step_within 15 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} run --allocated --burn 10 \
+  SDCPROBE_GEMM_CHECK=fast step_within 15 "$SDC" --backend cuda ${KIT_GPUS:+--expect-gpus "$KIT_GPUS"} run --allocated --burn 10 \
     --inject "probe=gemm.burn.bf16,model=bitflip,bit=31,count=16,mode=transient,after=$KIT_BURN_PLANTED" \
     --json "$LOGS/burn.json" gemm.burn.bf16 >"$LOGS/burn.log" 2>&1
   rc=$?

@@ -427,7 +427,7 @@ double CudaGemmEngine::reference(const GemmSpec& spec, const GemmAccumulation& a
 
 bool CudaGemmEngine::fast_check() {
   const char* path = std::getenv("SDCPROBE_GEMM_CHECK");
-  return path == nullptr || std::strcmp(path, "thin") != 0;
+  return path != nullptr && std::strcmp(path, "fast") == 0;
 }
 
 // Y = B w and |B||w| per tile (FP64, the inputs regenerated), Y rounded to FP32 and each tile's

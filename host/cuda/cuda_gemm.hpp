@@ -12,8 +12,8 @@
 // INT32 reference GEMMs) are kept while the next run asks for the same inputs, so each later GEMM
 // costs one fused pass over its C. Locating a failed check (the column pass) recomputes its
 // reference each time (check()).
-// The fast path (the default; SDCPROBE_GEMM_CHECK=thin keeps the thin GEMMs' path, until the fast one
-// is measured on a GPU): the reference in one pass over A as stored (kernels/gemm_fast_check.cu), and
+// The fast path (SDCPROBE_GEMM_CHECK=fast; the thin GEMMs' path, measured on the leases, stays the
+// default until a lease has run and measured the fast one): the reference in one pass over A as stored (kernels/gemm_fast_check.cu), and
 // a run's repeats checked as one batch whose verdicts are read back once, the failing repeat named.
 #pragma once
 
