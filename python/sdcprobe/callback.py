@@ -1,8 +1,11 @@
 """SDCCallback: an inline probe for PyTorch Lightning-style training loops."""
 
 import importlib
+import os
 import sys
 
+from sdcprobe.flight_recorder import dumps_for
+from sdcprobe.goodput_log import attempt_folder
 from sdcprobe.inline import InlineProbe, SDCDetected, SDCProbeError, SDCStop
 
 
@@ -201,11 +204,26 @@ class SDCCallback(_lightning_callback()):
     "rank". In a job of several ranks every rank acts at the same step (JobAgreement), and an error
     of one rank's probe (made or stepped) is raised by every rank at the same step. Every save,
     weights-only too, waits for the ranks' agreement (before_every_save).
+
+    flight_recorder: the folder, beside the probe's event_log (else in the working directory), of
+    each attempt's flight-recorder dumps, as GoodputLog keeps them (FOLDER/attempt<N>/
+    nccl_trace_rank_<R>, for `sdcprobe hang`): when a rank's fit fails, every rank writes its own,
+    the stuck rank's included (sdcprobe.flight_recorder); None: off. The recorder's settings are
+    made here, before Lightning makes the process group that reads them.
     """
 
-    def __init__(self, on_sdc="raise", **probe_options):
+    def __init__(self, on_sdc="raise", flight_recorder="flight_recorder", **probe_options):
         if on_sdc not in ("raise", "stop") and not callable(on_sdc):
             raise ValueError("on_sdc must be 'raise', 'stop' or a callable")
+        if flight_recorder is not None and not isinstance(flight_recorder, (str, os.PathLike)):
+            raise TypeError("flight_recorder must be a folder or None, got %r" % (flight_recorder,))
+        self.flight_recorder = None
+        if flight_recorder is not None:
+            log = probe_options.get("event_log")
+            name = attempt_folder()
+            self.flight_recorder = dumps_for(
+                os.path.join(os.path.dirname(os.fspath(log)) if log is not None else "", os.fspath(flight_recorder),
+                             name), name)
         self.probe = None
         self.probe_options = probe_options
         self.on_sdc = self._stop if on_sdc == "stop" else on_sdc
@@ -219,6 +237,8 @@ class SDCCallback(_lightning_callback()):
         if self._state == "new":
             self._state = "running"
             self.probe = self._job.attempt(InlineProbe, **self.probe_options)
+            if self.flight_recorder is not None:
+                self.flight_recorder.start()  # the process group exists by now
         if hasattr(trainer, "strategy"):
             before_every_save(trainer, self._before_save)
 
@@ -238,10 +258,17 @@ class SDCCallback(_lightning_callback()):
 
     def on_train_end(self, trainer=None, pl_module=None):
         if self._state == "running":
-            self._state = "ended"
+            self._state = "ending"  # an SDC acted on here ends the fit through on_exception
             final_probe(self.probe, self.on_sdc, self._job, self._logs)
+            self._state = "ended"
+            if self.flight_recorder is not None:
+                self.flight_recorder.end()
 
     def on_exception(self, trainer=None, pl_module=None, exception=None):
+        """Every rank is asked for its flight-recorder dump, as GoodputLog asks when an attempt
+        fails; the probe is closed."""
+        if self._state in ("running", "ending") and self.flight_recorder is not None:
+            self.flight_recorder.end(exception)
         self._state = "ended"
         if self.probe is not None:
             self.probe.close()

@@ -11,7 +11,6 @@ Dumps skip stack frames (about 4 s with them).
 """
 
 import atexit
-import datetime
 import os
 import sys
 import threading
@@ -35,6 +34,7 @@ def _c10d(torch):
 
 _ENV_SET = {}  # the values this module set, which a later attempt may replace
 _LIVE = weakref.WeakSet()  # the side threads running
+_BY_FOLDER = {}  # (folder, attempt): the FlightRecorderDumps this process made for it
 
 
 @atexit.register
@@ -49,6 +49,17 @@ def _set_env(name, value):
     if os.environ.get(name, _ENV_SET.get(name)) == _ENV_SET.get(name):
         os.environ[name] = value
         _ENV_SET[name] = value
+
+
+def dumps_for(directory, attempt):
+    """This process's FlightRecorderDumps of `directory` and `attempt`, made once while it has not
+    stopped: GoodputCallback and SDCCallback in one Trainer then share one side thread, so a rank
+    dumps once and is counted once among the dumps a failing rank waits for."""
+    key = (os.path.abspath(os.fspath(directory)), attempt)
+    dumps = _BY_FOLDER.get(key)
+    if dumps is None or dumps._stop.is_set():
+        dumps = _BY_FOLDER[key] = FlightRecorderDumps(directory, attempt)
+    return dumps
 
 
 def _atomic_write(path, data):
@@ -125,6 +136,14 @@ class FlightRecorderDumps:
                     return
             except Exception:  # the store went away: the job ended
                 return
+
+    def end(self, exception=None):
+        """The attempt is over, ended by `exception` (None: it finished): one that failed (any
+        exception but a clean SystemExit) first asks every rank for its dump (request); then the
+        side thread ends."""
+        if exception is not None and not (isinstance(exception, SystemExit) and exception.code in (None, 0)):
+            self.request()
+        self.stop()
 
     def stop(self):
         """Ends the side thread (the attempt is over); waits for it at most one poll."""

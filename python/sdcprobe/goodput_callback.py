@@ -14,7 +14,8 @@ import re
 
 from sdcprobe.callback import (JobAgreement, _lightning_callback, before_every_save, before_save, final_probe,
                                step_probe, stop_message)
-from sdcprobe.goodput_log import GoodputLog
+from sdcprobe.flight_recorder import dumps_for
+from sdcprobe.goodput_log import GoodputLog, attempt_folder
 from sdcprobe.inline import InlineProbe, SDCStop
 
 
@@ -75,6 +76,15 @@ class GoodputCallback(_lightning_callback()):
                 not callable(getattr(replica_check, "step", None)):
             raise TypeError("replica_check must be a dict of ReplicaCheck options or have a step(step, parameters)"
                             " method")
+        # The flight recorder's settings now, before the Trainer makes the process group that reads
+        # them (NCCL's dump on a timeout); the log's attempt() in setup() takes the same dumps.
+        if isinstance(log, GoodputLog):
+            path, folder = log.path, log._fr_folder
+        else:
+            path, folder = os.fspath(log), "flight_recorder"
+        if folder is not None and "{rank}" not in os.path.dirname(path):
+            name = attempt_folder()
+            dumps_for(os.path.join(os.path.dirname(path), os.fspath(folder), name), name)
         self._log_spec = log
         self._probe_spec = probe
         self._replica_spec = replica_check
@@ -112,9 +122,11 @@ class GoodputCallback(_lightning_callback()):
     def _live(self):
         return self.recorder is not None and not self._finished
 
-    def _close(self):
+    def _close(self, exception=None):
         self._finished = True
         self._step = self._save = self._eval = None
+        if self.recorder is not None and self.recorder.flight_recorder is not None:
+            self.recorder.flight_recorder.end(exception)
         if self.probe is not None:
             self.probe.close()
         if isinstance(self._replica_spec, dict) and self.replica_check is not None:
@@ -246,9 +258,11 @@ class GoodputCallback(_lightning_callback()):
 
     def on_exception(self, trainer, pl_module=None, exception=None):
         """A fault named after the exception (fsynced); the step in flight stays open, as the ledger
-        expects of a crash. The probe and the log are closed."""
+        expects of a crash. Every rank is asked for its flight-recorder dump, as GoodputLog asks
+        when an attempt fails (a collective's timeout here names the rank that hung the job), and
+        the probe and the log are closed."""
         if not self._live():
             return
         self._step = self._save = self._eval = None
         self.recorder.fault(type(exception).__name__ if exception is not None else "exception")
-        self._close()
+        self._close(exception)

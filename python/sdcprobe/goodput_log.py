@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from sdcprobe.flight_recorder import FlightRecorderDumps
+from sdcprobe.flight_recorder import dumps_for
 from sdcprobe.inline import INT64_MAX, _int_in
 
 # The schema's events (docs/goodput.md, goodput/event.cpp), those that need "step", and
@@ -76,6 +76,15 @@ def _slurm_restart():
         return _int_in("SLURM_RESTART_COUNT", int(text), 0, INT64_MAX)
     except ValueError:
         raise ValueError("SLURM_RESTART_COUNT must be an integer, got %r" % text) from None
+
+
+def attempt_folder(attempt=None):
+    """The name of an attempt's folder of flight-recorder dumps, as `sdcprobe goodput` reads it:
+    attempt<N>, requeue<S>.attempt<N> inside Slurm. attempt: default the launcher's restart count."""
+    if attempt is None:
+        attempt = _attempt_from_launcher()
+    slurm_restart = _slurm_restart()
+    return "attempt%d" % attempt if slurm_restart is None else "requeue%d.attempt%d" % (slurm_restart, attempt)
 
 
 def process_start_ns():
@@ -238,9 +247,7 @@ class GoodputLog:
                 if not clean_exit and not self._faulted:
                     self.fault(type(e).__name__)
                 if self.flight_recorder is not None:
-                    if not clean_exit:
-                        self.flight_recorder.request()
-                    self.flight_recorder.stop()
+                    self.flight_recorder.end(e)
                 if clean_exit:
                     self._end(end_event)
                 raise
@@ -300,9 +307,9 @@ class GoodputLog:
             fields["slurm_restart"] = slurm_restart
         self._write("process_start", durable=True, at=start_ns, **fields)
         if self._fr_folder is not None:
-            name = "attempt%d" % attempt if slurm_restart is None else "requeue%d.attempt%d" % (slurm_restart, attempt)
+            name = attempt_folder(attempt)
             folder = os.path.join(os.path.dirname(self.path), os.fspath(self._fr_folder), name)
-            self.flight_recorder = FlightRecorderDumps(folder, name)
+            self.flight_recorder = dumps_for(folder, name)
             self.flight_recorder.start()
         return self._lifetime(None)
 

@@ -542,6 +542,28 @@ class CallbackTest(unittest.TestCase):
         self.assertEqual(got, {"wall": 37, "productive": 20, "queue": 0, "restart_warmup": 3, "rework": 10,
                                "detection_teardown": 0, "blocking_overhead": 4})
 
+    def test_the_flight_recorder_is_set_up_when_the_callbacks_are_made(self):
+        # Before the Trainer makes the process group, which reads the settings (NCCL's watchdog).
+        from sdcprobe import SDCCallback
+        from sdcprobe import flight_recorder
+
+        folder = os.path.join(self.dir.name, "flight_recorder", "attempt0")
+        GoodputCallback(self.path)
+        self.assertEqual(os.environ["TORCH_FR_DUMP_TEMP_FILE"], os.path.join(folder, "nccl_trace_rank_"))
+        self.assertEqual(os.environ["TORCH_FR_DUMP_ON_TIMEOUT"], "1")
+        # SDCCallback beside its probe's event log, sharing the side thread of the same folder.
+        sdc = SDCCallback(event_log=os.path.join(self.dir.name, "inline.jsonl"))
+        self.assertEqual(os.environ["TORCH_FR_DUMP_TEMP_FILE"], os.path.join(folder, "nccl_trace_rank_"))
+        self.assertIs(sdc.flight_recorder, flight_recorder.dumps_for(folder, "attempt0"))
+        other = os.path.join(self.dir.name, "logs")
+        off = SDCCallback(event_log=os.path.join(other, "inline.jsonl"), flight_recorder=None)
+        self.assertIsNone(off.flight_recorder)
+        SDCCallback(event_log=os.path.join(other, "inline.jsonl"), flight_recorder="fr")
+        self.assertEqual(os.environ["TORCH_FR_DUMP_TEMP_FILE"],
+                         os.path.join(other, "fr", "attempt0", "nccl_trace_rank_"))
+        with self.assertRaises(TypeError):
+            SDCCallback(flight_recorder=5)
+
     def test_bad_arguments_are_refused(self):
         log = GoodputLog(self.path, rank=0, clock=Clock())
         with self.assertRaises(ValueError):

@@ -5,6 +5,9 @@ weights-only checkpoints; each run's breakdown is checked against a count from i
 the ranks' files must merge. Jobs of 3 ranks whose inline probe fails on one rank stop together, and
 no save (weights-only or full) is written after the failure, also when the failure shows only in the
 final verdict; a job of 2 ranks on a torch.cuda stand-in makes each rank's probe on the rank's device.
+Under torch 2.x, a job of 2 ranks whose rank 0 stops in a step leaves both ranks' flight-recorder
+dumps, asked for by GoodputCallback's or SDCCallback's on_exception on the rank that timed out, and
+`sdcprobe hang` names rank 0; under torch 1.13 each rank says once that the recorder is missing.
 
     python lightning_test.py                     the tests (ctest sets SDCPROBE_BINARY, SDCPROBE_LIBRARY)
     python lightning_test.py --fit MODE DIR      one training run (the tests start it in a process of
@@ -16,6 +19,7 @@ final verdict; a job of 2 ranks on a torch.cuda stand-in makes each rank's probe
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +37,11 @@ SDC_AFTER = 3
 # The job_sdc runs' saves: job_sdc_stop's weights-only, every 5 steps (between the agreement steps),
 # job_sdc_raise's full, every 10.
 JOB_SAVES = {"job_sdc_stop": (5, True), "job_sdc_raise": (10, False)}
+# The hang runs (torch 2.x): rank HANG_RANK of 2 stops in the step after HANG_AFTER, the other
+# times out in the step's gradient all-reduce after HANG_TIMEOUT_S.
+HANG_RANK = 0
+HANG_AFTER = 5
+HANG_TIMEOUT_S = 3
 
 
 def cuda_stand_in(torch):
@@ -54,6 +63,9 @@ def cuda_stand_in(torch):
 
 
 def fit(mode, out):
+    import datetime
+    import threading
+
     import lightning_harness  # noqa: F401  (first: Debian's torch under Lightning, see there)
     import pytorch_lightning as pl
     import torch
@@ -66,9 +78,18 @@ def fit(mode, out):
             torch.manual_seed(0)  # the same initial weights on every replica
             self.net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
 
+        def setup(self, stage):
+            if mode.startswith("hang_"):
+                # After the process group is made: its rendezvous waits for the other rank's start
+                # with the same timeout.
+                torch.distributed.distributed_c10d.set_timeout(datetime.timedelta(seconds=HANG_TIMEOUT_S))
+
         def training_step(self, batch, batch_idx):
             if mode == "crash" and self.trainer.global_step == CRASH_AFTER:
                 raise RuntimeError("CUDA error: an illegal memory access was encountered")
+            if mode.startswith("hang_") and self.trainer.global_rank == HANG_RANK and \
+                    self.trainer.global_step == HANG_AFTER:
+                threading.Event().wait()  # a data-loader deadlock: never enters a collective again
             x, = batch
             return torch.nn.functional.mse_loss(self.net(x), x)
 
@@ -84,6 +105,21 @@ def fit(mode, out):
         return torch.utils.data.DataLoader(data, batch_size=8)
 
     torch.set_num_threads(1)
+    if mode.startswith("hang_"):
+        # Two ranks, rank HANG_RANK stuck: the other's fit fails, its callback (GoodputCallback or
+        # SDCCallback, from the mode) asks every rank for its flight-recorder dump, and Lightning's
+        # launcher then kills the stuck rank.
+        rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if mode == "hang_goodput":
+            callback = GoodputCallback(os.path.join(out, "events.rank{rank}.jsonl"))
+        else:
+            callback = SDCCallback(backend="cpu", every=SAVE_EVERY, probes="alu.int64",
+                                   event_log=os.path.join(out, "inline.rank%d.jsonl" % rank))
+        trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", devices=2, strategy="ddp", logger=False,
+                             enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                             default_root_dir=out, callbacks=[callback])
+        trainer.fit(Model(), loader(8 * STEPS, 1 + rank))
+        return
     if mode == "sdc":
         # SDCCallback alone, its probe failing from the first step: on_sdc="stop" ends the process.
         # The probe runs off the training thread: its first verdict comes some steps later.
@@ -100,7 +136,8 @@ def fit(mode, out):
         cuda_stand_in(torch)
         trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", devices=2, strategy="ddp", logger=False,
                              enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                             default_root_dir=out, callbacks=[SDCCallback(every="auto", probes="alu.int64")])
+                             default_root_dir=out, callbacks=[SDCCallback(every="auto", probes="alu.int64",
+                                                                          flight_recorder=os.path.join(out, "fr"))])
         trainer.fit(Model(), loader(8 * STEPS, 1))
         return
     if mode == "job_sdc_end":
@@ -176,14 +213,14 @@ def spans(events, name, **match):
 
 
 class LightningTest(unittest.TestCase):
-    def run_fit(self, mode, status=0):
+    def run_fit(self, mode, status=0, timeout=600):
         for name in ("SDCPROBE_BINARY", "SDCPROBE_LIBRARY"):
             if not os.environ.get(name):
                 self.skipTest("%s not set (ctest sets it)" % name)
         out = tempfile.mkdtemp(prefix="lightning-%s-" % mode)
         env = dict(os.environ, OMP_NUM_THREADS="1")
         run = subprocess.run([sys.executable, os.path.abspath(__file__), "--fit", mode, out], env=env,
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=timeout)
         self.assertEqual(run.returncode, status, run.stdout[-4000:] + run.stderr[-4000:])
         self.stderr = run.stderr
         return out
@@ -367,15 +404,79 @@ class LightningTest(unittest.TestCase):
         # callback is made: rank 0's probe is sized to 2 ranks, rank 1's is made on device 1. The
         # CPU backend has no device 1: every rank raises that error at the first agreement
         # (step 10), rather than rank 1 alone.
-        self.run_fit("devices", 1)
+        out = self.run_fit("devices", 1)
+        self.assert_recorder_said(2)
+        import torch
+
+        if hasattr(torch._C._distributed_c10d, "_dump_fr_trace"):
+            # Every rank failed at the same collective: both dumps, and no hang in them.
+            folder = os.path.join(out, "fr", "attempt0")
+            self.assertEqual(sorted(os.listdir(folder)), ["nccl_trace_rank_0", "nccl_trace_rank_1"])
+            run = subprocess.run([os.environ["SDCPROBE_BINARY"], "hang", folder], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("no hang", run.stdout)
         self.assertIn("on 2 ranks", self.stderr)
         self.assertNotIn("on 1 ranks", self.stderr)
         self.assertEqual(self.stderr.count("SDCProbeError: the inline probe of rank 1 failed: CPU device 1 does not "
                                            "exist"), 2, self.stderr[-4000:])
 
+    def assert_recorder_said(self, ranks):
+        """Under a torch without the flight recorder (Debian's 1.13) each of `ranks` warned once and
+        went on; under torch 2.x none warned."""
+        import torch
+
+        said = self.stderr.count("has no flight recorder: a hang's rank will not be named")
+        self.assertEqual(said, 0 if hasattr(torch._C._distributed_c10d, "_dump_fr_trace") else ranks,
+                         self.stderr[-4000:])
+
+    def run_hang(self, mode):
+        """A hang run: rank HANG_RANK stops, rank 1 fails on the timeout, and Lightning's launcher
+        kills the stuck rank 0 (the main process) once rank 1 has ended. Both ranks' dumps land in
+        flight_recorder/attempt0, the stuck rank's from its side thread, and `sdcprobe hang` names
+        rank HANG_RANK. Returns the run's folder and the dumps' folder."""
+        import torch
+
+        if not hasattr(torch._C._distributed_c10d, "_dump_fr_trace"):
+            self.skipTest("torch %s has no flight recorder" % torch.__version__)
+        out = self.run_fit(mode, -signal.SIGKILL, timeout=300)
+        folder = os.path.join(out, "flight_recorder", "attempt0")
+        self.assertEqual(sorted(os.listdir(folder)), ["nccl_trace_rank_0", "nccl_trace_rank_1"])
+        run = subprocess.run([os.environ["SDCPROBE_BINARY"], "hang", folder, "--json",
+                              os.path.join(out, "hang.json")], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        with open(os.path.join(out, "hang.json")) as f:
+            report = json.load(f)
+        self.assertEqual((report["verdict"], [c["rank"] for c in report["culprits"]], report["undecided"]),
+                         ("culprit", [HANG_RANK], []), report)
+        self.assertIn("never enqueued collective", report["culprits"][0]["why"])
+        return out, folder
+
+    def test_a_hang_under_goodput_callback_names_the_stuck_rank(self):
+        out, folder = self.run_hang("hang_goodput")
+        # The rank that timed out logged the fault; the stuck one was killed in its step.
+        faults = {r: [e["kind"] for e in read_events(os.path.join(out, "events.rank%d.jsonl" % r))
+                      if e["event"] == "fault_detected"] for r in (0, 1)}
+        self.assertEqual(faults, {HANG_RANK: [], 1 - HANG_RANK: ["RuntimeError"]})
+        # The breakdown sums exactly, the hang's time under detection & teardown naming the culprit.
+        report = self.goodput(os.path.join(out, "events.rank*.jsonl"))
+        c = report["categories"]
+        self.assertEqual(report["wall_ns"], report["productive_ns"] + sum(v["ns"] for v in c.values()))
+        hang, = report["hangs"]
+        self.assertEqual((hang["folder"], hang["verdict"], hang["timeout_ms"]),
+                         (folder, "culprit", HANG_TIMEOUT_S * 1000))
+        self.assertEqual([(h["rank"], h["device"]) for h in hang["culprits"]], [(HANG_RANK, "cpu")])
+        self.assertEqual(hang["detection_teardown_ns"], c["detection_teardown"]["ns"])
+        self.assertGreaterEqual(hang["waited_ns"], (HANG_TIMEOUT_S - 1) * 10**9)
+
+    def test_a_hang_under_sdc_callback_names_the_stuck_rank(self):
+        # The dumps land beside the probe's event logs.
+        out, _ = self.run_hang("hang_sdc")
+        self.assertTrue(os.path.exists(os.path.join(out, "inline.rank1.jsonl")))
+
     def test_ddp_on_two_processes(self):
         # Its saves are weights-only: each is checked before commit and counted all the same.
         out = self.run_fit("ddp")
+        self.assert_recorder_said(2)
         rank0, alone = self.check_rank(out, 0)
         rank1, _ = self.check_rank(out, 1)
         # The replica check on multiples of 25 and before each commit, on both ranks alike.
