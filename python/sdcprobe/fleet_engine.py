@@ -75,8 +75,25 @@ COLUMNS = {
 SOURCE = r"(day=[^/]+/[^/]+)$"
 
 VOTE = "class_key, probe, level, size_bytes, iterations, run_seed, digest"
+VOTE_KEY = "class_key, probe, level, size_bytes, iterations, run_seed"  # a vote, without its digests
+# Equal keys, nulls included (a size or iteration count left to the probes' default is null).
+VOTE_JOIN = " AND ".join(f"d.{c} IS NOT DISTINCT FROM v.{c}" for c in VOTE_KEY.split(", "))
+WINNER_JOIN = " AND ".join(f"x.{c} IS NOT DISTINCT FROM w.{c}" for c in VOTE.split(", "))
 # A result of attempt 0 that ran: what the rates count (a history's re-run after a failure is the same fault).
 RAN = "attempt = 0 AND outcome <> 'skipped'"
+
+# Tables both engines make once and the aggregations below read (DuckDB a temporary table, Spark a
+# cached view): each vote's digest per device, with its runs and earliest run (of two at one time,
+# the failed one, as neither engine orders ties by itself).
+STAGES = {
+    "vote_devices": f"""
+        SELECT {VOTE}, host, device_uuid AS uuid, count(*) AS runs, max(golden_digest) AS golden_digest,
+          min(t_us) AS first_us,
+          min_by(outcome, 2 * t_us + CAST(outcome = 'pass' AS BIGINT)) AS first_outcome
+        FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
+        GROUP BY {VOTE}, host, device_uuid
+    """,
+}
 
 # The aggregations, in the SQL both DuckDB and Spark run as written, over the views `results`,
 # `sites`, `devices` and `quarantine` (each row once, with `t_us`: its time in microseconds since
@@ -98,12 +115,11 @@ AGGREGATES = {
           SELECT host, device_uuid AS uuid, pci_bus_id, model, driver, backend, t_us FROM results WHERE {RAN}
           UNION ALL
           SELECT host, uuid, pci_bus_id, model, driver, backend, t_us FROM devices WHERE run_key IS NOT NULL
-        ), ranked AS (
-          SELECT host, uuid, pci_bus_id, model, driver, backend,
-            row_number() OVER (PARTITION BY host, uuid ORDER BY t_us, pci_bus_id, model, driver, backend) AS k,
-            min(t_us) OVER (PARTITION BY host, uuid) AS first_us,
-            max(t_us) OVER (PARTITION BY host, uuid) AS last_us
-          FROM seen
+        ), earliest AS (
+          SELECT host, uuid, min_by(pci_bus_id, t_us) AS pci_bus_id, min_by(model, t_us) AS model,
+            min_by(driver, t_us) AS driver, min_by(backend, t_us) AS backend,
+            min(t_us) AS first_us, max(t_us) AS last_us
+          FROM seen GROUP BY host, uuid
         ), released AS (
           SELECT host, device_uuid AS uuid, max(t_us) AS released_us FROM quarantine
           WHERE event = 'released' GROUP BY host, device_uuid
@@ -119,10 +135,9 @@ AGGREGATES = {
           coalesce(q.released_us, 0) AS released_us,
           coalesce(f.failures_before_release, 0) AS failures_before_release,
           coalesce(f.failures_after_release, 0) AS failures_after_release
-        FROM ranked d
+        FROM earliest d
         LEFT JOIN released q ON d.host = q.host AND d.uuid = q.uuid
         LEFT JOIN refailed f ON d.host = f.host AND d.uuid = f.uuid
-        WHERE d.k = 1
     """,
     # Exposure and failures per device and probe family. Durations are summed in whole nanoseconds,
     # exactly, so that no engine's order of addition changes a rate.
@@ -141,24 +156,33 @@ AGGREGATES = {
     """,
     # Each vote's digests: its runs, distinct devices and hosts, and the host's golden digest.
     "digests": f"""
-        SELECT {VOTE}, max(golden_digest) AS golden_digest, count(*) AS runs,
-          count(DISTINCT concat(host, '/', device_uuid)) AS devices, count(DISTINCT host) AS hosts
-        FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
-        GROUP BY {VOTE}
+        SELECT {VOTE}, max(golden_digest) AS golden_digest, sum(runs) AS runs, count(*) AS devices,
+          count(DISTINCT host) AS hosts
+        FROM vote_devices GROUP BY {VOTE}
     """,
-    # The devices each digest names, the earliest first: each device at its earliest run of the
-    # digest, with whether that run failed its own checks.
+    # The devices each digest names, the earliest first, each at its earliest run of the digest with
+    # whether that run failed its own checks: for every digest but the one its vote is sure to
+    # choose (sdcprobe names a winner's devices nowhere), which is the vote's golden digest, or
+    # without one the digest of more than half of three or more devices (FleetVote's decision).
     "members": f"""
-        WITH runs AS (
-          SELECT {VOTE}, host, device_uuid AS uuid, t_us, outcome,
-            row_number() OVER (PARTITION BY {VOTE}, host, device_uuid ORDER BY t_us, outcome) AS k
-          FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
+        WITH digests AS (
+          SELECT {VOTE}, count(*) AS devices, max(golden_digest) AS golden_digest
+          FROM vote_devices GROUP BY {VOTE}
+        ), votes AS (
+          SELECT {VOTE_KEY}, sum(devices) AS devices, max(golden_digest) AS golden_digest
+          FROM digests GROUP BY {VOTE_KEY}
+        ), winners AS (
+          SELECT {", ".join("d." + c for c in VOTE.split(", "))} FROM digests d JOIN votes v ON {VOTE_JOIN}
+          WHERE d.digest = v.golden_digest
+             OR (v.golden_digest IS NULL AND v.devices >= 3 AND 2 * d.devices > v.devices)
         ), named AS (
-          SELECT {VOTE}, host, uuid, t_us, outcome,
-            row_number() OVER (PARTITION BY {VOTE} ORDER BY t_us, host, uuid) AS m
-          FROM runs WHERE k = 1
+          SELECT {", ".join("x." + c for c in VOTE.split(", "))}, x.host, x.uuid, x.first_us, x.first_outcome,
+            row_number() OVER (PARTITION BY {", ".join("x." + c for c in VOTE.split(", "))}
+                               ORDER BY x.first_us, x.host, x.uuid) AS m
+          FROM vote_devices x WHERE NOT EXISTS (SELECT 1 FROM winners w WHERE {WINNER_JOIN})
         )
-        SELECT {VOTE}, host, uuid, t_us, outcome <> 'pass' AS failed FROM named WHERE m <= {MAX_NAMED_PER_DIGEST}
+        SELECT {VOTE}, host, uuid, first_us AS t_us, first_outcome <> 'pass' AS failed
+        FROM named WHERE m <= {MAX_NAMED_PER_DIGEST}
     """,
     # Results with a burn's conditions, per device: by whole degree C, and by power draw in bands of
     # 10% of the enforced limit (the same arithmetic as sdcprobe's FleetDevice::add_conditions).
@@ -259,6 +283,12 @@ class DuckDBEngine:
         self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS "
                         f"SELECT * EXCLUDE (filename), epoch_us(CAST(time AS TIMESTAMP)) AS t_us FROM {table}_raw")
 
+    def stage(self, name, sql):
+        try:
+            self.db.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+        except self.error as e:
+            raise StoreError(f"{name}: {e}") from e
+
     def check_version(self, table):
         try:
             bad = self.db.execute(
@@ -339,6 +369,9 @@ class SparkEngine:
         self.spark.sql(f"CREATE OR REPLACE TEMP VIEW {table} AS "
                        f"SELECT *, unix_micros(to_timestamp(time)) AS t_us FROM {table}_raw")
 
+    def stage(self, name, sql):
+        self.spark.sql(sql).persist().createOrReplaceTempView(name)
+
     def write(self, name, sql, folder):
         # ignoreNullFields=false: every column on every line, as DuckDB writes them.
         self.spark.sql(sql).coalesce(1).write.mode("errorifexists").option("ignoreNullFields", "false").json(folder)
@@ -351,6 +384,8 @@ def aggregate(engine, store, out, since=None, until=None):
         raise StoreError(f"{store}: not a store folder")
     for table in COLUMNS:
         engine.load(store, table, since, until)
+    for name, sql in STAGES.items():
+        engine.stage(name, sql)
     local_out = "://" not in out
     work = tempfile.mkdtemp(prefix=".aggregates-", dir=os.path.dirname(os.path.abspath(out))) if local_out else out
     try:

@@ -56,7 +56,8 @@ nlohmann::json record(bool memory, uint64_t index, int bit, int unit) {
 // swept every 6 hours for two days with the fleet seed. Planted: node3's GPU 2 fails the memory probe
 // in one DRAM row every pass (a lemon device), node5's GPUs all fail it every other pass (a lemon
 // node), node7's GPU 1 hands back a wrong GEMM digest and passes its own checks, node11's GPU 0 fails
-// its burns from 80 C (a temperature-triggered device); background failures elsewhere. One report ran with an injection, one result was skipped; the A100s' transcendental
+// its burns from 80 C (a temperature-triggered device), nodes 13 and 15 split evenly on one probe (an
+// inconclusive vote); background failures elsewhere. One report ran with an injection, one result was skipped; the A100s' transcendental
 // probe carries the host's golden digest. Also a history with a quarantine, a release and a failure
 // after it. Returns the inputs for `fleet sdc`.
 std::string generate_fleet(const fs::path& dir) {
@@ -85,6 +86,8 @@ std::string generate_fleet(const fs::path& dir) {
           mem.records = {record(true, base + p, p % 64, -1), record(true, base + 40 + p, 3, -1)};
         }
         results[g].push_back(mem);
+        // Only nodes 13 and 15 run alu.fma32 in the first sweep, and disagree: an even split.
+        if ((h == 13 || h == 15) && p == 0) results[g].push_back({"alu.fma32", false, h == 15});
         // Two burns, warmer each pass; node11's GPU 0 fails from 80 C (a temperature-triggered defect).
         for (int k = 0; k < 2; ++k) {
           const double celsius = 50.25 + 6 * p + 3 * k + g;
@@ -190,6 +193,9 @@ void expect_planted_found(const nlohmann::json& report) {
   EXPECT_EQ(report["inputs"]["reports_with_injections"], 1);
   EXPECT_EQ(report["inputs"]["skipped"], 1);
   EXPECT_GT(report["votes"]["golden"].get<int>() + report["votes"]["agreed"].get<int>(), 0);
+  ASSERT_EQ(report["inconclusive"].size(), 1u) << report["inconclusive"].dump();
+  EXPECT_EQ(report["inconclusive"][0]["probe"], "alu.fma32");
+  for (const auto& d : report["inconclusive"][0]["digests"]) EXPECT_EQ(d["members"].size(), 4u) << d.dump();
   const nlohmann::json& conditions = report["burn_conditions"];
   ASSERT_EQ(conditions["temperature_triggered"].size(), 1u) << conditions.dump();
   EXPECT_EQ(conditions["temperature_triggered"][0]["uuid"], "GPU-node11-0");
