@@ -15,16 +15,20 @@ export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for corpus in tests/fuzz/corpus/*/; do
-  name=$(basename "$corpus")
+# One harness per core at a time (each is single-threaded): every harness keeps its full time, and
+# the step takes half the wall time on two cores.
+fuzz_one() {
+  local name=$1
   # New inputs go to a scratch folder first in the list; the repository's corpus is only read.
   mkdir -p "$work/$name"
-  echo "fuzz: ${name} for ${seconds} s"
   if ! build/fuzz/tests/fuzz/libfuzzer/"${name}_fuzzer" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$work/${name}-" "$work/$name" "$corpus" >"$work/$name.log" 2>&1; then
+    -print_final_stats=1 -artifact_prefix="$work/${name}-" "$work/$name" "tests/fuzz/corpus/$name/" >"$work/$name.log" 2>&1; then
     cat "$work/$name.log"
     echo "fuzz: ${name} found a failing input (above)" >&2
-    exit 1
+    return 1
   fi
-  grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$name.log" | tail -1 || true
-done
+  echo "fuzz: ${name} for ${seconds} s: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$name.log" | tail -1)"
+}
+export -f fuzz_one
+export work seconds
+ls tests/fuzz/corpus | xargs -P "$(nproc)" -I{} bash -c 'fuzz_one "$1"' _ {}
