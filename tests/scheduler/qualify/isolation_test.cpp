@@ -377,7 +377,9 @@ TEST(Isolation, AHealthyDeviceTenTimesSlowerIsNeverHungAndAHangStillIs) {
     const SlowedChildren slowed;
     run = run_worker(argv, cpu(0), probes, limits(2));
   }
-  ASSERT_EQ(run.results.size(), probes.size());
+  std::string said;
+  for (const auto& r : run.results) said += r.probe + ": " + r.reason + "\n";
+  ASSERT_EQ(run.results.size(), probes.size()) << said;
   for (size_t i = 0; i + 1 < probes.size(); ++i) {
     EXPECT_EQ(run.results[i].probe, probes[i]);
     EXPECT_EQ(run.results[i].outcome, Outcome::kPass) << probes[i] << ": " << run.results[i].reason;
