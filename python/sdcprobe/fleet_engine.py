@@ -22,6 +22,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 
 # The store's schema version this reads (docs/fleet.md#versions), and the aggregates' own.
 STORE_SCHEMA_VERSION = 1
@@ -220,24 +221,32 @@ DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 def store_files(store, table, since, until, names=False):
     """The table's published files in the days asked for, landing NDJSON and compacted Parquet: a glob
-    per day folder that holds some (a year is a few hundred globs, not a million names), or with
-    `names` the files themselves. Temporary files (a leading '.') never end in .ndjson or .parquet."""
-    files = {"ndjson": [], "parquet": []}
+    per day folder that holds some (for an engine that lists them once itself, as Spark does), or with
+    `names` the files themselves, listed now. Temporary files (a leading '.') never end in .ndjson or
+    .parquet. With `names`, a day's newest Parquet file alone is read: a compaction merges the older
+    one into it and removes it only after publishing, so an older one seen beside it is `stale`."""
+    files = {"ndjson": [], "parquet": [], "stale": []}
     for folder in sorted(glob.glob(os.path.join(store, table, "day=*"))):
         day = os.path.basename(folder)[4:]
         if not DAY.match(day):
             raise StoreError(f"{folder}: not a day folder (day=YYYY-MM-DD)")
         if (since and day < since) or (until and day > until):
             continue
+        parquet = []
         with os.scandir(folder) as entries:
             for entry in entries:
                 kind = entry.name.rsplit(".", 1)[-1]
-                if kind not in files or entry.name.startswith((".", "_")):
+                if kind not in ("ndjson", "parquet") or entry.name.startswith((".", "_")):
                     continue
-                if names:
+                if names and kind == "parquet":
+                    parquet.append((entry.stat().st_mtime_ns, entry.path))
+                elif names:
                     files[kind].append(entry.path)
                 elif not files[kind] or not files[kind][-1].startswith(folder + os.sep):
                     files[kind].append(os.path.join(folder, "*." + kind))
+        parquet.sort()
+        files["parquet"] += [path for _, path in parquet[-1:]]
+        files["stale"] += [path for _, path in parquet[:-1]]
     return files
 
 
@@ -262,8 +271,10 @@ class DuckDBEngine:
     def duck_type(self, sql_type):
         return {"STRING": "VARCHAR", "ARRAY<INTEGER>": "INTEGER[]"}.get(sql_type, sql_type)
 
-    def load(self, store, table, since, until):
-        files = store_files(store, table, since, until)
+    def load(self, store, table, since, until, files=None):
+        # The files of now, by name: a view over a glob would list the folders again at each
+        # aggregation, and a file landing meanwhile would count in some aggregate tables only.
+        files = files or store_files(store, table, since, until, names=True)
         columns = COLUMNS[table]
         names = ", ".join(c for c, _ in columns)
         spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
@@ -427,18 +438,21 @@ def compact(store):
             files = store_files(store, table, day, day, names=True)
             if not files["ndjson"]:
                 continue
-            engine.load(store, table, day, day)  # the day's rows, a landing file's over its older copy
+            engine.load(store, table, day, day, files)  # the day's rows, a landing file's over its older copy
             names = ", ".join(c for c, _ in COLUMNS[table])
             fd, temp = tempfile.mkstemp(prefix=".compact-", suffix=".tmp", dir=folder)
             os.close(fd)
             engine.db.execute(f"COPY (SELECT {names}, source_file FROM {table}_raw) TO '{temp}' (FORMAT PARQUET)")
             with open(temp, "rb") as f:
                 os.fsync(f.fileno())
-            target = os.path.join(folder, f"compacted-{os.getpid()}-{merged}.parquet")
+            # A name no earlier compaction had (a process id comes back), so that publishing never
+            # replaces a file the removal below would then take.
+            target = os.path.join(folder, f"compacted-{time.time_ns()}-{os.getpid()}-{merged}.parquet")
             os.rename(temp, target)
             # Only once the Parquet file is published are the files it holds removed.
-            for path in files["ndjson"] + files["parquet"]:
-                os.remove(path)
+            for path in files["ndjson"] + files["parquet"] + files["stale"]:
+                if path != target:
+                    os.remove(path)
             merged += 1
     return merged
 

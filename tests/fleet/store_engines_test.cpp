@@ -5,10 +5,13 @@
 // The engines come from the fleet_engines_venv fixture ($SDC_FLEET_ENGINES_PYTHON).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <vector>
 
 #include "scheduler/consensus/fleet_seed.hpp"
 #include "scheduler/sweep/history.hpp"
@@ -291,6 +294,74 @@ TEST_F(StoreEngines, SinceAndUntilReadOnlyThoseDays) {
                   " --since 2026-12-03");
   EXPECT_EQ(o.code, 2) << o.out;
   EXPECT_NE(o.out.find("could not test"), std::string::npos) << o.out;
+}
+
+// Nodes write while the fleet is analysed, and compaction publishes before it removes. An analysis
+// reads the files listed when it starts: a file landing later counts in none of its aggregate tables
+// (the next analysis counts it); of a day's Parquet files, the newest alone, so the older file a
+// compaction merged and has not yet removed is never counted twice.
+TEST_F(StoreEngines, AnAnalysisReadsTheStoreAsListedAtItsStart) {
+  const std::string inputs = generate_fleet(dir_);
+  import(inputs);
+  const nlohmann::json files = fleet_sdc(inputs + topology());
+  write(dir_ / "landing.py", R"(import glob, os, shutil, sys
+from sdcprobe import fleet_engine as fe
+store = sys.argv[1]
+def count(engine):
+    return engine.db.execute("SELECT count(*) FROM results").fetchone()[0]
+engine = fe.DuckDBEngine()
+for table in fe.COLUMNS:
+    engine.load(store, table, None, None)
+listed = count(engine)
+first = sorted(glob.glob(os.path.join(store, "results", "day=*", "*.ndjson")))[0]
+shutil.copy(first, os.path.join(os.path.dirname(first), "late.ndjson"))
+later = fe.DuckDBEngine()
+later.load(store, "results", None, None)
+print(listed, count(engine), count(later))
+)");
+  Outcome o = run_command(engine_env() + engines_python() + " " + path("landing.py") + " " + path("store"));
+  ASSERT_EQ(o.code, 0) << o.out;
+  std::istringstream counts(o.out);
+  uint64_t listed = 0, during = 0, next = 0;
+  counts >> listed >> during >> next;
+  EXPECT_GT(listed, 0u) << o.out;
+  EXPECT_EQ(during, listed) << o.out;
+  EXPECT_GT(next, listed) << o.out;
+  std::vector<fs::path> late;
+  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
+    if (e.path().filename() == "late.ndjson") late.push_back(e.path());
+  }
+  ASSERT_EQ(late.size(), 1u);
+  fs::remove(late[0]);
+  EXPECT_EQ(through_duckdb(), files);
+
+  // Compacted, then each day's Parquet file beside an older copy of itself, as a compaction leaves
+  // the file it merged until its own is published.
+  o = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
+  ASSERT_EQ(o.code, 0) << o.out;
+  int copies = 0;
+  std::vector<fs::path> parquet;
+  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
+    if (e.path().extension() == ".parquet") parquet.push_back(e.path());
+  }
+  for (const fs::path& p : parquet) {
+    const fs::path older = p.parent_path() / "compacted-0-merged.parquet";
+    fs::copy_file(p, older);
+    fs::last_write_time(older, fs::last_write_time(p) - std::chrono::hours(1));
+    ++copies;
+  }
+  ASSERT_GT(copies, 0);
+  EXPECT_EQ(through_duckdb(), files);
+  // A compaction of a day removes the older file with the landing files it merged.
+  import((dir_ / "reports" / "node3-0.json").string());
+  o = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
+  ASSERT_EQ(o.code, 0) << o.out;
+  size_t kept_older = 0;
+  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
+    kept_older += e.path().filename() == "compacted-0-merged.parquet";
+  }
+  EXPECT_LT(kept_older, static_cast<size_t>(copies));
+  EXPECT_EQ(through_duckdb(), files);
 }
 
 // A store with a file of another schema version, a wrong type, a truncated Parquet file: exit 2
