@@ -79,22 +79,40 @@ VOTE = "class_key, probe, level, size_bytes, iterations, run_seed, digest"
 VOTE_KEY = "class_key, probe, level, size_bytes, iterations, run_seed"  # a vote, without its digests
 # Equal keys, nulls included (a size or iteration count left to the probes' default is null).
 VOTE_JOIN = " AND ".join(f"d.{c} IS NOT DISTINCT FROM v.{c}" for c in VOTE_KEY.split(", "))
-WINNER_JOIN = " AND ".join(f"x.{c} IS NOT DISTINCT FROM w.{c}" for c in VOTE.split(", "))
+VOTE_OF_K = ", ".join(f"k.{c}" for c in VOTE.split(", "))  # a vote and digest from vote_keys
 # A result of attempt 0 that ran: what the rates count (a history's re-run after a failure is the same fault).
 RAN = "attempt = 0 AND outcome <> 'skipped'"
 
 # Tables both engines make once and the aggregations below read (DuckDB a temporary table, Spark a
-# cached view): each vote's digest per device, with its runs and earliest run (of two at one time,
-# the failed one, as neither engine orders ties by itself).
-STAGES = {
-    "vote_devices": f"""
-        SELECT {VOTE}, host, device_uuid AS uuid, count(*) AS runs, max(golden_digest) AS golden_digest,
-          min(t_us) AS first_us,
-          min_by(outcome, 2 * t_us + CAST(outcome = 'pass' AS BIGINT)) AS first_outcome
-        FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
-        GROUP BY {VOTE}, host, device_uuid
-    """,
-}
+# cached view), keyed by a 64-bit hash of the vote and digest (`hash64`: the engine's own; a key of
+# seven text columns made the per-device table three times slower):
+# - vote_keys: each hash with its vote and digest; two in one hash stop the analysis (check_stages);
+# - vote_devices: each vote's digest per device, with its runs and earliest run (of two at one
+#   time, the failed one, as neither engine orders ties by itself).
+def stages(hash64):
+    # Sizes and iteration counts left to the probes' default are null, which Spark's hash skips.
+    vote_hash = (f"{hash64}(class_key, probe, level, coalesce(size_bytes, -1), coalesce(iterations, -1), "
+                 "run_seed, digest)")
+    return {
+        "vote_keys": f"""
+            SELECT {vote_hash} AS vh, {VOTE} FROM results
+            WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL GROUP BY {vote_hash}, {VOTE}
+        """,
+        "vote_devices": f"""
+            SELECT {vote_hash} AS vh, host, device_uuid AS uuid, count(*) AS runs,
+              max(golden_digest) AS golden_digest, min(t_us) AS first_us,
+              min_by(outcome, 2 * t_us + CAST(outcome = 'pass' AS BIGINT)) AS first_outcome
+            FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
+            GROUP BY {vote_hash}, host, device_uuid
+        """,
+    }
+
+
+def check_stages(engine):
+    collided = engine.rows("SELECT vh FROM vote_keys GROUP BY vh HAVING count(*) > 1 LIMIT 1")
+    if collided:
+        raise StoreError(f"two votes share the hash {collided[0][0]}: this store cannot be aggregated")
+
 
 # The aggregations, in the SQL both DuckDB and Spark run as written, over the views `results`,
 # `sites`, `devices` and `quarantine` (each row once, with `t_us`: its time in microseconds since
@@ -157,9 +175,11 @@ AGGREGATES = {
     """,
     # Each vote's digests: its runs, distinct devices and hosts, and the host's golden digest.
     "digests": f"""
-        SELECT {VOTE}, max(golden_digest) AS golden_digest, sum(runs) AS runs, count(*) AS devices,
-          count(DISTINCT host) AS hosts
-        FROM vote_devices GROUP BY {VOTE}
+        SELECT {VOTE_OF_K}, d.golden_digest, d.runs, d.devices, d.hosts
+        FROM (SELECT vh, max(golden_digest) AS golden_digest, sum(runs) AS runs, count(*) AS devices,
+                count(DISTINCT host) AS hosts
+              FROM vote_devices GROUP BY vh) d
+        JOIN vote_keys k ON d.vh = k.vh
     """,
     # The devices each digest names, the earliest first, each at its earliest run of the digest with
     # whether that run failed its own checks: for every digest but the one its vote is sure to
@@ -167,23 +187,23 @@ AGGREGATES = {
     # without one the digest of more than half of three or more devices (FleetVote's decision).
     "members": f"""
         WITH digests AS (
-          SELECT {VOTE}, count(*) AS devices, max(golden_digest) AS golden_digest
-          FROM vote_devices GROUP BY {VOTE}
+          SELECT k.*, d.devices, d.golden_digest
+          FROM (SELECT vh, count(*) AS devices, max(golden_digest) AS golden_digest FROM vote_devices GROUP BY vh) d
+          JOIN vote_keys k ON d.vh = k.vh
         ), votes AS (
           SELECT {VOTE_KEY}, sum(devices) AS devices, max(golden_digest) AS golden_digest
           FROM digests GROUP BY {VOTE_KEY}
         ), winners AS (
-          SELECT {", ".join("d." + c for c in VOTE.split(", "))} FROM digests d JOIN votes v ON {VOTE_JOIN}
+          SELECT d.vh FROM digests d JOIN votes v ON {VOTE_JOIN}
           WHERE d.digest = v.golden_digest
              OR (v.golden_digest IS NULL AND v.devices >= 3 AND 2 * d.devices > v.devices)
         ), named AS (
-          SELECT {", ".join("x." + c for c in VOTE.split(", "))}, x.host, x.uuid, x.first_us, x.first_outcome,
-            row_number() OVER (PARTITION BY {", ".join("x." + c for c in VOTE.split(", "))}
-                               ORDER BY x.first_us, x.host, x.uuid) AS m
-          FROM vote_devices x WHERE NOT EXISTS (SELECT 1 FROM winners w WHERE {WINNER_JOIN})
+          SELECT x.vh, x.host, x.uuid, x.first_us, x.first_outcome,
+            row_number() OVER (PARTITION BY x.vh ORDER BY x.first_us, x.host, x.uuid) AS m
+          FROM vote_devices x WHERE x.vh NOT IN (SELECT vh FROM winners)
         )
-        SELECT {VOTE}, host, uuid, first_us AS t_us, first_outcome <> 'pass' AS failed
-        FROM named WHERE m <= {MAX_NAMED_PER_DIGEST}
+        SELECT {VOTE_OF_K}, n.host, n.uuid, n.first_us AS t_us, n.first_outcome <> 'pass' AS failed
+        FROM named n JOIN vote_keys k ON n.vh = k.vh WHERE n.m <= {MAX_NAMED_PER_DIGEST}
     """,
     # Results with a burn's conditions, per device: by whole degree C, and by power draw in bands of
     # 10% of the enforced limit (the same arithmetic as sdcprobe's FleetDevice::add_conditions).
@@ -257,6 +277,8 @@ def sql_list(paths):
 class DuckDBEngine:
     """Embedded DuckDB over a store in a local folder."""
 
+    hash64 = "hash"
+
     def __init__(self, threads=None, memory_limit=None):
         import duckdb
 
@@ -300,6 +322,9 @@ class DuckDBEngine:
         except self.error as e:
             raise StoreError(f"{name}: {e}") from e
 
+    def rows(self, sql):
+        return self.db.execute(sql).fetchall()
+
     def check_version(self, table):
         try:
             bad = self.db.execute(
@@ -321,6 +346,8 @@ class DuckDBEngine:
 
 class SparkEngine:
     """Spark SQL, over a store at any path Spark reads (a folder, HDFS, s3a)."""
+
+    hash64 = "xxhash64"
 
     def __init__(self, master=None):
         from pyspark.sql import SparkSession
@@ -383,6 +410,9 @@ class SparkEngine:
     def stage(self, name, sql):
         self.spark.sql(sql).persist().createOrReplaceTempView(name)
 
+    def rows(self, sql):
+        return [tuple(r) for r in self.spark.sql(sql).collect()]
+
     def write(self, name, sql, folder):
         # ignoreNullFields=false: every column on every line, as DuckDB writes them.
         self.spark.sql(sql).coalesce(1).write.mode("errorifexists").option("ignoreNullFields", "false").json(folder)
@@ -395,8 +425,9 @@ def aggregate(engine, store, out, since=None, until=None):
         raise StoreError(f"{store}: not a store folder")
     for table in COLUMNS:
         engine.load(store, table, since, until)
-    for name, sql in STAGES.items():
+    for name, sql in stages(engine.hash64).items():
         engine.stage(name, sql)
+    check_stages(engine)
     local_out = "://" not in out
     work = tempfile.mkdtemp(prefix=".aggregates-", dir=os.path.dirname(os.path.abspath(out))) if local_out else out
     try:

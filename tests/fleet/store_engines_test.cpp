@@ -364,6 +364,28 @@ print(listed, count(engine), count(later))
   EXPECT_EQ(through_duckdb(), files);
 }
 
+// The engines group each vote and digest by a 64-bit hash of them. Two that share one (here a hash
+// that gives every vote the same value) stop the analysis rather than merge two votes.
+TEST_F(StoreEngines, VotesThatShareAHashStopTheAnalysis) {
+  import(generate_fleet(dir_));
+  write(dir_ / "collide.py", R"(import sys
+from sdcprobe import fleet_engine as fe
+engine = fe.DuckDBEngine()
+engine.db.execute("CREATE MACRO same_for_all(a, b, c, d, e, f, g) AS 7")
+engine.hash64 = "same_for_all"
+try:
+    fe.aggregate(engine, sys.argv[1], sys.argv[2])
+except fe.StoreError as e:
+    print(e)
+    sys.exit(2)
+)");
+  const Outcome o = run_command(engine_env() + engines_python() + " " + path("collide.py") + " " + path("store") + " " +
+                                path("aggregates"));
+  EXPECT_EQ(o.code, 2) << o.out;
+  EXPECT_NE(o.out.find("two votes share the hash 7"), std::string::npos) << o.out;
+  EXPECT_FALSE(fs::exists(path("aggregates")));
+}
+
 // A store with a file of another schema version, a wrong type, a truncated Parquet file: exit 2
 // naming the file, and no report. Hidden files (a writer's temporary) are never read.
 TEST_F(StoreEngines, BadStoresAreExit2NamingTheFile) {
