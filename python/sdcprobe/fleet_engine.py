@@ -86,7 +86,8 @@ RAN = "attempt = 0 AND outcome <> 'skipped'"
 # Tables both engines make once and the aggregations below read (DuckDB a temporary table, Spark a
 # cached view), keyed by a 64-bit hash of the vote and digest (`hash64`: the engine's own; a key of
 # seven text columns made the per-device table three times slower):
-# - vote_keys: each hash with its vote and digest; two in one hash stop the analysis (check_stages);
+# - vote_keys: each hash with its vote, digest and the hosts' golden digest; two votes in one hash
+#   stop the analysis (check_stages);
 # - vote_devices: each vote's digest per device, with its runs and earliest run (of two at one
 #   time, the failed one, as neither engine orders ties by itself).
 def stages(hash64):
@@ -95,13 +96,13 @@ def stages(hash64):
                  "run_seed, digest)")
     return {
         "vote_keys": f"""
-            SELECT {vote_hash} AS vh, {VOTE} FROM results
+            SELECT {vote_hash} AS vh, {VOTE}, max(golden_digest) AS golden_digest FROM results
             WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL GROUP BY {vote_hash}, {VOTE}
         """,
+        # first_key: the earliest run's time, doubled, plus 1 where it passed; even: it failed.
         "vote_devices": f"""
-            SELECT {vote_hash} AS vh, host, device_uuid AS uuid, count(*) AS runs,
-              max(golden_digest) AS golden_digest, min(t_us) AS first_us,
-              min_by(outcome, 2 * t_us + CAST(outcome = 'pass' AS BIGINT)) AS first_outcome
+            SELECT {vote_hash} AS vh, host, device_uuid AS uuid, count(*) AS runs, min(t_us) AS first_us,
+              min(2 * t_us + CAST(outcome = 'pass' AS BIGINT)) AS first_key
             FROM results WHERE {RAN} AND class_key IS NOT NULL AND digest IS NOT NULL
             GROUP BY {vote_hash}, host, device_uuid
         """,
@@ -175,9 +176,8 @@ AGGREGATES = {
     """,
     # Each vote's digests: its runs, distinct devices and hosts, and the host's golden digest.
     "digests": f"""
-        SELECT {VOTE_OF_K}, d.golden_digest, d.runs, d.devices, d.hosts
-        FROM (SELECT vh, max(golden_digest) AS golden_digest, sum(runs) AS runs, count(*) AS devices,
-                count(DISTINCT host) AS hosts
+        SELECT {VOTE_OF_K}, k.golden_digest, d.runs, d.devices, d.hosts
+        FROM (SELECT vh, sum(runs) AS runs, count(*) AS devices, count(DISTINCT host) AS hosts
               FROM vote_devices GROUP BY vh) d
         JOIN vote_keys k ON d.vh = k.vh
     """,
@@ -187,8 +187,8 @@ AGGREGATES = {
     # without one the digest of more than half of three or more devices (FleetVote's decision).
     "members": f"""
         WITH digests AS (
-          SELECT k.*, d.devices, d.golden_digest
-          FROM (SELECT vh, count(*) AS devices, max(golden_digest) AS golden_digest FROM vote_devices GROUP BY vh) d
+          SELECT k.*, d.devices
+          FROM (SELECT vh, count(*) AS devices FROM vote_devices GROUP BY vh) d
           JOIN vote_keys k ON d.vh = k.vh
         ), votes AS (
           SELECT {VOTE_KEY}, sum(devices) AS devices, max(golden_digest) AS golden_digest
@@ -198,11 +198,11 @@ AGGREGATES = {
           WHERE d.digest = v.golden_digest
              OR (v.golden_digest IS NULL AND v.devices >= 3 AND 2 * d.devices > v.devices)
         ), named AS (
-          SELECT x.vh, x.host, x.uuid, x.first_us, x.first_outcome,
+          SELECT x.vh, x.host, x.uuid, x.first_us, x.first_key,
             row_number() OVER (PARTITION BY x.vh ORDER BY x.first_us, x.host, x.uuid) AS m
           FROM vote_devices x WHERE x.vh NOT IN (SELECT vh FROM winners)
         )
-        SELECT {VOTE_OF_K}, n.host, n.uuid, n.first_us AS t_us, n.first_outcome <> 'pass' AS failed
+        SELECT {VOTE_OF_K}, n.host, n.uuid, n.first_us AS t_us, n.first_key % 2 = 0 AS failed
         FROM named n JOIN vote_keys k ON n.vh = k.vh WHERE n.m <= {MAX_NAMED_PER_DIGEST}
     """,
     # Results with a burn's conditions, per device: by whole degree C, and by power draw in bands of
