@@ -110,6 +110,7 @@ def stages(hash64):
 
 
 def check_stages(engine):
+    """Refuses a store where two votes share a hash, which would count them as one."""
     collided = engine.rows("SELECT vh FROM vote_keys GROUP BY vh HAVING count(*) > 1 LIMIT 1")
     if collided:
         raise StoreError(f"two votes share the hash {collided[0][0]}: this store cannot be aggregated")
