@@ -370,9 +370,9 @@ class SparkEngine:
         if "://" in store:  # HDFS, s3a: globs; a table without Parquet yet has no match
             ndjson = [os.path.join(store, table, "day=*", "*.ndjson")]
             parquet = [os.path.join(store, table, "day=*", "*.parquet")]
-        else:
-            files = store_files(store, table, since, until)
-            ndjson, parquet = files["ndjson"], files["parquet"]
+        else:  # landing files by day folder, which Spark lists once as it plans; a day's newest Parquet file
+            ndjson = store_files(store, table, since, until)["ndjson"]
+            parquet = store_files(store, table, since, until, names=True)["parquet"]
         nothing = self.spark.createDataFrame([], schema + ", filename STRING, source_file STRING")
 
         def read(kind, paths):
