@@ -192,6 +192,22 @@ __device__ __forceinline__ void capture(const GemmCapture& cap, GemmType type, c
     values[static_cast<uint64_t>(slot) * stride + e] = gemm_output_bits(type, c, cap.first + e);
 }
 
+// Adds the block's part to a repeat's summary: C's sum of squares, the failed checks, the largest
+// residual / tau (most[0]) and the largest error sure to be caught (most[1]). Every thread of the
+// block must call it.
+__device__ void add_to_summary(GemmCheckSummary* sum, double (&squares)[1], unsigned long long (&failed)[1],
+                               double (&most)[2]) {
+  block_reduce<double, 1, false>(squares);
+  block_reduce<unsigned long long, 1, false>(failed);
+  block_reduce<double, 2, true>(most);
+  if (threadIdx.x == 0) {
+    if (failed[0] > 0) atomicAdd(&sum->flagged, failed[0]);
+    atomicMax(&sum->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(most[0])));
+    atomicMax(&sum->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(most[1])));
+    atomicAdd(&sum->c_square_sum, squares[0]);
+  }
+}
+
 // One thread per row check (line, tile): the tile's C read in aligned vectors (column order kept),
 // against r with tau from the norms; the batch's summary of repeat `rep`.
 template <typename Out>
@@ -232,16 +248,7 @@ __global__ void __launch_bounds__(kThreads)
       most[1] = fmax(most[1], ch.detectable);
     }
   }
-  block_reduce<double, 1, false>(squares);
-  block_reduce<unsigned long long, 1, false>(failed);
-  block_reduce<double, 2, true>(most);
-  if (threadIdx.x == 0) {
-    GemmCheckSummary* sum = summaries + rep;
-    if (failed[0] > 0) atomicAdd(&sum->flagged, failed[0]);
-    atomicMax(&sum->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(most[0])));
-    atomicMax(&sum->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(most[1])));
-    atomicAdd(&sum->c_square_sum, squares[0]);
-  }
+  add_to_summary(summaries + rep, squares, failed, most);
 }
 
 // Random fp8: each element against the exact INT32 reference, its bound from its row's and column's
@@ -278,16 +285,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  block_reduce<double, 1, false>(squares);
-  block_reduce<unsigned long long, 1, false>(failed);
-  block_reduce<double, 2, true>(most);
-  if (threadIdx.x == 0) {
-    GemmCheckSummary* sum = summaries + rep;
-    if (failed[0] > 0) atomicAdd(&sum->flagged, failed[0]);
-    atomicMax(&sum->max_ratio_bits, static_cast<unsigned long long>(__double_as_longlong(most[0])));
-    atomicMax(&sum->detectable_bits, static_cast<unsigned long long>(__double_as_longlong(most[1])));
-    atomicAdd(&sum->c_square_sum, squares[0]);
-  }
+  add_to_summary(summaries + rep, squares, failed, most);
 }
 
 // norm[row] = the sum of squares of an int8 operand's row (exact), a block per row; square_roots
