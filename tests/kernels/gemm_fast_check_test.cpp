@@ -223,6 +223,13 @@ double ratio_of(const GemmCheckSummary& s) {
   return r;
 }
 
+// The smallest error sure to be caught, as a multiple of the clean C's rms.
+double detectable_multiple(const GemmCheckSummary& s, const std::vector<double>& clean) {
+  double detectable;
+  std::memcpy(&detectable, &s.detectable_bits, sizeof detectable);
+  return detectable / rms(clean);
+}
+
 constexpr unsigned kRepeats = 5;
 const unsigned kPlantedRepeats[] = {0, kRepeats / 2, kRepeats - 1};  // first, middle, last
 
@@ -318,9 +325,7 @@ TEST(GemmFastCheck, AtTheGpusSizeEveryFp8ElementCatchesTwiceTheRms) {
     element_compare(spec, acc, ref, clean, 0, batch);
     EXPECT_EQ(batch.summaries[0].flagged, 0u);
     EXPECT_LT(ratio_of(batch.summaries[0]), 0.1);
-    double detectable;
-    std::memcpy(&detectable, &batch.summaries[0].detectable_bits, sizeof detectable);
-    const double multiple = detectable / rms(clean);
+    const double multiple = detectable_multiple(batch.summaries[0], clean);
     RecordProperty(std::string("detectable_multiple_") + gemm_type_name(t), std::to_string(multiple));
     EXPECT_LT(multiple, 2.0);
   }
@@ -341,9 +346,7 @@ TEST(GemmFastCheck, AtTheGpusSizeEveryCheckCatchesTwiceTheRmsAndACleanRunStaysFa
     fast_compare(ref, clean, 0, batch);
     EXPECT_EQ(batch.summaries[0].flagged, 0u);
     EXPECT_LT(ratio_of(batch.summaries[0]), 0.1);
-    double detectable;
-    std::memcpy(&detectable, &batch.summaries[0].detectable_bits, sizeof detectable);
-    const double multiple = detectable / rms(clean);
+    const double multiple = detectable_multiple(batch.summaries[0], clean);
     RecordProperty(std::string("detectable_multiple_") + gemm_type_name(t), std::to_string(multiple));
     EXPECT_LT(multiple, 2.0) << "tile " << ref.s.tile;
   }
