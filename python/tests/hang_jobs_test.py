@@ -30,10 +30,12 @@ import tempfile
 import threading
 import time
 import unittest
-import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+from torchrun_test import free_port, rendezvous  # noqa: E402
 
 WORLD = 4
 TIMEOUT_S = 3
@@ -124,12 +126,6 @@ def run_rank(scenario, rank, out, store=None, last=True):
         status = 1
     log.close()
     return status
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pool_worker(rank, tmp, ports):
@@ -259,18 +255,6 @@ def worker(out):
     """One rank of the torchrun job: attempt N runs scenario N."""
     attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
     os._exit(run_rank(ORDER[attempt], int(os.environ["RANK"]), out, last=attempt == len(ORDER) - 1))
-
-
-def rendezvous():
-    """--standalone (port 29400), or the same c10d rendezvous on a free port when 29400 is taken."""
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", 29400))
-            return ["--standalone"]
-        except OSError:
-            pass
-    return ["--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:%d" % free_port(), "--rdzv_id",
-            uuid.uuid4().hex]
 
 
 @unittest.skipUnless(os.environ.get("SDCPROBE_BINARY"), "SDCPROBE_BINARY not set (ctest sets it)")
