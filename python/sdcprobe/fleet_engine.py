@@ -240,31 +240,31 @@ class StoreError(Exception):
 DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def store_files(store, table, since, until, names=False):
-    """The table's published files in the days asked for, landing NDJSON and compacted Parquet: a glob
-    per day folder that holds some (for an engine that lists them once itself, as Spark does), or with
-    `names` the files themselves, listed now. Temporary files (a leading '.') never end in .ndjson or
-    .parquet. With `names`, a day's newest Parquet file alone is read: a compaction merges the older
-    one into it and removes it only after publishing, so an older one seen beside it is `stale`."""
-    files = {"ndjson": [], "parquet": [], "stale": []}
+def store_files(store, table, since, until):
+    """The table's published files in the days asked for, listed now: `ndjson` the landing files and
+    `ndjson_days` a glob per day folder that holds some (for Spark, which lists them once itself as it
+    plans); `parquet` each day's newest compacted file, and `stale` the older ones: a compaction merges
+    the older one into its own and removes it only after publishing. Temporary files (a leading '.')
+    never end in .ndjson or .parquet."""
+    files = {"ndjson": [], "ndjson_days": [], "parquet": [], "stale": []}
     for folder in sorted(glob.glob(os.path.join(store, table, "day=*"))):
         day = os.path.basename(folder)[4:]
         if not DAY.match(day):
             raise StoreError(f"{folder}: not a day folder (day=YYYY-MM-DD)")
         if (since and day < since) or (until and day > until):
             continue
-        parquet = []
+        landing, parquet = [], []
         with os.scandir(folder) as entries:
             for entry in entries:
-                kind = entry.name.rsplit(".", 1)[-1]
-                if kind not in ("ndjson", "parquet") or entry.name.startswith((".", "_")):
+                if entry.name.startswith((".", "_")):
                     continue
-                if names and kind == "parquet":
+                if entry.name.endswith(".ndjson"):
+                    landing.append(entry.path)
+                elif entry.name.endswith(".parquet"):
                     parquet.append((entry.stat().st_mtime_ns, entry.path))
-                elif names:
-                    files[kind].append(entry.path)
-                elif not files[kind] or not files[kind][-1].startswith(folder + os.sep):
-                    files[kind].append(os.path.join(folder, "*." + kind))
+        files["ndjson"] += landing
+        if landing:
+            files["ndjson_days"].append(os.path.join(folder, "*.ndjson"))
         parquet.sort()
         files["parquet"] += [path for _, path in parquet[-1:]]
         files["stale"] += [path for _, path in parquet[:-1]]
@@ -297,7 +297,7 @@ class DuckDBEngine:
     def load(self, store, table, since, until, files=None):
         # The files of now, by name: a view over a glob would list the folders again at each
         # aggregation, and a file landing meanwhile would count in some aggregate tables only.
-        files = files or store_files(store, table, since, until, names=True)
+        files = files or store_files(store, table, since, until)
         columns = COLUMNS[table]
         names = ", ".join(c for c, _ in columns)
         spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
@@ -371,8 +371,8 @@ class SparkEngine:
             ndjson = [os.path.join(store, table, "day=*", "*.ndjson")]
             parquet = [os.path.join(store, table, "day=*", "*.parquet")]
         else:  # landing files by day folder, which Spark lists once as it plans; a day's newest Parquet file
-            ndjson = store_files(store, table, since, until)["ndjson"]
-            parquet = store_files(store, table, since, until, names=True)["parquet"]
+            files = store_files(store, table, since, until)
+            ndjson, parquet = files["ndjson_days"], files["parquet"]
         nothing = self.spark.createDataFrame([], schema + ", filename STRING, source_file STRING")
 
         def read(kind, paths):
@@ -467,7 +467,7 @@ def compact(store):
     for table in COLUMNS:
         for folder in sorted(glob.glob(os.path.join(store, table, "day=*"))):
             day = os.path.basename(folder)[4:]
-            files = store_files(store, table, day, day, names=True)
+            files = store_files(store, table, day, day)
             if not files["ndjson"]:
                 continue
             engine.load(store, table, day, day, files)  # the day's rows, a landing file's over its older copy
