@@ -75,8 +75,8 @@ Step timed(const std::string& command) {
 }
 
 void print(const char* name, const Step& s) {
-  std::printf("%-8s %8.1f s wall %8.1f s CPU %8.0f MiB peak  exit %d\n", name, s.wall_s, s.cpu_s,
-              s.max_rss_mib, WIFEXITED(s.status) ? WEXITSTATUS(s.status) : -1);
+  std::printf("%-8s %8.1f s wall %8.1f s CPU %8.0f MiB peak  exit %d\n", name, s.wall_s, s.cpu_s, s.max_rss_mib,
+              WIFEXITED(s.status) ? WEXITSTATUS(s.status) : -1);
 }
 
 // Writes the reports of nodes [first, last) and their store rows.
@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
   const int gpus = env_int("SDC_FLEET_BENCH_GPUS", 20000), days = env_int("SDC_FLEET_BENCH_DAYS", 30);
   const int nodes = (gpus + kGpusPerNode - 1) / kGpusPerNode;
   fs::remove_all(dir);
-  std::printf("fleet: %d GPUs on %d nodes, %d days of 6 sweeps, 4 probes: %lld results in %lld reports\n", gpus,
-              nodes, days, 24LL * days * gpus, 6LL * days * nodes);
+  std::printf("fleet: %d GPUs on %d nodes, %d days of 6 sweeps, 4 probes: %lld results in %lld reports\n", gpus, nodes,
+              days, 24LL * days * gpus, 6LL * days * nodes);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> writers;
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
   const std::string engine = "PYTHONPATH=" SDC_SOURCE_DIR "/python SDCPROBE_PYTHON=" + python + " ";
   const Step compact = timed(engine + python + " -m sdcprobe.fleet_engine compact --store " + d + "/store");
   print("compact", compact);
-  const Step store = timed(engine + sdcprobe + " fleet sdc --store " + d + "/store --json " + d + "/store.json > /dev/null");
+  const Step store =
+      timed(engine + sdcprobe + " fleet sdc --store " + d + "/store --json " + d + "/store.json > /dev/null");
   print("store", store);
   std::printf("store / files: %.2f wall (goal <= 0.25), %.2f CPU\n", store.wall_s / files.wall_s,
               store.cpu_s / files.cpu_s);

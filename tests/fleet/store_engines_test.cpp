@@ -44,8 +44,9 @@ void write(const fs::path& path, const std::string& text) {
 }
 
 nlohmann::json record(bool memory, uint64_t index, int bit, int unit) {
-  nlohmann::json r = {{"index", index},          {"expected", uint64_t{0}},  {"observed", uint64_t{1} << bit},
-                      {"syndrome", uint64_t{1} << bit}, {"bits", {bit}}, {"width_bits", 64}};
+  nlohmann::json r = {
+      {"index", index}, {"expected", uint64_t{0}}, {"observed", uint64_t{1} << bit}, {"syndrome", uint64_t{1} << bit},
+      {"bits", {bit}},  {"width_bits", 64}};
   if (memory) {
     r["byte_offset"] = index * 8;
   } else {
@@ -60,9 +61,9 @@ nlohmann::json record(bool memory, uint64_t index, int bit, int unit) {
 // in one DRAM row every pass (a lemon device), node5's GPUs all fail it every other pass (a lemon
 // node), node7's GPU 1 hands back a wrong GEMM digest and passes its own checks, node11's GPU 0 fails
 // its burns from 80 C (a temperature-triggered device), nodes 13 and 15 split evenly on one probe (an
-// inconclusive vote); background failures elsewhere. One report ran with an injection, one result was skipped; the A100s' transcendental
-// probe carries the host's golden digest. Also a history with a quarantine, a release and a failure
-// after it. Returns the inputs for `fleet sdc`.
+// inconclusive vote); background failures elsewhere. One report ran with an injection, one result was skipped; the
+// A100s' transcendental probe carries the host's golden digest. Also a history with a quarantine, a release and a
+// failure after it. Returns the inputs for `fleet sdc`.
 std::string generate_fleet(const fs::path& dir) {
   std::mt19937_64 rng(20261205);
   std::bernoulli_distribution background(0.01);
@@ -94,10 +95,14 @@ std::string generate_fleet(const fs::path& dir) {
         // Two burns, warmer each pass; node11's GPU 0 fails from 80 C (a temperature-triggered defect).
         for (int k = 0; k < 2; ++k) {
           const double celsius = 50.25 + 6 * p + 3 * k + g;
-          SimResult burn{k ? "gemm.burn.fp16" : "gemm.burn.bf16", h == 11 && g == 0 && celsius >= 80, false, false, 10.0};
+          SimResult burn{k ? "gemm.burn.fp16" : "gemm.burn.bf16", h == 11 && g == 0 && celsius >= 80, false, false,
+                         10.0};
           burn.params = {{"samples",
-                          {{{"temperature_c", celsius}, {"sm_clock_mhz", 1980.0}, {"power_w", 600.5 + 10 * g + 5 * p},
-                            {"power_limit_w", 700.0}, {"under_load", true}}}}};
+                          {{{"temperature_c", celsius},
+                            {"sm_clock_mhz", 1980.0},
+                            {"power_w", 600.5 + 10 * g + 5 * p},
+                            {"power_limit_w", 700.0},
+                            {"under_load", true}}}}};
           results[g].push_back(burn);
         }
       }
@@ -217,8 +222,8 @@ TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {
   EXPECT_EQ(through_duckdb(), files);
 
   // Compacted to Parquet, and a report imported again after that: each row still counts once.
-  const Outcome compact = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " +
-                                      path("store"));
+  const Outcome compact =
+      run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
   ASSERT_EQ(compact.code, 0) << compact.out;
   size_t ndjson = 0, parquet = 0;
   for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
@@ -243,9 +248,11 @@ TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {
 
   // The Spark job as a user submits it (python runs it in local mode here) over the same store of
   // Parquet and landing files, then --aggregates.
-  const Outcome spark = run_command("PYSPARK_PYTHON=" + engines_python() + " " + engines_python() + " " +
-                                    SDC_SOURCE_DIR + "/python/sdcprobe/fleet_engine.py aggregate --engine spark "
-                                    "--master local[2] --store " + path("store") + " --out " + path("aggregates"));
+  const Outcome spark =
+      run_command("PYSPARK_PYTHON=" + engines_python() + " " + engines_python() + " " + SDC_SOURCE_DIR +
+                  "/python/sdcprobe/fleet_engine.py aggregate --engine spark "
+                  "--master local[2] --store " +
+                  path("store") + " --out " + path("aggregates"));
   ASSERT_EQ(spark.code, 0) << spark.out;
   EXPECT_EQ(fleet_sdc("--aggregates " + path("aggregates") + topology()), files);
 }
@@ -258,8 +265,9 @@ TEST_F(StoreEngines, JobSummariesFromTheStoreGiveTheClusterLedgerOfTheFiles) {
   const std::string sdc = SDC_BINARY_DIR "/cli/sdcprobe ";
   fs::create_directories(path("summaries"));
   for (const char* job : {"1", "2", "4"}) {
-    const Outcome o = run_command(engine_env() + sdc + "goodput '" + data + "/logs/" + job + "/*.jsonl' --json --job-id " +
-                                  job + " --store " + path("store") + " > " + path("summaries/") + job + ".json");
+    const Outcome o =
+        run_command(engine_env() + sdc + "goodput '" + data + "/logs/" + job + "/*.jsonl' --json --job-id " + job +
+                    " --store " + path("store") + " > " + path("summaries/") + job + ".json");
     ASSERT_EQ(o.code, 0) << o.out;
   }
   const std::string ledger = "fleet goodput --sacct " + data + "/sacct.json --json ";
@@ -294,10 +302,12 @@ TEST_F(StoreEngines, SinceAndUntilReadOnlyThoseDays) {
   // The second day's reports alone, as files and as days of the store.
   std::string day2;
   for (int h = 0; h < kHosts; ++h) {
-    for (int p = 4; p < kPasses; ++p) day2 += " " + path("reports/node" + std::to_string(h) + "-" + std::to_string(p) + ".json");
+    for (int p = 4; p < kPasses; ++p)
+      day2 += " " + path("reports/node" + std::to_string(h) + "-" + std::to_string(p) + ".json");
   }
   import(path("reports"));
-  Outcome o = run_command(SDC_BINARY_DIR "/cli/sdcprobe fleet sdc" + day2 + topology() + " --json " + path("day2.json"));
+  Outcome o =
+      run_command(SDC_BINARY_DIR "/cli/sdcprobe fleet sdc" + day2 + topology() + " --json " + path("day2.json"));
   ASSERT_EQ(o.code, 1) << o.out;
   std::ifstream in(path("day2.json"));
   EXPECT_EQ(through_duckdb(" --since 2026-12-02 --until 2026-12-02"), nlohmann::json::parse(in));
