@@ -27,6 +27,8 @@ using test::run_command;
 using test::sdcprobe;
 
 constexpr int kHosts = 16, kGpus = 4, kPasses = 8;
+// The seed nodes 12 and 14 are swept with in every pass (an operator's --seed): their votes span days.
+constexpr uint64_t kPinnedSeed = 7;
 
 std::string engines_python() {
   const char* python = std::getenv("SDC_FLEET_ENGINES_PYTHON");
@@ -61,7 +63,9 @@ nlohmann::json record(bool memory, uint64_t index, int bit, int unit) {
 // in one DRAM row every pass (a lemon device), node5's GPUs all fail it every other pass (a lemon
 // node), node7's GPU 1 hands back a wrong GEMM digest and passes its own checks, node11's GPU 0 fails
 // its burns from 80 C (a temperature-triggered device), nodes 13 and 15 split evenly on one probe (an
-// inconclusive vote); background failures elsewhere. One report ran with an injection, one result was skipped; the
+// inconclusive vote); nodes 12 and 14 are swept with one pinned seed, and node14's GPU 3 hands back wrong
+// digests under it in every pass of both days (a minority digest of a vote that spans days); background failures
+// elsewhere. One report ran with an injection, one result was skipped; the
 // A100s' transcendental probe carries the host's golden digest. Also a history with a quarantine, a release and a
 // failure after it. Returns the inputs for `fleet sdc`.
 std::string generate_fleet(const fs::path& dir) {
@@ -78,10 +82,11 @@ std::string generate_fleet(const fs::path& dir) {
     }
     for (int p = 0; p < kPasses; ++p) {
       const int64_t at = kDay0 + 6 * 3600 * p + 60 * h;
-      const uint64_t seed = fleet_seed("site-secret", SeedPeriod::kHour, at).seed;
+      const bool pinned = h == 12 || h == 14;
+      const uint64_t seed = pinned ? kPinnedSeed : fleet_seed("site-secret", SeedPeriod::kHour, at).seed;
       std::vector<std::vector<SimResult>> results(kGpus);
       for (int g = 0; g < kGpus; ++g) {
-        results[g] = deterministic(h == 7 && g == 1);
+        results[g] = deterministic((h == 7 && g == 1) || (h == 14 && g == 3));
         SimResult mem{"mem.march_c", false, false, false, 600.0 + g};
         const bool lemon_device = h == 3 && g == 2, lemon_node = h == 5 && p % 2 == 0;
         if (lemon_device || lemon_node || background(rng)) {
@@ -177,15 +182,34 @@ class StoreEngines : public ::testing::Test {
     ASSERT_EQ(o.code, 0) << o.out;
   }
 
+  // The store's table files (not its partial aggregates) with this extension.
+  std::vector<fs::path> table_files(const std::string& extension) const {
+    std::vector<fs::path> found;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "store")) {
+      if (e.path().extension() == extension && e.path().string().find("/partials/") == std::string::npos)
+        found.push_back(e.path());
+    }
+    return found;
+  }
+  void compact() {
+    const Outcome o =
+        run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
+    ASSERT_EQ(o.code, 0) << o.out;
+  }
+
   fs::path dir_;
   int reports_ = 0;
 };
 
 // The planted faults, found: so that equal reports are not equal by being empty.
 void expect_planted_found(const nlohmann::json& report) {
-  bool wrong_digest = false;
-  for (const auto& s : report["suspects"]) wrong_digest = wrong_digest || s["uuid"] == "GPU-node7-1";
+  bool wrong_digest = false, wrong_pinned = false;
+  for (const auto& s : report["suspects"]) {
+    wrong_digest = wrong_digest || s["uuid"] == "GPU-node7-1";
+    wrong_pinned = wrong_pinned || s["uuid"] == "GPU-node14-3";
+  }
   EXPECT_TRUE(wrong_digest) << report["suspects"].dump();
+  EXPECT_TRUE(wrong_pinned) << report["suspects"].dump();
   bool lemon = false;
   for (const auto& l : report["lemons"]["devices"]) lemon = lemon || l["uuid"] == "GPU-node3-2";
   EXPECT_TRUE(lemon) << report["lemons"].dump();
@@ -221,23 +245,14 @@ TEST_F(StoreEngines, FilesDuckDbAndSparkGiveTheSameReport) {
 
   EXPECT_EQ(through_duckdb(), files);
 
-  // Compacted to Parquet, and a report imported again after that: each row still counts once.
-  const Outcome compact =
-      run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
-  ASSERT_EQ(compact.code, 0) << compact.out;
-  size_t ndjson = 0, parquet = 0;
-  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
-    ndjson += e.path().extension() == ".ndjson";
-    parquet += e.path().extension() == ".parquet";
-  }
-  EXPECT_EQ(ndjson, 0u);
-  EXPECT_GT(parquet, 0u);
+  // Compacted to Parquet with each day's partial aggregates, and a report imported again after that:
+  // each row still counts once.
+  compact();
+  EXPECT_EQ(table_files(".ndjson").size(), 0u);
+  const std::vector<fs::path> compacted = table_files(".parquet");
+  EXPECT_GT(compacted.size(), 0u);
   // Beside each day's Parquet file, an older copy, as a compaction leaves the file it merged until its
   // own is published: neither engine counts it.
-  std::vector<fs::path> compacted;
-  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
-    if (e.path().extension() == ".parquet") compacted.push_back(e.path());
-  }
   for (const fs::path& p : compacted) {
     const fs::path older = p.parent_path() / "compacted-0-merged.parquet";
     fs::copy_file(p, older);
@@ -283,8 +298,7 @@ TEST_F(StoreEngines, JobSummariesFromTheStoreGiveTheClusterLedgerOfTheFiles) {
     return nlohmann::json::parse(in);
   };
   EXPECT_EQ(through_store(), files);
-  o = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
-  ASSERT_EQ(o.code, 0) << o.out;
+  compact();
   o = sdcprobe("fleet import --summaries " + path("summaries/2.json") + " --store " + path("store"));
   ASSERT_EQ(o.code, 0) << o.out;
   EXPECT_NE(o.out.find("1 job summaries"), std::string::npos) << o.out;
@@ -330,14 +344,15 @@ from sdcprobe import fleet_engine as fe
 store = sys.argv[1]
 def count(engine):
     return engine.db.execute("SELECT count(*) FROM results").fetchone()[0]
+def load(engine):
+    engine.load("results", fe.store_files(fe.day_files(store, "results", None, None)))
 engine = fe.DuckDBEngine()
-for table in fe.COLUMNS:
-    engine.load(store, table, None, None)
+load(engine)
 listed = count(engine)
 first = sorted(glob.glob(os.path.join(store, "results", "day=*", "*.ndjson")))[0]
 shutil.copy(first, os.path.join(os.path.dirname(first), "late.ndjson"))
 later = fe.DuckDBEngine()
-later.load(store, "results", None, None)
+load(later)
 print(listed, count(engine), count(later))
 )");
   Outcome o = run_command(engine_env() + engines_python() + " " + path("landing.py") + " " + path("store"));
@@ -358,14 +373,9 @@ print(listed, count(engine), count(later))
 
   // Compacted, then each day's Parquet file beside an older copy of itself, as a compaction leaves
   // the file it merged until its own is published.
-  o = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
-  ASSERT_EQ(o.code, 0) << o.out;
+  compact();
   int copies = 0;
-  std::vector<fs::path> parquet;
-  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
-    if (e.path().extension() == ".parquet") parquet.push_back(e.path());
-  }
-  for (const fs::path& p : parquet) {
+  for (const fs::path& p : table_files(".parquet")) {
     const fs::path older = p.parent_path() / "compacted-0-merged.parquet";
     fs::copy_file(p, older);
     fs::last_write_time(older, fs::last_write_time(p) - std::chrono::hours(1));
@@ -375,14 +385,61 @@ print(listed, count(engine), count(later))
   EXPECT_EQ(through_duckdb(), files);
   // A compaction of a day removes the older file with the landing files it merged.
   import((dir_ / "reports" / "node3-0.json").string());
-  o = run_command(engine_env() + engines_python() + " -m sdcprobe.fleet_engine compact --store " + path("store"));
-  ASSERT_EQ(o.code, 0) << o.out;
+  compact();
   size_t kept_older = 0;
-  for (const auto& e : fs::recursive_directory_iterator(path("store"))) {
-    kept_older += e.path().filename() == "compacted-0-merged.parquet";
-  }
+  for (const fs::path& p : table_files(".parquet")) kept_older += p.filename() == "compacted-0-merged.parquet";
   EXPECT_LT(kept_older, static_cast<size_t>(copies));
   EXPECT_EQ(through_duckdb(), files);
+}
+
+// A compaction stores each day's partial aggregates, and an analysis reads a day that did not change
+// from them alone: with the day's results file replaced by garbage of the same name, the report is
+// unchanged. The day's partial aggregates stand for it only while its files are the ones they were
+// made from: once a file lands there, or they come from another engine version, the day's rows are
+// read again (and the garbage is exit 2 naming the file).
+TEST_F(StoreEngines, ADayThatDidNotChangeIsReadFromItsPartialAggregatesAlone) {
+  const std::string inputs = generate_fleet(dir_);
+  import(inputs);
+  const nlohmann::json files = fleet_sdc(inputs + topology());
+  compact();
+  const fs::path day = dir_ / "store" / "results" / "day=2026-12-01";
+  ASSERT_TRUE(fs::exists(day));
+  std::vector<fs::path> partials;
+  for (const auto& e : fs::directory_iterator(dir_ / "store" / "partials" / "day=2026-12-01"))
+    partials.push_back(e.path());
+  ASSERT_EQ(partials.size(), 1u);
+  EXPECT_TRUE(fs::exists(partials[0] / "sources.json"));
+  EXPECT_TRUE(fs::exists(partials[0] / "day_vote_devices.parquet"));
+  fs::path results;
+  for (const auto& e : fs::directory_iterator(day)) results = e.path();
+  const auto mtime = fs::last_write_time(results);
+  write(results, "PAR1 not Parquet");
+  fs::last_write_time(results, mtime);
+  EXPECT_EQ(through_duckdb(), files);
+
+  // Made by another engine version: not used.
+  const std::string sources = [&] {
+    std::ifstream in(partials[0] / "sources.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  std::string other = sources;
+  other.replace(other.find("duckdb "), 7, "duckdb 0.");
+  write(partials[0] / "sources.json", other);
+  auto refused = [&] {
+    const Outcome o = run_command(engine_env() + SDC_BINARY_DIR "/cli/sdcprobe fleet sdc --store " + path("store") +
+                                  " --json " + path("bad.json"));
+    EXPECT_EQ(o.code, 2) << o.out;
+    EXPECT_NE(o.out.find(results.filename().string()), std::string::npos) << o.out;
+    EXPECT_FALSE(fs::exists(path("bad.json")));
+  };
+  refused();
+  write(partials[0] / "sources.json", sources);
+  EXPECT_EQ(through_duckdb(), files);
+  // A report of the day imported again lands a file there: the day is read from its rows.
+  import((dir_ / "reports" / "node3-0.json").string());
+  ASSERT_EQ(table_files(".ndjson").size(), 3u);  // its results, devices and sites
+  EXPECT_EQ(table_files(".ndjson")[0].parent_path().filename(), "day=2026-12-01");
+  refused();
 }
 
 // The engines group each vote and digest by a 64-bit hash of them. Two that share one (here a hash
