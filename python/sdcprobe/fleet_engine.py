@@ -413,8 +413,34 @@ def fsync_path(path):
         os.close(fd)
 
 
+def sql_text(text):
+    return "'" + text.replace("'", "''") + "'"
+
+
 def sql_list(paths):
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+    return "[" + ", ".join(sql_text(p) for p in paths) + "]"
+
+
+# Bytes of landing rows DuckDB reads at once (fleet_engine.DuckDBEngine.read_landing).
+LANDING_BATCH = 64 << 20
+
+
+def tagged_lines(path):
+    """The landing file's lines, each object given the file's `source_file` as its first member;
+    None where the file is not a plain series of non-empty JSON objects, one per line, or names a
+    source_file itself (read file by file: DuckDB's error names it)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data:
+        return b""
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    lines = data.count(b"\n")
+    if (not data.startswith(b"{") or data.count(b"\n{") != lines - 1 or b'"source_file"' in data
+            or re.search(rb"(^|\n)\{\s*\}", data)):
+        return None
+    prefix = b'{"source_file": ' + json.dumps(re.search(SOURCE, path).group(1)).encode() + b", "
+    return prefix + data[1:].replace(b"\n{", b"\n" + prefix)
 
 
 class DuckDBEngine:
@@ -442,15 +468,12 @@ class DuckDBEngine:
         # at each aggregation, and a file landing meanwhile would count in some aggregate tables only.
         columns = COLUMNS[table]
         names = ", ".join(c for c, _ in columns)
-        spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
         empty = ", ".join(f"CAST(NULL AS {self.duck_type(t)}) AS {c}" for c, t in columns)
         nothing = f"SELECT {empty}, CAST(NULL AS VARCHAR) AS filename, CAST(NULL AS VARCHAR) AS source_file WHERE false"
-        landing = (f"SELECT {names}, filename, regexp_extract(filename, '{SOURCE}', 1) AS source_file "
-                   f"FROM read_json({sql_list(files['ndjson'])}, format='newline_delimited', columns={{{spec}}}, "
-                   f"filename=true)") if files["ndjson"] else nothing
         compacted = (f"SELECT {names}, filename, source_file FROM read_parquet({sql_list(files['parquet'])}, "
                      f"filename=true)") if files["parquet"] else nothing
-        self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table}_landing AS {landing}")
+        self.db.execute(f"CREATE OR REPLACE TEMP TABLE {table}_landing AS {nothing}")
+        self.read_landing(table, files["ndjson"])
         self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table}_compacted AS {compacted}")
         self.db.execute(f"""CREATE OR REPLACE TEMP VIEW {table}_raw AS
             SELECT * FROM {table}_landing UNION ALL
@@ -458,6 +481,53 @@ class DuckDBEngine:
         self.check_version(table)
         self.db.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS "
                         f"SELECT * EXCLUDE (filename), epoch_us(CAST(time AS TIMESTAMP)) AS t_us FROM {table}_raw")
+
+    def read_landing(self, table, paths):
+        """Adds the landing files' rows to {table}_landing. DuckDB spends about 2 ms opening each
+        file, so the files are read in batches: each line given its file's `source_file` and
+        written to one scratch file of up to LANDING_BATCH bytes, which DuckDB reads at once. A file
+        that is not a plain series of JSON objects, or a batch DuckDB refuses, is read file by file
+        instead, where DuckDB's error names the file and line."""
+        columns = COLUMNS[table]
+        names = ", ".join(c for c, _ in columns)
+        spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
+
+        def by_file(batch):
+            try:
+                self.db.execute(
+                    f"INSERT INTO {table}_landing SELECT {names}, filename, "
+                    f"regexp_extract(filename, '{SOURCE}', 1) AS source_file FROM read_json({sql_list(batch)}, "
+                    f"format='newline_delimited', columns={{{spec}}}, filename=true)")
+            except self.error as e:
+                raise StoreError(f"{table}: {e}") from e
+
+        fd, scratch = tempfile.mkstemp(prefix="sdcprobe-landing-", suffix=".ndjson")
+        os.close(fd)
+        try:
+            batch, chunks, size = [], [], 0
+            for path in paths + [None]:
+                lines = None if path is None else tagged_lines(path)
+                if path is not None and lines is None:
+                    by_file([path])
+                    continue
+                if path is not None:
+                    batch.append(path)
+                    chunks.append(lines)
+                    size += len(lines)
+                if batch and (path is None or size >= LANDING_BATCH):
+                    with open(scratch, "wb") as f:
+                        f.writelines(chunks)
+                    table_dir = os.path.dirname(os.path.dirname(batch[0]))
+                    try:
+                        self.db.execute(
+                            f"INSERT INTO {table}_landing SELECT {names}, {sql_text(table_dir + '/')} || source_file, "
+                            f"source_file FROM read_json('{scratch}', format='newline_delimited', "
+                            f"columns={{{spec}, 'source_file': 'VARCHAR'}})")
+                    except self.error:
+                        by_file(batch)
+                    batch, chunks, size = [], [], 0
+        finally:
+            os.remove(scratch)
 
     def stage(self, name, sql):
         try:

@@ -425,21 +425,33 @@ TEST_F(StoreEngines, ADayThatDidNotChangeIsReadFromItsPartialAggregatesAlone) {
   std::string other = sources;
   other.replace(other.find("duckdb "), 7, "duckdb 0.");
   write(partials[0] / "sources.json", other);
-  auto refused = [&] {
+  auto refused = [&](const fs::path& naming) {
     const Outcome o = run_command(engine_env() + SDC_BINARY_DIR "/cli/sdcprobe fleet sdc --store " + path("store") +
                                   " --json " + path("bad.json"));
     EXPECT_EQ(o.code, 2) << o.out;
-    EXPECT_NE(o.out.find(results.filename().string()), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(naming.string()), std::string::npos) << o.out;
     EXPECT_FALSE(fs::exists(path("bad.json")));
   };
-  refused();
+  refused(results.filename());
+  // Partial aggregates damaged: exit 2 naming the file.
+  write(partials[0] / "sources.json", "{\"partials_version\": ");
+  refused(partials[0] / "sources.json");
   write(partials[0] / "sources.json", sources);
+  EXPECT_EQ(through_duckdb(), files);
+  const fs::path families = partials[0] / "day_families.parquet";
+  const std::string kept = [&] {
+    std::ifstream in(families);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  write(families, kept.substr(0, kept.size() / 2));
+  refused(families);
+  write(families, kept);
   EXPECT_EQ(through_duckdb(), files);
   // A report of the day imported again lands a file there: the day is read from its rows.
   import((dir_ / "reports" / "node3-0.json").string());
   ASSERT_EQ(table_files(".ndjson").size(), 3u);  // its results, devices and sites
   EXPECT_EQ(table_files(".ndjson")[0].parent_path().filename(), "day=2026-12-01");
-  refused();
+  refused(results.filename());
 }
 
 // The engines group each vote and digest by a 64-bit hash of them. Two that share one (here a hash
