@@ -72,7 +72,8 @@ def report(name, step, expected_code=0):
 RESULTS = """
 WITH gpu AS (
   SELECT g, g // {per_node} AS node, 'node' || (g // {per_node}) AS host,
-    printf('GPU-%08x-0000-4000-8000-%012x', g, g) AS device_uuid, printf('00000000:%02X:00.0', g % 8 + 24) AS pci_bus_id,
+    printf('GPU-%08x-0000-4000-8000-%012x', g, g) AS device_uuid,
+    printf('00000000:%02X:00.0', g % 8 + 24) AS pci_bus_id,
     CASE WHEN (g // {per_node}) % 2 = 0 THEN 'NVIDIA H100 80GB HBM3' ELSE 'NVIDIA A100-SXM4-80GB' END AS model,
     CASE WHEN (g // {per_node}) % 2 = 0 THEN '550.54.15' ELSE '535.104' END AS driver,
     CASE WHEN (g // {per_node}) % 2 = 0 THEN 'cuda|NVIDIA H100 80GB HBM3|132|9.0|550.54.15|12.4'
@@ -87,7 +88,8 @@ WITH gpu AS (
     printf('day={day}/node%d-%02d.ndjson', node, h) AS source_file
   FROM range({gpus} // {per_node}) t(node), sweep
 ), probe AS (
-  SELECT * FROM (VALUES (0, '{p0}', '{f0}'), (1, '{p1}', '{f1}'), (2, '{p2}', '{f2}'), (3, '{p3}', '{f3}')) t(p, probe, family)
+  SELECT * FROM (VALUES (0, '{p0}', '{f0}'), (1, '{p1}', '{f1}'), (2, '{p2}', '{f2}'), (3, '{p3}', '{f3}'))
+    t(p, probe, family)
 ), digest AS (
   SELECT h, p, printf('0x%016x', seed) AS run_seed, '|seed ' || seed AS class_seed,
     md5(probe || seed) AS right_digest, md5(probe || seed || 'wrong') AS wrong_digest

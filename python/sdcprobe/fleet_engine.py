@@ -11,8 +11,12 @@ does the statistics, decisions and outputs itself, as it does for files.
     python -m sdcprobe.fleet_engine compact --store DIR
     python -m sdcprobe.fleet_engine jobs --store DIR --out FILE
 
-Only the reading of the store differs between the engines (engine_views below); every aggregation is
-the SQL in AGGREGATES, run as it is by both. Bad input exits 2 naming the file.
+Every aggregation is SQL that both engines run as written, in three steps: partials() groups each
+day's rows into partial aggregates that merge across days exactly, MERGED makes each vote's digests
+from them, AGGREGATES the tables sdcprobe reads. Only the reading of the store differs (each
+engine's load), and where a day's partial aggregates come from: DuckDB reads those a compaction
+stored for a day that did not change since, Spark groups every day's rows. Bad input exits 2
+naming the file.
 """
 
 import argparse
@@ -99,7 +103,8 @@ def partials(hash64):
 
     Each vote and digest is keyed by a 64-bit hash of them (`hash64`, the engine's own: a key of
     seven text columns made the per-device table three times slower); two votes in one hash stop the
-    analysis (check_stages)."""
+    analysis (check_stages). Sums are cast to BIGINT: DuckDB sums integers into 128 bits, which
+    its Parquet writer stores as DOUBLE."""
     # Sizes and iteration counts left to the probes' default are null, which Spark's hash skips.
     vote_hash = (f"{hash64}(class_key, probe, level, coalesce(size_bytes, -1), coalesce(iterations, -1), "
                  "run_seed, digest)")
@@ -197,7 +202,8 @@ def partials(hash64):
         # Each vote's digest in the day: a vote held within one day (a fleet seed changes every hour)
         # is counted from this alone.
         "day_digests": """
-            SELECT day_number, vh, CAST(sum(runs) AS BIGINT) AS runs, count(*) AS devices, count(DISTINCT host) AS hosts
+            SELECT day_number, vh, CAST(sum(runs) AS BIGINT) AS runs, count(*) AS devices,
+              count(DISTINCT host) AS hosts
             FROM day_vote_devices GROUP BY day_number, vh
         """,
     }
@@ -672,11 +678,15 @@ class SparkEngine:
         self.spark.sql(sql).persist().createOrReplaceTempView(name)
 
     def partials(self, store, since, until):
-        """The partial aggregates of every day asked for, from its rows."""
+        """The partial aggregates of every day asked for, from its rows: views, planned with the
+        query that reads them, but for day_vote_devices, which two tables read (cached)."""
         for table in RAW_TABLES:
             self.load(store, table, since, until)
         for name, sql in partials(self.hash64).items():
-            self.stage(name, sql)
+            if name == "day_vote_devices":
+                self.stage(name, sql)
+            else:
+                self.spark.sql(sql).createOrReplaceTempView(name)
 
     def rows(self, sql):
         return [tuple(r) for r in self.spark.sql(sql).collect()]

@@ -26,12 +26,14 @@ mirror=$(sed -n 's|^URIs: *\([^ ]*\).*|\1|p' /etc/apt/sources.list.d/debian.sour
 [ -n "$mirror" ] || fail "no Debian mirror in /etc/apt/sources.list{,.d/debian.sources}"
 
 # The package, without CUDA: a clean Debian root has no CUDA libraries to satisfy the CUDA build's
-# dependencies (docs/operating.md, "Installing"). Built inside the clone so that ccache (keyed on
-# paths relative to CCACHE_BASEDIR) reuses the objects of the other builds.
+# dependencies (docs/operating.md, "Installing"). Built inside the clone, with the release build's
+# flags (-Werror where CI sets SDC_WERROR), so that ccache (keyed on paths relative to
+# CCACHE_BASEDIR) gives it the release build's objects: only the CUDA files differ.
 build=$repo/build/package-cpu
 export CCACHE_BASEDIR=$repo
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSDC_CUDA=OFF -DSDC_BUILD_TESTS=OFF \
-  -DSDC_BUILD_BENCH=OFF >"$work/build.log" 2>&1 && cmake --build "$build" >>"$work/build.log" 2>&1 &&
+  -DSDC_BUILD_BENCH=OFF -DSDC_WERROR="${SDC_WERROR:-OFF}" >"$work/build.log" 2>&1 &&
+  cmake --build "$build" >>"$work/build.log" 2>&1 &&
   (cd "$build" && cpack -G DEB -B "$work/deb") >>"$work/build.log" 2>&1 || {
   cat "$work/build.log"
   fail "building the package"
