@@ -6,8 +6,10 @@
 // reports. Each report is written as a JSON file and as the store's rows that `qualify --store`
 // writes for it (the same bytes, without the node's fsync of each file). Then, timed:
 //   files:   sdcprobe fleet sdc DIR/reports --json files.json
-//   compact: PYTHON -m sdcprobe.fleet_engine compact --store DIR/store   (once a day, on a real store)
-//   store:   sdcprobe fleet sdc --store DIR/store --json store.json       (embedded DuckDB, Parquet)
+//   compact: PYTHON -m sdcprobe.fleet_engine compact --store DIR/store   (once a day, on a real store:
+//            the landing files into Parquet, then each day's partial aggregates)
+//   store:   sdcprobe fleet sdc --store DIR/store --json store.json       (embedded DuckDB: the days'
+//            partial aggregates)
 // Printed: each step's wall and CPU seconds and peak memory (its process tree's largest), the ratio
 // store / files (goal: <= 0.25), and whether the two JSON reports are equal.
 //

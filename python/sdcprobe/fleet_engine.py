@@ -433,8 +433,9 @@ LANDING_BATCH = 64 << 20
 
 def tagged_lines(path):
     """The landing file's lines, each object given the file's `source_file` as its first member;
-    None where the file is not a plain series of non-empty JSON objects, one per line, or names a
-    source_file itself (read file by file: DuckDB's error names it)."""
+    None where a line does not begin an object, or the file names a source_file itself (read file
+    by file, where DuckDB's error names it). Whatever else is wrong (an empty object, a cut line)
+    makes DuckDB refuse the batch, which is then read file by file too."""
     with open(path, "rb") as f:
         data = f.read()
     if not data:
@@ -442,8 +443,7 @@ def tagged_lines(path):
     if not data.endswith(b"\n"):
         data += b"\n"
     lines = data.count(b"\n")
-    if (not data.startswith(b"{") or data.count(b"\n{") != lines - 1 or b'"source_file"' in data
-            or re.search(rb"(^|\n)\{\s*\}", data)):
+    if not data.startswith(b"{") or data.count(b"\n{") != lines - 1 or b'"source_file"' in data:
         return None
     prefix = b'{"source_file": ' + json.dumps(re.search(SOURCE, path).group(1)).encode() + b", "
     return prefix + data[1:].replace(b"\n{", b"\n" + prefix)
