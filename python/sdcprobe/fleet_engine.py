@@ -622,6 +622,10 @@ class SparkEngine:
         builder = SparkSession.builder.appName("sdcprobe fleet aggregates")
         if master:
             builder = builder.master(master)  # spark-submit sets it; `python fleet_engine.py` may
+        if master and master.startswith("local"):
+            # One machine: a shuffle partition per core, not Spark's 200 for a cluster, which make
+            # each small group-by here two hundred tasks.
+            builder = builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 1))
         self.spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
         self.spark.conf.set("spark.sql.session.timeZone", "UTC")
