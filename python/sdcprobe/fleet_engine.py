@@ -507,31 +507,35 @@ class DuckDBEngine:
             except self.error as e:
                 raise StoreError(f"{table}: {e}") from e
 
+        def in_one_read(batch, chunks, scratch):
+            with open(scratch, "wb") as f:
+                f.writelines(chunks)
+            table_dir = os.path.dirname(os.path.dirname(batch[0]))
+            try:
+                self.db.execute(
+                    f"INSERT INTO {table}_landing SELECT {names}, {sql_text(table_dir + '/')} || source_file, "
+                    f"source_file FROM read_json({sql_text(scratch)}, format='newline_delimited', "
+                    f"columns={{{spec}, 'source_file': 'VARCHAR'}})")
+            except self.error:
+                by_file(batch)
+
         fd, scratch = tempfile.mkstemp(prefix="sdcprobe-landing-", suffix=".ndjson")
         os.close(fd)
         try:
             batch, chunks, size = [], [], 0
-            for path in paths + [None]:
-                lines = None if path is None else tagged_lines(path)
-                if path is not None and lines is None:
+            for path in paths:
+                lines = tagged_lines(path)
+                if lines is None:
                     by_file([path])
                     continue
-                if path is not None:
-                    batch.append(path)
-                    chunks.append(lines)
-                    size += len(lines)
-                if batch and (path is None or size >= LANDING_BATCH):
-                    with open(scratch, "wb") as f:
-                        f.writelines(chunks)
-                    table_dir = os.path.dirname(os.path.dirname(batch[0]))
-                    try:
-                        self.db.execute(
-                            f"INSERT INTO {table}_landing SELECT {names}, {sql_text(table_dir + '/')} || source_file, "
-                            f"source_file FROM read_json('{scratch}', format='newline_delimited', "
-                            f"columns={{{spec}, 'source_file': 'VARCHAR'}})")
-                    except self.error:
-                        by_file(batch)
+                batch.append(path)
+                chunks.append(lines)
+                size += len(lines)
+                if size >= LANDING_BATCH:
+                    in_one_read(batch, chunks, scratch)
                     batch, chunks, size = [], [], 0
+            if batch:
+                in_one_read(batch, chunks, scratch)
         finally:
             os.remove(scratch)
 

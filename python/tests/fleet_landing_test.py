@@ -94,6 +94,12 @@ class LandingBatches(unittest.TestCase):
         # Each row's source_file is its own file's.
         sources = {r[-1] for r in rows}
         self.assertEqual(sources, {f"day=2026-12-01/node{n}.ndjson" for n in range(3)})
+        # A batch per file: the same rows.
+        kept, fe.LANDING_BATCH = fe.LANDING_BATCH, 1
+        try:
+            self.assertEqual(self.read(batched=True), rows)
+        finally:
+            fe.LANDING_BATCH = kept
 
     def test_mutated_files_are_read_as_duckdb_reads_them_one_by_one(self):
         rng = random.Random(20261205)
