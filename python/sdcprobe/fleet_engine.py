@@ -419,6 +419,11 @@ def fsync_path(path):
         os.close(fd)
 
 
+def column_list(table):
+    """The table's columns, in order, for a SELECT."""
+    return ", ".join(c for c, _ in COLUMNS[table])
+
+
 def sql_text(text):
     return "'" + text.replace("'", "''") + "'"
 
@@ -473,7 +478,7 @@ class DuckDBEngine:
         # The files of now (store_files), by name: a view over a glob would list the folders again
         # at each aggregation, and a file landing meanwhile would count in some aggregate tables only.
         columns = COLUMNS[table]
-        names = ", ".join(c for c, _ in columns)
+        names = column_list(table)
         empty = ", ".join(f"CAST(NULL AS {self.duck_type(t)}) AS {c}" for c, t in columns)
         nothing = f"SELECT {empty}, CAST(NULL AS VARCHAR) AS filename, CAST(NULL AS VARCHAR) AS source_file WHERE false"
         compacted = (f"SELECT {names}, filename, source_file FROM read_parquet({sql_list(files['parquet'])}, "
@@ -494,9 +499,8 @@ class DuckDBEngine:
         written to one scratch file of up to LANDING_BATCH bytes, which DuckDB reads at once. A file
         that is not a plain series of JSON objects, or a batch DuckDB refuses, is read file by file
         instead, where DuckDB's error names the file and line."""
-        columns = COLUMNS[table]
-        names = ", ".join(c for c, _ in columns)
-        spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in columns)
+        names = column_list(table)
+        spec = ", ".join(f"'{c}': '{self.duck_type(t)}'" for c, t in COLUMNS[table])
 
         def by_file(batch):
             try:
@@ -562,7 +566,7 @@ class DuckDBEngine:
             paths = sql_list(os.path.join(folder, f"{name}.parquet") for folder in stored.values())
             self.db.execute(f"ALTER TABLE {name} RENAME TO {name}_rows")
             self.db.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM {name}_rows "
-                            f"UNION ALL BY NAME SELECT * FROM read_parquet({paths})")
+                            f"UNION ALL BY NAME SELECT * FROM read_parquet({paths}, hive_partitioning=false)")
 
     def write_partials(self, store, day, listing):
         """Stores the day's partial aggregates from its files as listed (written to a hidden folder,
@@ -770,7 +774,7 @@ def compact_day(engine, table, files, n):
     """Merges a table's day files into one Parquet file, each row of a landing file over its older
     copy; publishes it; only then removes what it merged."""
     engine.load(table, store_files({"": files}))
-    names = ", ".join(c for c, _ in COLUMNS[table])
+    names = column_list(table)
     folder = files["folder"]
     fd, temp = tempfile.mkstemp(prefix=".compact-", suffix=".tmp", dir=folder)
     os.close(fd)
