@@ -561,8 +561,10 @@ class DuckDBEngine:
         tables = partials(self.hash64)
         for name, sql in tables.items():
             self.stage(name, sql)
+        if not stored:
+            return
         # Only once all are grouped: day_digests reads the fresh day_vote_devices alone.
-        for name in tables if stored else ():
+        for name in tables:
             paths = sql_list(os.path.join(folder, f"{name}.parquet") for folder in stored.values())
             self.db.execute(f"ALTER TABLE {name} RENAME TO {name}_rows")
             self.db.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM {name}_rows "
@@ -757,7 +759,7 @@ def compact(store):
     for day in sorted(set().union(*tables.values())):
         for table, days in tables.items():
             if day in days and days[day]["ndjson"]:
-                compact_day(engine, table, days[day], merged)
+                compact_day(engine, table, day, days[day], merged)
                 merged += 1
         listing = {t: day_files(store, t, day, day) for t in RAW_TABLES}
         if not any(day in listing[t] for t in RAW_TABLES):
@@ -770,10 +772,10 @@ def compact(store):
     return merged, made
 
 
-def compact_day(engine, table, files, n):
-    """Merges a table's day files into one Parquet file, each row of a landing file over its older
-    copy; publishes it; only then removes what it merged."""
-    engine.load(table, store_files({"": files}))
+def compact_day(engine, table, day, files, n):
+    """Merges a table's files of the day (day_files) into one Parquet file, each row of a landing
+    file over its older copy; publishes it; only then removes what it merged."""
+    engine.load(table, store_files({day: files}))
     names = column_list(table)
     folder = files["folder"]
     fd, temp = tempfile.mkstemp(prefix=".compact-", suffix=".tmp", dir=folder)

@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "scheduler/consensus/fleet_seed.hpp"
@@ -43,6 +45,11 @@ std::string engine_env() {
 void write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
   std::ofstream(path) << text;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 nlohmann::json record(bool memory, uint64_t index, int bit, int unit) {
@@ -418,10 +425,7 @@ TEST_F(StoreEngines, ADayThatDidNotChangeIsReadFromItsPartialAggregatesAlone) {
   EXPECT_EQ(through_duckdb(), files);
 
   // Made by another engine version: not used.
-  const std::string sources = [&] {
-    std::ifstream in(partials[0] / "sources.json");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }();
+  const std::string sources = read(partials[0] / "sources.json");
   std::string other = sources;
   other.replace(other.find("duckdb "), 7, "duckdb 0.");
   write(partials[0] / "sources.json", other);
@@ -439,10 +443,7 @@ TEST_F(StoreEngines, ADayThatDidNotChangeIsReadFromItsPartialAggregatesAlone) {
   write(partials[0] / "sources.json", sources);
   EXPECT_EQ(through_duckdb(), files);
   const fs::path families = partials[0] / "day_families.parquet";
-  const std::string kept = [&] {
-    std::ifstream in(families);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }();
+  const std::string kept = read(families);
   write(families, kept.substr(0, kept.size() / 2));
   refused(families);
   write(families, kept);
